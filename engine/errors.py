@@ -1,0 +1,44 @@
+"""Errors a user can act on.
+
+Every error the engine raises on purpose is a `SpecChatError` whose message is one line that names the problem
+and the fix. The CLI prints it and exits non-zero; the GUI shows it in the window. Anything else that escapes
+is a bug and is reported as one.
+"""
+
+from __future__ import annotations
+
+
+class SpecChatError(Exception):
+    """A problem with the user's input or environment, with a message that says what to do."""
+
+
+class ModelNotFoundError(SpecChatError):
+    """A model path does not exist and is not a downloaded hub repo."""
+
+
+class NotAModelError(SpecChatError):
+    """A path exists but does not hold a model we can load."""
+
+
+class UnsupportedModelError(SpecChatError):
+    """A model mlx-lm cannot run, or cannot run the way speculation needs."""
+
+
+class IncompatiblePairError(SpecChatError):
+    """A draft whose tokenizer maps strings to different ids than the target's."""
+
+
+class InvalidParameterError(SpecChatError):
+    """A generation setting outside its valid range."""
+
+
+class PromptError(SpecChatError):
+    """An empty prompt, or one longer than the model's context."""
+
+
+class DownloadError(SpecChatError):
+    """A download that could not finish: no network, no such repo, gated, disk full."""
+
+
+class DownloadCancelled(SpecChatError):
+    """The user cancelled a download; the cache holds only complete files."""

@@ -1,0 +1,121 @@
+"""Generation settings: one frozen dataclass, validated when made, with named presets.
+
+The same settings drive standard and speculative decoding; `mode` and `drafter` only choose how tokens are
+proposed, never which distribution they come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import InvalidParameterError
+
+Mode = Literal["speculative", "standard"]
+DrafterKind = Literal["model", "lookup", "model+lookup"]
+
+MODES: tuple[str, ...] = ("speculative", "standard")
+DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup")
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """How to generate.
+
+    Attributes:
+        mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
+        drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
+            no draft model needed) or "model+lookup" (lookup when it finds a match, the model otherwise).
+        num_draft: draft length K; with `adaptive` the most a round may draft.
+        adaptive: choose each round's K from measured acceptance and costs, K = 0 when speculation loses.
+        temperature, top_p, top_k, min_p: the sampling warp, applied alike to draft and target
+            (temperature 0 is greedy; top_p 1, top_k 0 and min_p 0 switch a filter off).
+        repetition_penalty, repetition_context_size: mlx-lm's sign-aware penalty over the last tokens.
+        max_tokens: the most tokens to generate.
+        seed: seeds MLX's random generator; None leaves it as it is. A seeded run repeats exactly with standard
+            decoding or a fixed K. The adaptive policy picks K from measured timings, and a different K draws
+            its random numbers differently, so adaptive samples vary between runs (each exactly distributed).
+        stop: strings that end generation; the text stops before them.
+        prefill_step_size: prompt tokens per forward pass while prefilling.
+    """
+
+    mode: Mode = "speculative"
+    drafter: DrafterKind = "model"
+    num_draft: int = 4
+    adaptive: bool = True
+    temperature: float = 0.6
+    top_p: float = 0.9
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    repetition_context_size: int = 20
+    max_tokens: int = 512
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    prefill_step_size: int = 512
+
+    def __post_init__(self) -> None:
+        for problem in _problems(self):
+            raise InvalidParameterError(problem)
+        if not isinstance(self.stop, tuple):
+            object.__setattr__(self, "stop", tuple(self.stop))
+
+    def replace(self, **changes: object) -> "GenerationParams":
+        """A copy with some settings changed (validated like a new one)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    # Presets, as in seed 000: named starting points for the GUI and the CLI.
+    @classmethod
+    def preset(cls, name: str, **overrides: object) -> "GenerationParams":
+        try:
+            base = PRESETS[name]
+        except KeyError:
+            raise InvalidParameterError(
+                f"Unknown preset {name!r}: choose one of {', '.join(PRESETS)}."
+            ) from None
+        return dataclasses.replace(base, **overrides)
+
+
+def _problems(p: GenerationParams) -> list[str]:
+    """Each invalid setting as a sentence naming the setting, its value and the valid range."""
+    problems = []
+    if p.mode not in MODES:
+        problems.append(f"mode must be one of {', '.join(MODES)}, not {p.mode!r}.")
+    if p.drafter not in DRAFTERS:
+        problems.append(f"drafter must be one of {', '.join(DRAFTERS)}, not {p.drafter!r}.")
+    if not isinstance(p.num_draft, int) or p.num_draft < 1:
+        problems.append(f"Draft length (num_draft) must be at least 1, not {p.num_draft!r}.")
+    elif p.num_draft > 64:
+        problems.append(f"Draft length (num_draft) must be at most 64, not {p.num_draft}.")
+    if p.temperature < 0:
+        problems.append(f"Temperature must be 0 (greedy) or more, not {p.temperature}.")
+    if not 0 < p.top_p <= 1:
+        problems.append(f"top_p must be in (0, 1] (1 switches it off), not {p.top_p}.")
+    if not isinstance(p.top_k, int) or p.top_k < 0:
+        problems.append(f"top_k must be a whole number, 0 or more (0 switches it off), not {p.top_k!r}.")
+    if not 0 <= p.min_p <= 1:
+        problems.append(f"min_p must be in [0, 1] (0 switches it off), not {p.min_p}.")
+    if p.repetition_penalty <= 0:
+        problems.append(f"repetition_penalty must be above 0 (1 switches it off), not {p.repetition_penalty}.")
+    if p.repetition_context_size < 1:
+        problems.append(f"repetition_context_size must be at least 1, not {p.repetition_context_size}.")
+    if not isinstance(p.max_tokens, int) or p.max_tokens < 1:
+        problems.append(f"max_tokens must be at least 1, not {p.max_tokens!r}.")
+    if p.prefill_step_size < 1:
+        problems.append(f"prefill_step_size must be at least 1, not {p.prefill_step_size}.")
+    if any(not s for s in p.stop):
+        problems.append("Stop strings must not be empty.")
+    return problems
+
+
+PRESETS: dict[str, GenerationParams] = {
+    "greedy": GenerationParams(temperature=0.0, top_p=1.0),
+    "default": GenerationParams(),
+    "creative": GenerationParams(temperature=1.0, top_p=0.95, num_draft=4),
+    "conservative": GenerationParams(temperature=0.3, top_p=0.9, num_draft=3),
+}

@@ -1,0 +1,44 @@
+"""Generation settings: validated with messages that name the setting and its range; presets."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import InvalidParameterError
+from engine.params import PRESETS, GenerationParams
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_draft": 0}, "Draft length (num_draft) must be at least 1, not 0."),
+        ({"temperature": -0.5}, "Temperature must be 0 (greedy) or more, not -0.5."),
+        ({"top_p": 0.0}, "top_p must be in (0, 1]"),
+        ({"top_k": -1}, "top_k must be a whole number"),
+        ({"min_p": 1.5}, "min_p must be in [0, 1]"),
+        ({"max_tokens": 0}, "max_tokens must be at least 1"),
+        ({"mode": "turbo"}, "mode must be one of speculative, standard"),
+        ({"drafter": "oracle"}, "drafter must be one of model, lookup, model+lookup"),
+        ({"repetition_penalty": 0.0}, "repetition_penalty must be above 0"),
+        ({"stop": ("",)}, "Stop strings must not be empty."),
+    ],
+)
+def test_invalid_settings_are_refused_with_the_range(change: dict, message: str) -> None:
+    with pytest.raises(InvalidParameterError) as error:
+        GenerationParams(**change)
+    assert message in str(error.value)
+
+
+def test_presets() -> None:
+    assert set(PRESETS) == {"greedy", "default", "creative", "conservative"}
+    assert GenerationParams.preset("greedy").greedy
+    assert GenerationParams.preset("creative").temperature > GenerationParams.preset("conservative").temperature
+    assert GenerationParams.preset("greedy", max_tokens=9).max_tokens == 9
+    with pytest.raises(InvalidParameterError, match="Unknown preset 'wild'"):
+        GenerationParams.preset("wild")
+
+
+def test_replace_validates() -> None:
+    with pytest.raises(InvalidParameterError):
+        GenerationParams().replace(num_draft=-3)
+    assert GenerationParams(stop=["x"]).stop == ("x",)
