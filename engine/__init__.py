@@ -1,0 +1,34 @@
+"""SpecChat's engine: speculative decoding on MLX, with no Qt.
+
+    from engine import ModelPair, GenerationParams, generate, generate_stream
+
+    pair = ModelPair.load("mlx-community/Qwen2.5-7B-Instruct-4bit", draft="mlx-community/Qwen2.5-0.5B-Instruct-4bit")
+    for event in generate_stream(pair, "Explain MLX", GenerationParams.preset("default")):
+        ...
+    print(generate("Explain MLX", pair).summary())
+"""
+
+import os as _os
+
+# mlx-lm imports transformers only for tokenizers; without torch it would warn on every start.
+_os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from .errors import SpecChatError  # noqa: E402
+from .events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent  # noqa: E402
+from .generation import generate, generate_stream  # noqa: E402
+from .pair import ModelPair  # noqa: E402
+from .params import PRESETS, GenerationParams  # noqa: E402
+
+__all__ = [
+    "GenerationParams",
+    "GenerationResult",
+    "GenerationStats",
+    "ModelPair",
+    "PRESETS",
+    "PrefillEvent",
+    "RoundEvent",
+    "SpecChatError",
+    "TokenEvent",
+    "generate",
+    "generate_stream",
+]

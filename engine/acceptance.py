@@ -1,0 +1,89 @@
+"""The acceptance rule of speculative sampling (Leviathan et al. 2023; Chen et al. 2023).
+
+Given draft tokens d_1..d_K drawn from the draft's warped distributions q_1..q_K, and the target's warped
+distributions p_1..p_{K+1} from one verify pass:
+
+    accept d_i with probability min(1, p_i(d_i) / q_i(d_i)), for i = 1.. until the first rejection;
+    on a rejection at i, emit a correction drawn from norm(max(0, p_i - q_i)) and stop;
+    if all K are accepted, emit a bonus token drawn from p_{K+1}.
+
+Every emitted token is then distributed exactly as the target alone would emit it. Greedy decoding is the
+special case where p and q are point masses: accept while d_i == argmax p_i, then emit argmax p.
+
+mlx-lm instead samples the target and accepts only on equality ("sample-and-match"), which accepts with
+probability sum(p*q) instead of sum(min(p, q)). Prompt lookup proposes without a distribution: its q is a
+point mass on the proposed token, for which the rule accepts with probability p(d).
+
+Everything here is lazy MLX: the caller evaluates the result once per round.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+
+
+def point_mass(tokens: mx.array, vocab_size: int) -> mx.array:
+    """q for a drafter that proposes tokens without a distribution (prompt lookup): one-hot rows."""
+    return (mx.arange(vocab_size)[None, :] == tokens[:, None].astype(mx.int32)).astype(mx.float32)
+
+
+def acceptance_probabilities(p: mx.array, q: mx.array, draft_tokens: mx.array) -> mx.array:
+    """min(1, p_i(d_i) / q_i(d_i)) for each of the K draft tokens. p, q: (K, V) probabilities."""
+    index = draft_tokens.astype(mx.int32)[:, None]
+    p_d = mx.take_along_axis(p, index, axis=-1)[:, 0]
+    q_d = mx.take_along_axis(q, index, axis=-1)[:, 0]
+    # d was drawn from q, so q(d) > 0 except by float underflow; then the ratio is effectively infinite.
+    return mx.minimum(1.0, p_d / mx.maximum(q_d, 1e-30))
+
+
+def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
+    """norm(max(0, p - q)) along the last axis: what a correction is drawn from after a rejection.
+
+    Where p <= q everywhere (p == q), no rejection can happen with positive probability; p itself is
+    returned so that float round-off never yields an all-zero row.
+    """
+    r = mx.maximum(p - q, 0.0)
+    total = r.sum(axis=-1, keepdims=True)
+    return mx.where(total > 0, r / mx.maximum(total, 1e-30), p)
+
+
+def verify_sampled(
+    target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array
+) -> tuple[mx.array, mx.array]:
+    """One speculative step by rejection sampling.
+
+    Args:
+        target_logprobs: (K+1, V) warped log-probabilities of the target at the K draft positions and after.
+        draft_probs: (K, V) the draft's warped probabilities the draft tokens were drawn from.
+        draft_tokens: (K,) the draft tokens.
+
+    Returns:
+        (number of accepted draft tokens, the correction or bonus token), both lazy scalars.
+    """
+    k = draft_tokens.shape[0]
+    p = mx.exp(target_logprobs)
+    if k == 0:
+        return mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32)
+    accept_p = acceptance_probabilities(p[:k], draft_probs, draft_tokens)
+    accepted = mx.random.uniform(shape=(k,)) < accept_p
+    n = mx.cumprod(accepted.astype(mx.int32)).sum()
+    # Row n of p against row n of q, where a zero row stands for "no draft at position K+1": the residual
+    # of p_{K+1} against nothing is p_{K+1} itself, so one formula gives both correction and bonus.
+    q_ext = mx.concatenate([draft_probs, mx.zeros((1, draft_probs.shape[-1]), dtype=draft_probs.dtype)])
+    fallback = residual_distribution(mx.take(p, n, axis=0), mx.take(q_ext, n, axis=0))
+    return n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32)
+
+
+def verify_greedy(target_choices: mx.array, draft_tokens: mx.array) -> tuple[mx.array, mx.array]:
+    """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
+
+    Args:
+        target_choices: (K+1,) the target's argmax at each verify position.
+        draft_tokens: (K,) the draft tokens.
+    """
+    k = draft_tokens.shape[0]
+    if k == 0:
+        return mx.array(0, dtype=mx.int32), target_choices[0]
+    matches = (target_choices[:k] == draft_tokens.astype(target_choices.dtype)).astype(mx.int32)
+    n = mx.cumprod(matches).sum()
+    return n, mx.take(target_choices, n)

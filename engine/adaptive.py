@@ -1,0 +1,159 @@
+"""Choosing each round's draft length from what speculation costs and gains on this machine, for these models.
+
+DESIGN.md's cost model: with per-token acceptance rate a, draft length K, draft cost c per token and verify
+time t(K+1) for a target pass over K+1 tokens, a round yields E(K) = (1 - a^(K+1)) / (1 - a) tokens in
+K*c + t(K+1) seconds. Standard decoding (K = 0) yields 1 token in t(1). The adaptive policy measures a, c
+and t online and picks the K with the most tokens per second, K = 0 included, so speculation that loses
+(a useless draft, a compute-bound backend) falls back to standard decoding by itself.
+
+Estimates:
+- acceptance per drafter source: a Beta posterior over "the next draft token is accepted", counting the
+  accepted tokens and the one rejection of each round; counts decay every round, so that after a stretch
+  without drafting the estimate widens again and a cheap enough drafter gets probed anew.
+- verify time: a per-width running average, with a straight-line fit t(L) = t1 + slope*(L - 1) across the
+  widths seen (before two widths are seen, a prior slope of PRIOR_SLOPE * t1 per extra token).
+- draft cost per token and source: a running average, catch-up prefill excluded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
+DECAY = 0.97  # per round, on the acceptance counts
+SMOOTHING = 0.3  # weight of a new measurement in running averages
+
+
+def expected_tokens(acceptance: float, k: int) -> float:
+    """E(K): tokens a round emits on average, the correction/bonus token included."""
+    if acceptance >= 1.0:
+        return float(k + 1)
+    return (1.0 - acceptance ** (k + 1)) / (1.0 - acceptance)
+
+
+def _average(old: float | None, new: float) -> float:
+    return new if old is None else (1 - SMOOTHING) * old + SMOOTHING * new
+
+
+@dataclass
+class _Acceptance:
+    accepted: float = 0.0
+    rejected: float = 0.0
+
+    @property
+    def mean(self) -> float:
+        return (1.0 + self.accepted) / (2.0 + self.accepted + self.rejected)
+
+    def decay(self) -> None:
+        self.accepted *= DECAY
+        self.rejected *= DECAY
+
+
+@dataclass
+class RoundCosts:
+    """What one round measured, for the policy to learn from."""
+
+    source: str
+    drafted: int
+    accepted: int
+    draft_token_s: float  # drafting time per drafted token, catch-up excluded
+    verify_s: float
+
+
+class FixedDraftLength:
+    """Always draft K tokens (or what is available): mlx-lm's behaviour, and the benchmark's 'speculative'."""
+
+    def __init__(self, k: int) -> None:
+        self.max_draft = k
+
+    def choose(self, source: str, available: int) -> int:
+        return min(self.max_draft, available)
+
+    def stop_threshold(self, source: str) -> float | None:
+        return None
+
+    def observe(self, costs: RoundCosts) -> None:
+        pass
+
+
+@dataclass
+class AdaptiveDraftLength:
+    """Picks K in 0..max_draft per round to maximise expected tokens per second.
+
+    Attributes:
+        max_draft: the largest K it may choose.
+    """
+
+    max_draft: int
+    _acceptance: dict[str, _Acceptance] = field(default_factory=dict)
+    _draft_cost: dict[str, float] = field(default_factory=dict)
+    _verify: dict[int, float] = field(default_factory=dict)
+
+    def acceptance(self, source: str) -> float:
+        """The current estimate of the per-token acceptance rate of a drafter."""
+        return self._acceptance.setdefault(source, _Acceptance()).mean
+
+    def verify_time(self, width: int) -> float | None:
+        """Predicted seconds for a target pass over `width` tokens (None before any measurement)."""
+        if not self._verify:
+            return None
+        if width in self._verify:
+            return self._verify[width]
+        base, slope = self._line()
+        return base + slope * (width - 1)
+
+    def _line(self) -> tuple[float, float]:
+        """(t1, slope) of the verify-time line through the measured widths."""
+        points = sorted(self._verify.items())
+        if len(points) == 1:
+            width, seconds = points[0]
+            base = seconds / (1 + PRIOR_SLOPE * (width - 1))
+            return base, PRIOR_SLOPE * base
+        xs = [w - 1 for w, _ in points]
+        ys = [s for _, s in points]
+        mx_, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        var = sum((x - mx_) ** 2 for x in xs)
+        slope = max(0.0, sum((x - mx_) * (y - my) for x, y in zip(xs, ys)) / var)
+        base = max(my - slope * mx_, 1e-9)
+        return base, slope
+
+    def choose(self, source: str, available: int) -> int:
+        """The K (at most `available`) with the best predicted tokens per second; 0 means decode normally."""
+        limit = min(self.max_draft, available)
+        if limit <= 0:
+            return 0
+        step = self.verify_time(1)
+        cost = self._draft_cost.get(source)
+        if step is None or cost is None:
+            return limit  # nothing measured yet: draft fully once to learn a, c and t
+        a = self.acceptance(source)
+        best_k, best_rate = 0, 1.0 / step
+        for k in range(1, limit + 1):
+            rate = expected_tokens(a, k) / (k * cost + self.verify_time(k + 1))
+            if rate > best_rate:
+                best_k, best_rate = k, rate
+        return best_k
+
+    def stop_threshold(self, source: str) -> float | None:
+        """Drafting one more token pays while P(all drafted so far accepted) exceeds its marginal cost
+        (one draft step plus one verify slot) in units of a target step."""
+        step = self.verify_time(1)
+        cost = self._draft_cost.get(source)
+        if step is None or cost is None:
+            return None
+        _, slope = self._line()
+        return min(1.0, (cost + slope) / step)
+
+    def observe(self, costs: RoundCosts) -> None:
+        for estimate in self._acceptance.values():
+            estimate.decay()
+        if costs.drafted:
+            estimate = self._acceptance.setdefault(costs.source, _Acceptance())
+            estimate.accepted += costs.accepted
+            estimate.rejected += 1 if costs.accepted < costs.drafted else 0
+            self._draft_cost[costs.source] = _average(self._draft_cost.get(costs.source), costs.draft_token_s)
+        width = costs.drafted + 1
+        self._verify[width] = _average(self._verify.get(width), costs.verify_s)
+
+
+DraftPolicy = FixedDraftLength | AdaptiveDraftLength

@@ -1,0 +1,87 @@
+"""Whether a draft model can draft for a target: their tokenizers must map the same strings to the same ids.
+
+Drafts are token ids; if the draft's id 1234 is a different string for the target, every draft is nonsense to
+it. Comparing vocabulary sizes or embedding shapes is not enough either way: the Qwen family pads embedding
+tables to different sizes over one vocabulary, and two vocabularies of one size can number tokens differently.
+So we compare the vocabularies themselves. Differing special tokens or chat templates do not break drafting
+and are reported as warnings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class PairCheck:
+    """The verdict on a draft/target pair.
+
+    Attributes:
+        compatible: whether the draft may draft for the target.
+        reasons: why not (empty when compatible).
+        warnings: differences that do not stop drafting.
+    """
+
+    compatible: bool
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def explain(self, target: str, draft: str) -> str:
+        """One sentence for an error message or a tooltip."""
+        if self.compatible:
+            return f"{draft} can draft for {target}."
+        return f"{draft} cannot draft for {target}: " + "; ".join(self.reasons) + "."
+
+
+def _special_tokens(tokenizer: Any) -> set[str]:
+    specials = set(getattr(tokenizer, "all_special_tokens", []) or [])
+    added = getattr(tokenizer, "get_added_vocab", None)
+    if added:
+        specials |= set(added())
+    return specials
+
+
+def _examples(items: list[str], limit: int = 3) -> str:
+    return ", ".join(repr(s) for s in items[:limit]) + (", ..." if len(items) > limit else "")
+
+
+def check_tokenizers(target: Any, draft: Any) -> PairCheck:
+    """Compare two tokenizers (Hugging Face or mlx-lm wrappers) string by string."""
+    target_vocab: dict[str, int] = target.get_vocab()
+    draft_vocab: dict[str, int] = draft.get_vocab()
+    specials = _special_tokens(target) | _special_tokens(draft)
+
+    renumbered = sorted(
+        (s for s in target_vocab.keys() & draft_vocab.keys() if target_vocab[s] != draft_vocab[s]),
+        key=lambda s: target_vocab[s],
+    )
+    only_target = sorted(target_vocab.keys() - draft_vocab.keys(), key=target_vocab.__getitem__)
+    only_draft = sorted(draft_vocab.keys() - target_vocab.keys(), key=draft_vocab.__getitem__)
+
+    check = PairCheck(compatible=True)
+    regular_renumbered = [s for s in renumbered if s not in specials]
+    regular_only_target = [s for s in only_target if s not in specials]
+    regular_only_draft = [s for s in only_draft if s not in specials]
+    if regular_renumbered:
+        s = regular_renumbered[0]
+        check.reasons.append(
+            f"{len(regular_renumbered)} tokens have different ids (e.g. {s!r} is {target_vocab[s]} for the target, "
+            f"{draft_vocab[s]} for the draft)"
+        )
+    if regular_only_target:
+        check.reasons.append(f"{len(regular_only_target)} target tokens are missing from the draft ({_examples(regular_only_target)})")
+    if regular_only_draft:
+        check.reasons.append(f"{len(regular_only_draft)} draft tokens are missing from the target ({_examples(regular_only_draft)})")
+    check.compatible = not check.reasons
+
+    special_diff = [s for s in renumbered + only_target + only_draft if s in specials]
+    if special_diff:
+        check.warnings.append(f"special tokens differ: {_examples(sorted(special_diff))}")
+    for role in ("bos_token", "eos_token"):
+        a, b = getattr(target, role, None), getattr(draft, role, None)
+        if a != b:
+            check.warnings.append(f"{role} differs ({a!r} for the target, {b!r} for the draft)")
+    if getattr(target, "chat_template", None) != getattr(draft, "chat_template", None):
+        check.warnings.append("chat templates differ (the target's is used)")
+    return check

@@ -1,0 +1,155 @@
+"""The event stream between the engine and its consumers (CLI, GUI, benchmark).
+
+A generation yields, in order: `PrefillEvent`s while the prompt is processed, then for each round the
+`TokenEvent`s it emitted followed by its `RoundEvent`, and last one `GenerationResult`. Standard decoding
+uses the same types (every token has origin "target" and every round drafts nothing), so a view needs no
+second code path for the speculative/standard toggle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Union
+
+Origin = Literal["accepted", "corrected", "bonus", "target"]
+FinishReason = Literal["stop", "length", "cancelled", "context"]
+
+ORIGINS: tuple[str, ...] = ("accepted", "corrected", "bonus", "target")
+
+
+@dataclass(frozen=True)
+class PrefillEvent:
+    """Prompt processing progress: `processed` of `total` prompt tokens are in `model`'s cache.
+
+    `model` is "target" or "draft"; the draft prefills after the target when it will draft.
+    """
+
+    processed: int
+    total: int
+    model: str = "target"
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One emitted token.
+
+    Attributes:
+        token: the token id.
+        text: its printable text; "" while it holds only part of a multi-byte character, whose text then
+            arrives with the token that completes it.
+        origin: "accepted" (a draft token the target accepted), "corrected" (the target's replacement after
+            a rejection), "bonus" (the extra target token after a fully accepted round), "target" (standard
+            decoding, or a speculative round that drafted nothing).
+        round: index of the round (target pass) that emitted it, from 0.
+    """
+
+    token: int
+    text: str
+    origin: Origin
+    round: int
+
+
+@dataclass(frozen=True)
+class RoundEvent:
+    """One target pass: what was drafted, what was kept, and what each half cost.
+
+    Attributes:
+        round: index from 0.
+        drafted: draft tokens proposed (0 in standard decoding).
+        accepted: draft tokens the target accepted.
+        emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
+        drafter: "model", "lookup" or "none".
+        draft_s, verify_s: seconds spent drafting and in the target pass with acceptance.
+    """
+
+    round: int
+    drafted: int
+    accepted: int
+    emitted: int
+    drafter: str
+    draft_s: float
+    verify_s: float
+
+
+@dataclass
+class GenerationStats:
+    """What a generation did and how fast, as DESIGN.md defines the numbers."""
+
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    generated_tokens: int = 0
+    rounds: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    prompt_s: float = 0.0
+    generation_s: float = 0.0
+    ttft_s: float = 0.0
+    total_s: float = 0.0
+    peak_memory_gb: float = 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.generated_tokens / self.rounds if self.rounds else 0.0
+
+    @property
+    def generation_tps(self) -> float:
+        return self.generated_tokens / self.generation_s if self.generation_s > 0 else 0.0
+
+    @property
+    def prompt_tps(self) -> float:
+        processed = self.prompt_tokens - self.cached_prompt_tokens
+        return processed / self.prompt_s if self.prompt_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        """The stats as plain numbers, derived ones included (the CLI's `--json` contract)."""
+        out: dict[str, float | int] = asdict(self)
+        out.update(
+            acceptance_rate=self.acceptance_rate,
+            tokens_per_pass=self.tokens_per_pass,
+            generation_tps=self.generation_tps,
+            prompt_tps=self.prompt_tps,
+        )
+        return out
+
+
+@dataclass
+class GenerationResult:
+    """The final event of a generation, also what `generate()` returns."""
+
+    text: str
+    tokens: list[int]
+    origins: list[Origin]
+    mode: str
+    finish_reason: FinishReason
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    def summary(self) -> str:
+        """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted, 3.1 tokens per pass'."""
+        s = self.stats
+        parts = [f"{s.generation_tps:.1f} tok/s"]
+        if s.drafted:
+            parts.append(f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted")
+            parts.append(f"{s.tokens_per_pass:.1f} tokens per pass")
+        elif self.mode == "speculative":
+            parts.append("no tokens drafted")
+        else:
+            parts.append("standard decoding")
+        parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
+        return ", ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "tokens": list(self.tokens),
+            "origins": list(self.origins),
+            "mode": self.mode,
+            "finish_reason": self.finish_reason,
+            "stats": self.stats.as_dict(),
+        }
+
+
+Event = Union[PrefillEvent, TokenEvent, RoundEvent, GenerationResult]

