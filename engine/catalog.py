@@ -1,0 +1,57 @@
+"""The recommended draft/target pairs, read from `resources/pairs.json` (the one place to edit them)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+CATALOG_PATH = Path(__file__).resolve().parent.parent / "resources" / "pairs.json"
+
+
+@dataclass(frozen=True)
+class RecommendedPair:
+    """One catalog entry.
+
+    Attributes:
+        id: a short stable name ("qwen2.5-0.5b-7b").
+        use_case: what it is good for.
+        draft, target: Hugging Face repo ids (mlx-community conversions).
+        draft_size_gb, target_size_gb: approximate download sizes.
+        memory_gb: approximate memory to load both and chat.
+        num_draft: suggested draft length.
+    """
+
+    id: str
+    use_case: str
+    draft: str
+    target: str
+    draft_size_gb: float
+    target_size_gb: float
+    memory_gb: float
+    num_draft: int
+
+    @property
+    def download_gb(self) -> float:
+        return self.draft_size_gb + self.target_size_gb
+
+    @property
+    def label(self) -> str:
+        """'Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit'."""
+        return f"{self.draft.split('/')[-1]} -> {self.target.split('/')[-1]}"
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[str, tuple[RecommendedPair, ...]]:
+    data = json.loads(CATALOG_PATH.read_text())
+    return data["default"], tuple(RecommendedPair(**entry) for entry in data["pairs"])
+
+
+def recommended_pairs() -> tuple[RecommendedPair, ...]:
+    return _load()[1]
+
+
+def default_pair() -> RecommendedPair:
+    default_id, pairs = _load()
+    return next(p for p in pairs if p.id == default_id)
