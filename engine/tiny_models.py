@@ -90,8 +90,9 @@ def _config(spec: TinySpec, vocab_size: int, eos_id: int) -> dict:
 
 
 def _copy_tokenizer(tokenizer_dir: Path, out: Path) -> None:
+    """Copy the tokenizer files of a folder (which may be a whole model folder)."""
     for f in tokenizer_dir.iterdir():
-        if f.is_file():
+        if f.is_file() and f.suffix != ".safetensors" and f.name != "config.json":
             (out / f.name).write_bytes(f.read_bytes())
 
 
@@ -112,13 +113,17 @@ def random_weights(spec: TinySpec, vocab_size: int, seed: int) -> dict:
     return weights
 
 
-def write_model(out: Path, weights: dict, spec: TinySpec, tokenizer_dir: Path) -> Path:
-    """Save weights as an MLX model folder with config and tokenizer."""
+def write_model(out: Path, weights: dict, spec: TinySpec, tokenizer_dir: Path, eos_id: int | None = None) -> Path:
+    """Save weights as an MLX model folder with config and the tokenizer of `tokenizer_dir`.
+
+    `eos_id` defaults to the id of "<|im_end|>" in that tokenizer.
+    """
     import mlx.core as mx
 
     out.mkdir(parents=True, exist_ok=True)
     vocab_size = int(weights["model.embed_tokens.weight"].shape[0])
-    eos_id = json.loads((tokenizer_dir / "tokenizer.json").read_text())["model"]["vocab"].get("<|im_end|>", 0)
+    if eos_id is None:
+        eos_id = json.loads((tokenizer_dir / "tokenizer.json").read_text())["model"]["vocab"].get("<|im_end|>", 0)
     (out / "config.json").write_text(json.dumps(_config(spec, vocab_size, eos_id), indent=2))
     mx.save_safetensors(str(out / "model.safetensors"), weights, metadata={"format": "mlx"})
     _copy_tokenizer(tokenizer_dir, out)
