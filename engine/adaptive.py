@@ -7,9 +7,10 @@ and t online and picks the K with the most tokens per second, K = 0 included, so
 (a useless draft, a compute-bound backend) falls back to standard decoding by itself.
 
 Estimates:
-- acceptance per drafter source: a Beta posterior over "the next draft token is accepted", counting the
-  accepted tokens and the one rejection of each round; counts decay every round, so that after a stretch
-  without drafting the estimate widens again and a cheap enough drafter gets probed anew.
+- acceptance per drafter source: a Beta(0.5, 1.5) posterior over "the next draft token is accepted" (a
+  prior mean of 0.25: unproven drafts must earn their rounds), counting the accepted tokens and the one
+  rejection of each round; counts decay every round, so that long after a drafter was given up the
+  estimate widens again and a cheap enough drafter gets probed anew.
 - verify time: a per-width running average, with a straight-line fit t(L) = t1 + slope*(L - 1) across the
   widths seen (before two widths are seen, a prior slope of PRIOR_SLOPE * t1 per extra token).
 - draft cost per token and source: a running average, catch-up prefill excluded.
@@ -20,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
-DECAY = 0.97  # per round, on the acceptance counts
+PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5
+DECAY = 0.99  # per round, on the acceptance counts
+MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
 SMOOTHING = 0.3  # weight of a new measurement in running averages
 
 
@@ -42,7 +45,7 @@ class _Acceptance:
 
     @property
     def mean(self) -> float:
-        return (1.0 + self.accepted) / (2.0 + self.accepted + self.rejected)
+        return (PRIOR_ACCEPTED + self.accepted) / (PRIOR_ACCEPTED + PRIOR_REJECTED + self.accepted + self.rejected)
 
     def decay(self) -> None:
         self.accepted *= DECAY
@@ -51,13 +54,20 @@ class _Acceptance:
 
 @dataclass
 class RoundCosts:
-    """What one round measured, for the policy to learn from."""
+    """What one round measured, for the policy to learn from.
+
+    Attributes:
+        source: the drafter ("model", "lookup", "lookup+copying") or "none".
+        drafted, accepted: draft tokens proposed and kept.
+        draft_token_s: drafting time per drafted token, catch-up excluded.
+        verify_s: wall time of the target pass (None when part of it was queued by the previous round).
+    """
 
     source: str
     drafted: int
     accepted: int
-    draft_token_s: float  # drafting time per drafted token, catch-up excluded
-    verify_s: float
+    draft_token_s: float
+    verify_s: float | None
 
 
 class FixedDraftLength:
@@ -82,28 +92,39 @@ class AdaptiveDraftLength:
 
     Attributes:
         max_draft: the largest K it may choose.
+        first_draft: K for a drafter's first round, before anything is measured.
     """
 
     max_draft: int
+    first_draft: int = 4
     _acceptance: dict[str, _Acceptance] = field(default_factory=dict)
     _draft_cost: dict[str, float] = field(default_factory=dict)
     _verify: dict[int, float] = field(default_factory=dict)
+    _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
         return self._acceptance.setdefault(source, _Acceptance()).mean
 
     def verify_time(self, width: int) -> float | None:
-        """Predicted seconds for a target pass over `width` tokens (None before any measurement)."""
+        """Predicted seconds for a target pass over `width` tokens (None before any measurement).
+
+        Always read off the fitted line, never a single width's average: a pass over more tokens cannot cost
+        less, and comparing one noisy average with another would let noise decide (a draft that is never
+        accepted would look worth drafting whenever a plain step happened to be measured slow).
+        """
         if not self._verify:
             return None
-        if width in self._verify:
-            return self._verify[width]
         base, slope = self._line()
         return base + slope * (width - 1)
 
     def _line(self) -> tuple[float, float]:
         """(t1, slope) of the verify-time line through the measured widths."""
+        if self._fitted is None:
+            self._fitted = self._fit()
+        return self._fitted
+
+    def _fit(self) -> tuple[float, float]:
         points = sorted(self._verify.items())
         if len(points) == 1:
             width, seconds = points[0]
@@ -125,9 +146,9 @@ class AdaptiveDraftLength:
         step = self.verify_time(1)
         cost = self._draft_cost.get(source)
         if step is None or cost is None:
-            return limit  # nothing measured yet: draft fully once to learn a, c and t
+            return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
         a = self.acceptance(source)
-        best_k, best_rate = 0, 1.0 / step
+        best_k, best_rate = 0, MARGIN / step
         for k in range(1, limit + 1):
             rate = expected_tokens(a, k) / (k * cost + self.verify_time(k + 1))
             if rate > best_rate:
@@ -136,7 +157,8 @@ class AdaptiveDraftLength:
 
     def stop_threshold(self, source: str) -> float | None:
         """Drafting one more token pays while P(all drafted so far accepted) exceeds its marginal cost
-        (one draft step plus one verify slot) in units of a target step."""
+        (one draft step plus one verify slot) in units of a target step. (The first token is always kept:
+        the policy chose to draft, and by the time its confidence is known its draft step is paid.)"""
         step = self.verify_time(1)
         cost = self._draft_cost.get(source)
         if step is None or cost is None:
@@ -152,8 +174,10 @@ class AdaptiveDraftLength:
             estimate.accepted += costs.accepted
             estimate.rejected += 1 if costs.accepted < costs.drafted else 0
             self._draft_cost[costs.source] = _average(self._draft_cost.get(costs.source), costs.draft_token_s)
-        width = costs.drafted + 1
-        self._verify[width] = _average(self._verify.get(width), costs.verify_s)
+        if costs.verify_s is not None:
+            width = costs.drafted + 1
+            self._verify[width] = _average(self._verify.get(width), costs.verify_s)
+            self._fitted = None
 
 
 DraftPolicy = FixedDraftLength | AdaptiveDraftLength

@@ -3,8 +3,8 @@
 Rejection sampling needs q_i, the draft's warped distribution at every drafted position, not just the token;
 greedy drafting needs only the tokens. Each step is queued with `async_eval` so the device runs ahead of
 Python. With a confidence threshold (adaptive mode) drafting stops early once the chance that every draft
-token so far survives verification falls below what one more draft token costs; the check reads step i's
-confidence while step i+1 is already queued, so it never stalls the device.
+token so far survives verification falls below what one more draft token costs (the first token is always
+kept); the check reads step i's confidence while step i+1 is already queued, so it never stalls the device.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class DraftModelDrafter:
             mx.async_eval(token, *(probs[-1:]), *([confidence] if confidence is not None else []))
             if confidence is not None:
                 survival *= confidence.item()
-                if survival < stop_below:
+                if survival < stop_below and len(tokens) > 1:
                     tokens.pop()
                     if probs:
                         probs.pop()

@@ -58,7 +58,11 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> SpeculativeDecoder | StandardDecoder:
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.prefill_step_size)
-    policy = AdaptiveDraftLength(params.num_draft) if params.adaptive else FixedDraftLength(params.num_draft)
+    policy = (
+        AdaptiveDraftLength(max(params.max_draft, params.num_draft), first_draft=params.num_draft)
+        if params.adaptive
+        else FixedDraftLength(params.num_draft)
+    )
     model_drafter = (
         DraftModelDrafter(pair.draft_cache, params.prefill_step_size)
         if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None

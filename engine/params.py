@@ -27,8 +27,11 @@ class GenerationParams:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
         drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
             no draft model needed) or "model+lookup" (lookup when it finds a match, the model otherwise).
-        num_draft: draft length K; with `adaptive` the most a round may draft.
+        num_draft: the draft length K of every round when not adaptive (and of the first, learning round when
+            adaptive).
         adaptive: choose each round's K from measured acceptance and costs, K = 0 when speculation loses.
+        max_draft: with `adaptive`, the most a round may draft. Prompt lookup's drafts cost nothing, so a long
+            copy of the input can pay for long rounds.
         temperature, top_p, top_k, min_p: the sampling warp, applied alike to draft and target
             (temperature 0 is greedy; top_p 1, top_k 0 and min_p 0 switch a filter off).
         repetition_penalty, repetition_context_size: mlx-lm's sign-aware penalty over the last tokens.
@@ -44,6 +47,7 @@ class GenerationParams:
     drafter: DrafterKind = "model"
     num_draft: int = 4
     adaptive: bool = True
+    max_draft: int = 16
     temperature: float = 0.6
     top_p: float = 0.9
     top_k: int = 0
@@ -92,6 +96,8 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"Draft length (num_draft) must be at least 1, not {p.num_draft!r}.")
     elif p.num_draft > 64:
         problems.append(f"Draft length (num_draft) must be at most 64, not {p.num_draft}.")
+    if not isinstance(p.max_draft, int) or not 1 <= p.max_draft <= 64:
+        problems.append(f"max_draft must be between 1 and 64, not {p.max_draft!r}.")
     if p.temperature < 0:
         problems.append(f"Temperature must be 0 (greedy) or more, not {p.temperature}.")
     if not 0 < p.top_p <= 1:

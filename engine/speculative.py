@@ -6,7 +6,10 @@
     4. the caches rewind on their own: each `CachedModel` knows the ids it holds, and the next round's
        context shares exactly the accepted prefix with them.
 
-A round that drafts nothing is a plain target step, so the adaptive policy's K = 0 needs no other path.
+A round that drafts nothing is a plain target step. Plain rounds are pipelined like standard decoding: the
+next target pass (the "head", p_1 of the next round) is queued before the current token is read, so an
+adaptive policy that settles on K = 0 costs what standard decoding costs. If the next round drafts after
+all, the queued head supplies its p_1 and the verify pass covers only the draft tokens.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from .draft_model import NO_DRAFT, Draft, DraftModelDrafter
 from .events import Origin
 from .prompt_lookup import PromptLookupDrafter
 from .sampling import Warper
+
+# Prompt lookup's acceptance is bursty: once a copy is under way it tends to go on. The policy keeps a
+# separate estimate for rounds that follow a fully accepted lookup round.
+LOOKUP, LOOKUP_COPYING = "lookup", "lookup+copying"
 
 
 @dataclass
@@ -53,7 +60,7 @@ class SpeculativeDecoder:
         policy: chooses each round's draft length.
         model_drafter: drafts with a draft model (None: no draft model).
         lookup_drafter: drafts by prompt lookup (None: off). With both, lookup is tried first and the draft
-            model drafts when lookup finds nothing.
+            model drafts when lookup finds nothing worth drafting.
         prefill_step_size: prompt tokens per prefill pass.
     """
 
@@ -72,12 +79,16 @@ class SpeculativeDecoder:
         self.model_drafter = model_drafter
         self.lookup_drafter = lookup_drafter
         self.prefill_step_size = prefill_step_size
+        self._head: mx.array | None = None  # queued (1, V) logits for the next position
+        self._copying = False
 
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target) by indexing it for lookup.
 
-        The draft model catches up in its first draft, so a policy that never drafts never pays for it.
+        The draft model was prefilled with the target, or catches up in its first draft.
         """
+        self._head = None
+        self._copying = False
         if self.lookup_drafter:
             self.lookup_drafter.start(context)
 
@@ -86,34 +97,9 @@ class SpeculativeDecoder:
         if self.lookup_drafter:
             self.lookup_drafter.observe(context)
         draft = self._propose(context, min(budget - 1, self.policy.max_draft))
-        k = len(draft.tokens)
-
-        start = time.perf_counter()
-        tail = self.target.catch_up(context, step_size=self.prefill_step_size)
-        ids = tail + draft.tokens
-        logits = self.target.forward(mx.array(ids, dtype=mx.uint32), ids=ids)[-(k + 1) :]
-        drafted = mx.array(draft.tokens, dtype=mx.uint32)
-        if self.warper.uses_history:
-            logits = self.warper.penalize(logits, mx.array(context, dtype=mx.uint32), drafted)
-        if self.warper.greedy:
-            n, next_token = verify_greedy(mx.argmax(logits, axis=-1).astype(mx.uint32), drafted)
-        else:
-            q = draft.probs if draft.probs is not None else point_mass(drafted, self.warper.vocab_size)
-            n, next_token = verify_sampled(self.warper.logprobs(logits), q, drafted)
-        accepted, next_id = mx.stack([n.astype(mx.uint32), next_token]).tolist()
-        verify_s = time.perf_counter() - start
-
-        draft_token_s = (draft.draft_s - draft.catch_up_s) / k if k else 0.0
-        self.policy.observe(RoundCosts(draft.source, k, accepted, draft_token_s, verify_s))
-        return Round(
-            tokens=draft.tokens[:accepted] + [next_id],
-            origins=round_origins(k, accepted),
-            drafted=k,
-            accepted=accepted,
-            drafter=draft.source,
-            draft_s=draft.draft_s,
-            verify_s=verify_s,
-        )
+        if draft.tokens:
+            return self._speculate(context, draft)
+        return self._plain(context, budget)
 
     def _propose(self, context: list[int], limit: int) -> Draft:
         """The round's draft: lookup if it finds a continuation worth drafting, else the draft model."""
@@ -122,11 +108,82 @@ class SpeculativeDecoder:
         if self.lookup_drafter:
             start = time.perf_counter()
             candidates = self.lookup_drafter.candidates(limit)
-            k = self.policy.choose("lookup", len(candidates)) if candidates else 0
+            source = LOOKUP_COPYING if self._copying else LOOKUP
+            k = self.policy.choose(source, len(candidates)) if candidates else 0
             if k:
-                return Draft(candidates[:k], None, "lookup", draft_s=time.perf_counter() - start)
+                return Draft(candidates[:k], None, source, draft_s=time.perf_counter() - start)
         if self.model_drafter:
             k = self.policy.choose("model", limit)
             if k:
                 return self.model_drafter.draft(context, k, self.warper, self.policy.stop_threshold("model"))
         return NO_DRAFT
+
+    def _speculate(self, context: list[int], draft: Draft) -> Round:
+        """Verify a draft in one target pass and keep what the acceptance rule accepts."""
+        k = len(draft.tokens)
+        start = time.perf_counter()
+        if self._head is not None:
+            rows = mx.concatenate([self._head, self.target.forward(mx.array(draft.tokens, dtype=mx.uint32), ids=draft.tokens)])
+            self._head = None
+            timed = False  # the head's pass was paid for by the previous round
+        else:
+            ids = self.target.catch_up(context, step_size=self.prefill_step_size) + draft.tokens
+            rows = self.target.forward(mx.array(ids, dtype=mx.uint32), ids=ids)[-(k + 1) :]
+            timed = True
+        drafted = mx.array(draft.tokens, dtype=mx.uint32)
+        if self.warper.uses_history:
+            rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), drafted)
+        if self.warper.greedy:
+            n, next_token = verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), drafted)
+        else:
+            q = draft.probs if draft.probs is not None else point_mass(drafted, self.warper.vocab_size)
+            n, next_token = verify_sampled(self.warper.logprobs(rows), q, drafted)
+        accepted, next_id = mx.stack([n.astype(mx.uint32), next_token]).tolist()
+        verify_s = time.perf_counter() - start
+
+        self._copying = draft.source.startswith(LOOKUP) and accepted == k
+        self.policy.observe(
+            RoundCosts(
+                draft.source,
+                k,
+                accepted,
+                (draft.draft_s - draft.catch_up_s) / k,
+                verify_s if timed else None,
+            )
+        )
+        return Round(
+            tokens=draft.tokens[:accepted] + [next_id],
+            origins=round_origins(k, accepted),
+            drafted=k,
+            accepted=accepted,
+            drafter="lookup" if draft.source.startswith(LOOKUP) else draft.source,
+            draft_s=draft.draft_s,
+            verify_s=verify_s,
+        )
+
+    def _plain(self, context: list[int], budget: int) -> Round:
+        """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
+        start = time.perf_counter()
+        head = self._head
+        if head is None:
+            tail = self.target.catch_up(context, step_size=self.prefill_step_size)
+            head = self.target.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
+        self._head = None
+        if self.warper.uses_history:
+            head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
+        token, _ = self.warper.choose(head)
+        if budget > 1 and self._next_round_looks_plain():
+            self._head = self.target.forward(token)[-1:]
+            mx.async_eval(self._head)
+        token_id = int(token.item())
+        if self._head is not None:
+            self.target.resolve([token_id])
+        self._copying = False
+        verify_s = time.perf_counter() - start
+        self.policy.observe(RoundCosts("none", 0, 0, 0.0, verify_s))
+        return Round([token_id], ["target"], 0, 0, "none", 0.0, verify_s)
+
+    def _next_round_looks_plain(self) -> bool:
+        """Whether to queue the next target pass now: the draft model would not draft, and lookup, which found
+        nothing this round, is expected to find nothing next round either."""
+        return self.model_drafter is None or self.policy.choose("model", self.policy.max_draft) == 0
