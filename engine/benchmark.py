@@ -11,9 +11,11 @@ Speed is measured after each run's first round: prefill and the first pass diffe
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable
 
 import mlx.core as mx
@@ -51,6 +53,7 @@ class Run:
     acceptance_rate: float | None
     tokens_per_pass: float
     identical_to_standard: bool | None = None
+    category: str = ""
     token_ids: list[int] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, object]:
@@ -169,6 +172,7 @@ def run_benchmark(
     params: GenerationParams,
     iterations: int = 1,
     on_run: Callable[[Run], None] | None = None,
+    categories: list[str] | None = None,
 ) -> list[Run]:
     """All modes on all prompts, alternating, after one warm-up run of each mode."""
     warm = params.replace(max_tokens=min(params.max_tokens, 8))
@@ -180,6 +184,7 @@ def run_benchmark(
             baseline: list[int] | None = None
             for mode in modes:
                 run = _reduce(mode, index, iteration, _run(mode, pair, prompt_ids, params))
+                run.category = categories[index] if categories else ""
                 if mode == "standard":
                     baseline = run.token_ids
                 if params.greedy:
@@ -218,6 +223,66 @@ def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
             "identical_to_standard": all(identical) if identical else None,
         }
     return summary
+
+
+def summarize_by_category(runs: list[Run]) -> dict[str, dict[str, dict[str, object]]]:
+    """`summarize` within each prompt category (chat, code-editing, ...)."""
+    categories = list(dict.fromkeys(r.category for r in runs if r.category))
+    return {c: summarize([r for r in runs if r.category == c]) for c in categories}
+
+
+@dataclass
+class FollowUpTiming:
+    """Time to first token of a chat's first turn and of a follow-up, with and without the prompt cache."""
+
+    first_turn_ttft_s: float
+    second_turn_ttft_s: float
+    second_turn_uncached_ttft_s: float
+    second_turn_prompt_tokens: int
+    second_turn_cached_tokens: int
+
+
+def measure_follow_up(pair: ModelPair, question: str, follow_up: str, params: GenerationParams) -> FollowUpTiming:
+    """A two-turn chat: the second turn should only process what the first did not (prompt caching)."""
+    pair.target_cache.reset()
+    if pair.draft_cache is not None:
+        pair.draft_cache.reset()
+    turn = [{"role": "user", "content": question}]
+    first = _final(generate_stream(pair, turn, params))
+    turn += [{"role": "assistant", "content": first.text}, {"role": "user", "content": follow_up}]
+    second = _final(generate_stream(pair, turn, params))
+    pair.target_cache.reset()
+    if pair.draft_cache is not None:
+        pair.draft_cache.reset()
+    uncached = _final(generate_stream(pair, turn, params))
+    return FollowUpTiming(first.stats.ttft_s, second.stats.ttft_s, uncached.stats.ttft_s,
+                          second.stats.prompt_tokens, second.stats.cached_prompt_tokens)
+
+
+def _final(events) -> GenerationResult:  # noqa: ANN001
+    result = None
+    for event in events:
+        result = event
+    assert isinstance(result, GenerationResult)
+    return result
+
+
+def machine_info() -> dict[str, str]:
+    """Where the numbers were measured: platform, MLX device, and on Linux which BLAS MLX's CPU backend got
+    (the wheel's reference BLAS makes a K-token verify cost K+1 steps; OpenBLAS does not)."""
+    import platform
+
+    info = {"platform": f"{platform.system()} {platform.machine()}", "mlx": mx.__version__, "device": str(mx.default_device())}
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return info
+    libraries = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
+    if any(re.search(r"/libopenblas[^/]*\.so", lib) for lib in libraries):
+        info["blas"] = "OpenBLAS (preloaded)"
+    elif any("mlx_cpu.libs/libblas" in lib for lib in libraries):
+        info["blas"] = "reference BLAS (bundled with mlx[cpu])"
+    return info
 
 
 def format_table(summary: dict[str, dict[str, object]]) -> str:

@@ -1,19 +1,23 @@
 """`specchat-cli` (also `python -m engine`): the engine from a terminal.
 
-Subcommands: generate, benchmark, list-models, import-gguf. Every expected failure prints one line,
-"error: <what is wrong and what to do>", and exits with status 1.
+Subcommands: generate, benchmark, list-models, download, models, delete, check-pair, import-gguf. Every
+expected failure prints one line, "error: <what is wrong and what to do>", and exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Sequence, TextIO
 
+from .benchmark import ALL_MODES
 from .errors import SpecChatError
 from .params import DRAFTERS, MODES, GenerationParams
+
+DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "resources" / "prompts" / "benchmark.json"
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
@@ -22,8 +26,9 @@ RESET = "\033[0m"
 def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
     p.add_argument("--draft", help="draft model (same tokenizer as the target)")
-    p.add_argument("--num-draft", type=int, default=4, help="draft length K (the maximum when adaptive)")
+    p.add_argument("--num-draft", type=int, default=4, help="draft length K (adaptive: of the first round)")
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
+    p.add_argument("--max-draft", type=int, default=16, help="adaptive: the most a round may draft")
     p.add_argument(
         "--drafter", choices=DRAFTERS, help="where drafts come from (default: model with --draft, else lookup)"
     )
@@ -44,6 +49,7 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
         drafter=drafter,
         num_draft=args.num_draft,
         adaptive=not args.no_adaptive,
+        max_draft=args.max_draft,
         temperature=args.temp,
         top_p=args.top_p,
         top_k=args.top_k,
@@ -71,13 +77,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
     _add_sampling_options(b)
-    b.add_argument("--modes", default="standard,speculative", help="comma-separated, from: see --help-modes")
+    b.add_argument("--modes", default="standard,speculative", help="comma-separated: " + ", ".join(ALL_MODES))
     b.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
-    b.add_argument("--prompt-file", type=Path, help="prompts, one per line (or a JSON list)")
+    b.add_argument(
+        "--prompt-file", type=Path, help="prompts, one per line, or a JSON list of strings or {prompt, category}"
+    )
     b.add_argument("--iterations", type=int, default=1)
+    b.add_argument("--follow-up", action="store_true", help="also time a chat's second turn (prompt caching)")
+    b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
-    sub.add_parser("list-models", help="the recommended draft/target pairs")
+    sub.add_parser("list-models", help="the recommended draft/target pairs, with download state and fit")
+
+    d = sub.add_parser("download", help="download a model from the Hugging Face hub into the HF cache")
+    d.add_argument("repo_id")
+
+    sub.add_parser("models", help="models on this machine: the HF cache, opened models, LM Studio's folder")
+
+    rm = sub.add_parser("delete", help="delete a model from the HF cache")
+    rm.add_argument("repo_id")
+
+    c = sub.add_parser("check-pair", help="can this draft draft for this target?")
+    c.add_argument("--target", required=True)
+    c.add_argument("--draft", required=True)
 
     i = sub.add_parser("import-gguf", help="convert a GGUF file into an MLX model folder")
     i.add_argument("file", type=Path)
@@ -117,24 +139,36 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _benchmark_prompts(args: argparse.Namespace) -> list[str]:
-    prompts = list(args.prompt)
-    if args.prompt_file:
+def _benchmark_prompts(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(prompt, category) pairs: --prompt values, then --prompt-file; the bundled set if neither is given."""
+    prompts = [(p, "") for p in args.prompt]
+    files = [args.prompt_file] if args.prompt_file else ([] if prompts else [DEFAULT_PROMPTS])
+    for path in files:
         try:
-            text = args.prompt_file.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8")
         except OSError as e:
-            raise SpecChatError(f"Cannot read the prompt file {args.prompt_file}: {e.strerror}.") from e
+            raise SpecChatError(f"Cannot read the prompt file {path}: {e.strerror}. Check the path.") from e
         if text.lstrip().startswith("["):
-            prompts += [p["prompt"] if isinstance(p, dict) else str(p) for p in json.loads(text)]
+            try:
+                entries = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise SpecChatError(f"{path} is not valid JSON ({e.msg}, line {e.lineno}). Fix the file.") from e
+            prompts += [(e["prompt"], e.get("category", "")) if isinstance(e, dict) else (str(e), "") for e in entries]
         else:
-            prompts += [line for line in text.splitlines() if line.strip()]
-    if not prompts:
-        prompts = ["Explain speculative decoding in two sentences."]
+            prompts += [(line, "") for line in text.splitlines() if line.strip()]
     return prompts
 
 
 def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
-    from .benchmark import check_modes, format_table, run_benchmark, summarize
+    from .benchmark import (
+        check_modes,
+        format_table,
+        machine_info,
+        measure_follow_up,
+        run_benchmark,
+        summarize,
+        summarize_by_category,
+    )
 
     params = _params(args)
     if args.iterations < 1:
@@ -145,7 +179,7 @@ def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
         raise SpecChatError(str(e)) from e
     prompts = _benchmark_prompts(args)
     pair = _load_pair(args)
-    prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p in prompts]
+    prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p, _ in prompts]
 
     def progress(run) -> None:  # noqa: ANN001
         if not args.json:
@@ -155,26 +189,111 @@ def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
                 file=sys.stderr,
             )
 
-    runs = run_benchmark(pair, prompt_ids, modes, params, args.iterations, on_run=progress)
-    summary = summarize(runs)
+    categories = [c for _, c in prompts]
+    runs = run_benchmark(pair, prompt_ids, modes, params, args.iterations, on_run=progress, categories=categories)
+    report: dict[str, object] = {
+        "machine": machine_info(),
+        "runs": [r.as_dict() for r in runs],
+        "summary": summarize(runs),
+        "categories": summarize_by_category(runs),
+    }
+    if args.follow_up:
+        timing = measure_follow_up(pair, prompts[0][0], "Now say that again in one sentence.", params.replace(mode="standard"))
+        report["follow_up"] = dataclasses.asdict(timing)
+    if args.plot:
+        from .svg_chart import bar_chart
+
+        groups = {"all prompts": report["summary"], **report["categories"]}  # type: ignore[dict-item]
+        speedups = {
+            g: {m: s["speedup_vs_standard"] for m, s in summary.items() if s["speedup_vs_standard"] is not None}
+            for g, summary in groups.items()
+        }
+        bar_chart("Tokens per second relative to standard decoding", speedups, 1.0, args.plot)
     if args.json:
-        out.write(json.dumps({"runs": [r.as_dict() for r in runs], "summary": summary}) + "\n")
-    else:
-        out.write(format_table(summary) + "\n")
+        out.write(json.dumps(report) + "\n")
+        return 0
+    out.write(format_table(report["summary"]) + "\n")  # type: ignore[arg-type]
+    for category, summary in report["categories"].items():  # type: ignore[union-attr]
+        out.write(f"\n{category}\n" + format_table(summary) + "\n")
+    if args.follow_up:
+        f = report["follow_up"]
+        out.write(
+            f"\nfollow-up turn: first token after {f['second_turn_ttft_s']:.2f} s with the prompt cache "
+            f"({f['second_turn_cached_tokens']} of {f['second_turn_prompt_tokens']} prompt tokens cached), "
+            f"{f['second_turn_uncached_ttft_s']:.2f} s without; first turn {f['first_turn_ttft_s']:.2f} s\n"
+        )
+    out.write(f"measured on {', '.join(f'{k} {v}' for k, v in report['machine'].items())}\n")  # type: ignore[union-attr]
     return 0
 
 
 def cmd_list_models(args: argparse.Namespace, out: TextIO) -> int:
-    from .catalog import default_pair, recommended_pairs
+    from .catalog import default_pair, pair_statuses
 
     default = default_pair().id
-    for pair in recommended_pairs():
+    statuses = pair_statuses()
+    for status in statuses:
+        pair = status.pair
         mark = "*" if pair.id == default else " "
+        state = "downloaded" if status.downloaded else f"{status.to_download_gb:5.2f} GB to download"
+        fit = "fits" if status.fit.fits else "TOO BIG"
         out.write(
-            f"{mark} {pair.id:<22} {pair.label:<60} {pair.download_gb:6.2f} GB  "
-            f"needs {pair.memory_gb:4.1f} GB  K={pair.num_draft}  {pair.use_case}\n"
+            f"{mark} {pair.id:<22} {pair.label:<62} {state:<22} needs {pair.memory_gb:4.1f} GB ({fit})  "
+            f"K={pair.num_draft}  {pair.use_case}\n"
         )
+    available = statuses[0].fit.available_gb if statuses else 0.0
+    out.write(f"* default pair; this machine gives models about {available:.1f} GB\n")
     return 0
+
+
+def cmd_download(args: argparse.Namespace, out: TextIO) -> int:
+    from .downloads import DownloadProgress, download_model
+
+    width = 30
+
+    def bar(p: DownloadProgress) -> None:
+        filled = int(width * p.fraction)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {p.fraction:6.1%}  {p.describe():<45}", end="", file=sys.stderr, flush=True)
+
+    path = download_model(args.repo_id, progress=bar)
+    print(file=sys.stderr)
+    out.write(f"{args.repo_id} is in {path}\n")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
+    from .model_store import cached_models, lm_studio_models, remembered_models
+
+    sections = [
+        ("Hugging Face cache", cached_models()),
+        ("Opened in SpecChat", remembered_models()),
+        ("LM Studio", lm_studio_models()),
+    ]
+    for title, models in sections:
+        out.write(f"{title}:\n")
+        if not models:
+            out.write("  (none)\n")
+        for model in models:
+            note = "" if model.complete else "  (incomplete: download again to resume)"
+            out.write(f"  {model.size_gb:7.2f} GB  {model.name}{note}\n")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
+    from .model_store import delete_cached_model
+
+    freed = delete_cached_model(args.repo_id)
+    out.write(f"Deleted {args.repo_id}, freeing {freed / 1e9:.2f} GB\n")
+    return 0
+
+
+def cmd_check_pair(args: argparse.Namespace, out: TextIO) -> int:
+    from .compatibility import check_pair
+
+    check = check_pair(args.target, args.draft)
+    out.write(("compatible: " if check.compatible else "incompatible: ") + check.explain(args.target, args.draft) + "\n")
+    for warning in check.warnings:
+        out.write(f"warning: {warning}\n")
+    return 0 if check.compatible else 1
 
 
 def cmd_import_gguf(args: argparse.Namespace, out: TextIO) -> int:
@@ -191,6 +310,10 @@ COMMANDS = {
     "generate": cmd_generate,
     "benchmark": cmd_benchmark,
     "list-models": cmd_list_models,
+    "download": cmd_download,
+    "models": cmd_models,
+    "delete": cmd_delete,
+    "check-pair": cmd_check_pair,
     "import-gguf": cmd_import_gguf,
 }
 
