@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .memory import Fit, check_fit
+
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "resources" / "pairs.json"
 
 
@@ -40,6 +42,43 @@ class RecommendedPair:
     def label(self) -> str:
         """'Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit'."""
         return f"{self.draft.split('/')[-1]} -> {self.target.split('/')[-1]}"
+
+
+@dataclass(frozen=True)
+class PairStatus:
+    """A catalog pair on this machine: which models are downloaded, and whether the pair fits in memory."""
+
+    pair: RecommendedPair
+    draft_downloaded: bool
+    target_downloaded: bool
+    fit: Fit
+
+    @property
+    def downloaded(self) -> bool:
+        return self.draft_downloaded and self.target_downloaded
+
+    @property
+    def to_download_gb(self) -> float:
+        return (0 if self.draft_downloaded else self.pair.draft_size_gb) + (
+            0 if self.target_downloaded else self.pair.target_size_gb
+        )
+
+
+def pair_statuses(available_gb: float | None = None) -> list[PairStatus]:
+    """Every catalog pair with its download state and fit (the CLI's list-models and the GUI's picker)."""
+    from .loading import cached_repo_path
+
+    statuses = []
+    for pair in recommended_pairs():
+        statuses.append(
+            PairStatus(
+                pair,
+                cached_repo_path(pair.draft) is not None,
+                cached_repo_path(pair.target) is not None,
+                check_fit(pair.memory_gb, available_gb),
+            )
+        )
+    return statuses
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ and are reported as warnings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -84,4 +85,36 @@ def check_tokenizers(target: Any, draft: Any) -> PairCheck:
             check.warnings.append(f"{role} differs ({a!r} for the target, {b!r} for the draft)")
     if getattr(target, "chat_template", None) != getattr(draft, "chat_template", None):
         check.warnings.append("chat templates differ (the target's is used)")
+    return check
+
+
+def can_rewind(model_path: Path) -> bool:
+    """Whether a model's cache can drop rejected positions, judged from its config without loading weights.
+
+    MLX arrays are lazy, so building the model object allocates nothing until its weights are evaluated.
+    """
+    import json
+
+    from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
+    from mlx_lm.utils import _get_classes
+
+    config = json.loads((model_path / "config.json").read_text())
+    model_class, args_class = _get_classes(config)
+    return can_trim_prompt_cache(make_prompt_cache(model_class(args_class.from_dict(config))))
+
+
+def check_pair(target: str, draft: str) -> PairCheck:
+    """Check a draft against a target by name, reading tokenizers and configs only (fast, no weights)."""
+    from mlx_lm.utils import load_tokenizer
+
+    from .loading import resolve_model_path
+
+    paths = {role: resolve_model_path(name) for role, name in (("target", target), ("draft", draft))}
+    check = check_tokenizers(load_tokenizer(paths["target"]), load_tokenizer(paths["draft"]))
+    for role, path in paths.items():
+        if not can_rewind(path):
+            check.compatible = False
+            check.reasons.append(
+                f"the {role} has recurrent layers whose cache cannot rewind rejected drafts (standard decoding only)"
+            )
     return check

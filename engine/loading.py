@@ -67,10 +67,17 @@ def cached_repo_path(repo_id: str) -> Path | None:
     """The local snapshot of a hub repo in the HF cache, or None if it is not fully downloaded."""
     from huggingface_hub import snapshot_download
 
+    from .app_paths import hub_cache_dir
+
     try:
-        return Path(snapshot_download(repo_id, local_files_only=True, allow_patterns=MODEL_FILE_PATTERNS))
+        path = Path(
+            snapshot_download(
+                repo_id, local_files_only=True, allow_patterns=MODEL_FILE_PATTERNS, cache_dir=str(hub_cache_dir())
+            )
+        )
     except Exception:  # LocalEntryNotFoundError and friends: not (completely) in the cache
         return None
+    return path if (path / "config.json").is_file() and any(path.glob("*.safetensors")) else None
 
 
 def check_model_folder(path: Path) -> None:

@@ -105,3 +105,39 @@ def smollm_dir(smollm_gguf: Path) -> Path:
 @pytest.fixture(scope="session")
 def smollm(smollm_dir: Path) -> LoadedModel:
     return load_model(str(smollm_dir))
+
+
+@pytest.fixture
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private HF cache and app-data folder, so tests never touch the user's."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path / "app-data"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def fake_hub(isolated_home: Path, tiny_dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch):
+    """A loopback hub serving the tiny models and repos that trigger each download error."""
+    import json
+
+    from tests.fake_hub import FakeHub
+
+    hub = FakeHub()
+    hub.add_folder("test/tiny-target", tiny_dirs[0], extra={"README.md": b"# tiny", "pytorch_model.bin": b"\0" * 1000})
+    hub.add_folder("test/tiny-draft", tiny_dirs[1])
+    big = dict(hub.add_folder("test/big", tiny_dirs[0]).files)
+    big["model.safetensors"] = os.urandom(3_000_000)
+    hub.repos["test/big"].files = big
+    hub.add_folder("test/gated", tiny_dirs[0], gated=True)
+    config = json.loads((tiny_dirs[0] / "config.json").read_text())
+    hub.add_folder("test/quantum", tiny_dirs[0], extra={"config.json": json.dumps({**config, "model_type": "quantum_llm"}).encode()})
+    from tests.fake_hub import FakeRepo
+
+    hub.repos["test/pytorch-only"] = FakeRepo({"config.json": b"{}", "pytorch_model.bin": b"\0" * 100})
+    hub.repos["test/gguf-only"] = FakeRepo({"model-Q4_K_M.gguf": b"GGUF", "README.md": b"hi"})
+    hub.start()
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    yield hub
+    hub.stop()

@@ -86,7 +86,7 @@ def test_benchmark_refuses_unknown_modes_and_modes_needing_a_draft(tiny_dirs, ca
     assert "needs a draft model" in capsys.readouterr().err
 
 
-def test_list_models_shows_the_catalog() -> None:
+def test_list_models_shows_the_catalog(isolated_home) -> None:
     code, out = run(["list-models"])
     assert code == 0
     assert "Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit" in out and out.startswith("*")
@@ -102,3 +102,32 @@ def test_python_dash_m_engine_runs_the_cli(tiny_dirs) -> None:
                            "--max-tokens", "3", "--json", "--mode", "standard"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["tokens"]) == 3
+
+
+def test_download_models_delete_round_trip(fake_hub, capsys) -> None:
+    code, out = run(["download", "test/tiny-target"])
+    assert code == 0 and "test/tiny-target is in " in out
+    assert "100.0%" in capsys.readouterr().err  # the terminal progress bar finished
+    code, out = run(["models"])
+    assert "test/tiny-target" in out and " GB  " in out
+    code, out = run(["delete", "test/tiny-target"])
+    assert code == 0 and out.startswith("Deleted test/tiny-target, freeing ")
+    assert "test/tiny-target" not in run(["models"])[1]
+
+
+def test_download_errors_are_one_line(fake_hub, capsys) -> None:
+    assert run(["download", "test/gated"])[0] == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: test/gated is gated") and err.count("\n") == 1
+
+
+def test_check_pair_prints_the_verdict_and_reasons(tiny_dirs, other_tokenizer_model) -> None:
+    code, out = run(["check-pair", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1])])
+    assert code == 0 and out.startswith("compatible: ")
+    code, out = run(["check-pair", "--target", str(tiny_dirs[0]), "--draft", str(other_tokenizer_model)])
+    assert code == 1 and out.startswith("incompatible: ") and "target tokens are missing from the draft" in out
+
+
+def test_list_models_shows_download_state_and_fit(isolated_home) -> None:
+    code, out = run(["list-models"])
+    assert code == 0 and "GB to download" in out and "needs" in out and "this machine gives models about" in out

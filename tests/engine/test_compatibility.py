@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from engine.compatibility import check_tokenizers
@@ -59,3 +62,60 @@ def test_a_pair_with_a_foreign_tokenizer_is_refused_naming_both_models(tiny_targ
     message = str(error.value)
     assert str(other_tokenizer_model) in message and str(tiny_target.name) in message
     assert "have different ids" in message or "missing from" in message
+
+
+@pytest.fixture(scope="module")
+def tiny_mamba(tiny_dirs, tmp_path_factory) -> Path:
+    """A tiny random Mamba (recurrent, its cache cannot rewind) with the tiny tokenizer."""
+    import json
+
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import mamba
+
+    out = tmp_path_factory.mktemp("mamba")
+    vocab = json.loads((tiny_dirs[0] / "config.json").read_text())["vocab_size"]
+    config = {"model_type": "mamba", "vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64, "state_size": 4,
+              "num_hidden_layers": 1, "conv_kernel": 4, "use_bias": False, "use_conv_bias": True, "time_step_rank": 4}
+    model = mamba.Model(mamba.ModelArgs.from_dict(config))
+    mx.save_safetensors(str(out / "model.safetensors"), dict(tree_flatten(model.parameters())))
+    (out / "config.json").write_text(json.dumps(config))
+    for f in tiny_dirs[0].iterdir():
+        if f.name.startswith(("tokenizer", "chat_template", "special")):
+            shutil.copy(f, out / f.name)
+    return out
+
+
+def test_recurrent_models_are_refused_for_speculation_and_work_standard(tiny_dirs, tiny_mamba) -> None:
+    from engine.compatibility import can_rewind, check_pair
+    from engine.errors import UnsupportedModelError
+    from engine.generation import generate
+    from engine.params import GenerationParams
+
+    assert can_rewind(tiny_dirs[0]) and not can_rewind(tiny_mamba)
+    check = check_pair(str(tiny_dirs[0]), str(tiny_mamba))
+    assert not check.compatible and "the draft has recurrent layers whose cache cannot rewind" in check.explain("t", "d")
+
+    pair = ModelPair(load_model(str(tiny_mamba)))
+    with pytest.raises(UnsupportedModelError, match="recurrent layers.*Use standard decoding with it"):
+        generate("Hi", pair, GenerationParams(drafter="lookup", max_tokens=4))
+    assert len(generate("Hi", pair, GenerationParams(mode="standard", max_tokens=4)).tokens) == 4
+
+
+@pytest.mark.real_weights
+def test_real_tokenizers_smollm2_against_itself_and_against_renumbered_ids(smollm_dir: Path, tmp_path: Path) -> None:
+    import json
+
+    from engine.compatibility import check_pair
+
+    assert check_pair(str(smollm_dir), str(smollm_dir)).compatible
+    renumbered = tmp_path / "renumbered"
+    shutil.copytree(smollm_dir, renumbered, ignore=shutil.ignore_patterns("*.safetensors"))
+    (renumbered / "model.safetensors").symlink_to(smollm_dir / "model.safetensors")
+    tokenizer = json.loads((renumbered / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    vocab["Ġthe"], vocab["Ġand"] = vocab["Ġand"], vocab["Ġthe"]
+    (renumbered / "tokenizer.json").write_text(json.dumps(tokenizer))
+    check = check_pair(str(smollm_dir), str(renumbered))
+    assert not check.compatible
+    assert f"2 tokens have different ids (e.g. 'Ġthe' is {vocab['Ġand']} for the target, {vocab['Ġthe']} for the draft)" in check.reasons[0]
