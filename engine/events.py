@@ -118,7 +118,12 @@ class GenerationStats:
 
 @dataclass
 class GenerationResult:
-    """The final event of a generation, also what `generate()` returns."""
+    """The final event of a generation, also what `generate()` returns.
+
+    `text` is the token events' texts joined, plus whatever the detokenizer could only release at the end
+    (a trailing space it held back, or replacement characters for a character the last tokens left
+    incomplete): it always starts with the streamed text.
+    """
 
     text: str
     tokens: list[int]

@@ -42,7 +42,8 @@ def test_event_stream_order_and_totals(tiny_pair: ModelPair, mode: str) -> None:
     assert [t.token for t in tokens] == result.tokens
     assert result.stats.generated_tokens == len(result.tokens) == 30
     assert result.stats.rounds == len(rounds)
-    assert result.text == "".join(t.text for t in tokens) + result.text[len("".join(t.text for t in tokens)) :]
+    streamed = "".join(t.text for t in tokens)
+    assert result.text.startswith(streamed) and len(result.text) - len(streamed) <= 4
 
 
 def test_standard_decoding_uses_the_same_events_with_target_origins(tiny_pair: ModelPair) -> None:

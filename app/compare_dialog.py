@@ -1,0 +1,78 @@
+"""Compare: the same prompt decoded both ways, side by side, with the two speeds and the speedup."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QPushButton, QWidget
+
+from engine.events import GenerationResult, TokenEvent
+
+from .chat_view import TokenTextView
+
+
+class CompareDialog(QDialog):
+    """Two columns (standard, speculative) filled as the two generations stream.
+
+    Attributes:
+        request_ids: the worker request of each side, {"standard": id, "speculative": id}.
+        results: each side's GenerationResult once finished.
+    """
+
+    SIDES = ("standard", "speculative")
+
+    def __init__(self, prompt: str, request_ids: dict[str, int], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Compare: standard vs speculative decoding")
+        self.resize(980, 560)
+        self.request_ids = request_ids
+        self.results: dict[str, GenerationResult] = {}
+        grid = QGridLayout(self)
+        heading = QLabel(f"<b>Prompt:</b> {prompt[:300]}")
+        heading.setWordWrap(True)
+        grid.addWidget(heading, 0, 0, 1, 2)
+        self.views: dict[str, TokenTextView] = {}
+        self.speeds: dict[str, QLabel] = {}
+        for column, side in enumerate(self.SIDES):
+            grid.addWidget(QLabel(f"<b>{side.capitalize()} decoding</b>"), 1, column)
+            view = TokenTextView(grow=False)
+            view.setMinimumHeight(320)
+            self.views[side] = view
+            grid.addWidget(view, 2, column)
+            self.speeds[side] = QLabel("waiting…")
+            self.speeds[side].setObjectName(f"speed_{side}")
+            grid.addWidget(self.speeds[side], 3, column)
+        self.speedup = QLabel("")
+        self.speedup.setObjectName("speedup")
+        self.speedup.setStyleSheet("font-size: 16px; font-weight: bold;")
+        grid.addWidget(self.speedup, 4, 0, 1, 2)
+        close = QPushButton("Close")
+        close.clicked.connect(self.close)
+        grid.addWidget(close, 5, 1)
+
+    def side_of(self, request_id: int) -> str | None:
+        return next((s for s, r in self.request_ids.items() if r == request_id), None)
+
+    def add_events(self, request_id: int, events: list[object]) -> None:
+        side = self.side_of(request_id)
+        if side:
+            self.speeds[side].setText("generating…")
+            self.views[side].append_tokens([e for e in events if isinstance(e, TokenEvent)])
+
+    def finish(self, request_id: int, result: GenerationResult) -> None:
+        side = self.side_of(request_id)
+        if side is None:
+            return
+        self.results[side] = result
+        self.speeds[side].setText(result.summary())
+        if len(self.results) == 2:
+            standard = self.results["standard"].stats.generation_tps
+            speculative = self.results["speculative"].stats.generation_tps
+            ratio = speculative / standard if standard else 0.0
+            self.speedup.setText(
+                f"Standard {standard:.1f} tok/s, speculative {speculative:.1f} tok/s: {ratio:.2f}x "
+                + ("faster" if ratio >= 1 else "(slower: speculation does not pay here)")
+            )
+
+    def fail(self, request_id: int, message: str) -> None:
+        side = self.side_of(request_id)
+        if side:
+            self.speeds[side].setText(message)

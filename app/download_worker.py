@@ -1,0 +1,79 @@
+"""Downloads on their own thread, so the user can keep chatting while a model arrives.
+
+No MLX work happens here (that belongs to the engine worker); only network and file I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+import urllib.error
+import urllib.request
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from engine.app_paths import hub_endpoint
+from engine.errors import DownloadCancelled
+
+from .worker import readable_error
+
+HUB_CHECK_TIMEOUT_S = 3.0
+
+
+class DownloadWorker(QObject):
+    """Downloads models one after another.
+
+    Signals:
+        progress(DownloadProgress): bytes, speed and time left, about ten times a second.
+        finished(str, str): a repo id and its local folder.
+        failed(str, str): a repo id and a readable message.
+        cancelled(str): a repo id whose download was cancelled (it resumes next time).
+        hub_checked(bool, str): whether the hub answered, and a message for the user if not.
+    """
+
+    progress = Signal(object)
+    finished = Signal(str, str)
+    failed = Signal(str, str)
+    cancelled = Signal(str)
+    hub_checked = Signal(bool, str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop the running download within a second (thread-safe)."""
+        self._cancel.set()
+
+    @Slot(list)
+    def download(self, repo_ids: list[str]) -> None:
+        from engine.downloads import download_model
+
+        self._cancel.clear()
+        for repo_id in repo_ids:
+            try:
+                path = download_model(repo_id, progress=self.progress.emit, cancel=self._cancel.is_set)
+            except DownloadCancelled:
+                self.cancelled.emit(repo_id)
+                return
+            except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
+                self.failed.emit(repo_id, readable_error(error))
+                return
+            self.finished.emit(repo_id, str(path))
+
+    @Slot()
+    def check_hub(self) -> None:
+        """Any HTTP answer means the hub is reachable; no answer within a few seconds means offline."""
+        url = hub_endpoint() + "/api/models?limit=1"
+        try:
+            urllib.request.urlopen(url, timeout=HUB_CHECK_TIMEOUT_S).close()
+        except urllib.error.HTTPError:
+            pass
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            self.hub_checked.emit(
+                False,
+                f"The Hugging Face hub cannot be reached ({reason}). Showing the models on this computer: "
+                "open a model folder or a GGUF file, or connect to download.",
+            )
+            return
+        self.hub_checked.emit(True, "")

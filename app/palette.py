@@ -1,0 +1,31 @@
+"""The colours of speculation: what accepted, corrected and bonus tokens look like, in light and dark mode.
+
+Origins are shown as background tints under the normal text colour, so text stays readable in either mode;
+the tints are chosen per mode from the window's palette.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
+
+ORIGIN_LABELS = {
+    "accepted": "accepted draft",
+    "corrected": "corrected by the target",
+    "bonus": "bonus from the target",
+    "target": "target (standard decoding)",
+}
+_LIGHT = {"accepted": "#cdeccf", "corrected": "#ffd9a8", "bonus": "#cfdcff"}
+_DARK = {"accepted": "#1e5631", "corrected": "#6b4310", "bonus": "#283f73"}
+
+
+def is_dark(palette: QPalette | None = None) -> bool:
+    palette = palette or QApplication.palette()
+    return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def origin_colour(origin: str, palette: QPalette | None = None) -> QColor | None:
+    """The background tint for a token origin (None: no tint, for plain target tokens)."""
+    colours = _DARK if is_dark(palette) else _LIGHT
+    name = colours.get(origin)
+    return QColor(name) if name else None

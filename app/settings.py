@@ -1,0 +1,92 @@
+"""What SpecChat remembers across launches: generation settings, the chosen pair, view options.
+
+Stored with QSettings in an INI file in the app-data folder (so tests can point $SPECCHAT_HOME elsewhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from PySide6.QtCore import QSettings
+
+from engine.app_paths import data_dir
+from engine.params import GenerationParams
+
+# The generation settings the user can change, with their types (QSettings returns strings from INI files).
+SAVED_PARAMS = {
+    "num_draft": int,
+    "adaptive": bool,
+    "max_draft": int,
+    "drafter": str,
+    "mode": str,
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "min_p": float,
+    "max_tokens": int,
+}
+
+
+def _as_bool(value: object) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+
+
+class AppSettings:
+    """Typed access to the saved settings.
+
+    Attributes:
+        store: the underlying QSettings (INI file in the app-data folder).
+    """
+
+    def __init__(self) -> None:
+        self.store = QSettings(str(data_dir() / "settings.ini"), QSettings.Format.IniFormat)
+
+    def params(self) -> GenerationParams:
+        """The saved generation settings (defaults where nothing valid is saved)."""
+        defaults = GenerationParams.preset("default")
+        values = {}
+        for name, kind in SAVED_PARAMS.items():
+            raw = self.store.value(f"generation/{name}")
+            if raw is None:
+                continue
+            try:
+                values[name] = _as_bool(raw) if kind is bool else kind(raw)
+            except (TypeError, ValueError):
+                continue
+        try:
+            return defaults.replace(**values)
+        except Exception:  # noqa: BLE001 - a hand-edited or stale file must not stop the app
+            return defaults
+
+    def save_params(self, params: GenerationParams) -> None:
+        known = {f.name for f in fields(params)}
+        for name in SAVED_PARAMS:
+            if name in known:
+                self.store.setValue(f"generation/{name}", getattr(params, name))
+        self.store.sync()
+
+    def system_prompt(self) -> str:
+        return str(self.store.value("generation/system_prompt", ""))
+
+    def save_system_prompt(self, text: str) -> None:
+        self.store.setValue("generation/system_prompt", text)
+        self.store.sync()
+
+    def pair(self) -> tuple[str, str] | None:
+        """The last loaded (target, draft); draft is "" for none."""
+        target = self.store.value("pair/target")
+        if not target:
+            return None
+        return str(target), str(self.store.value("pair/draft", "") or "")
+
+    def save_pair(self, target: str, draft: str | None) -> None:
+        self.store.setValue("pair/target", target)
+        self.store.setValue("pair/draft", draft or "")
+        self.store.sync()
+
+    def show_markdown(self) -> bool:
+        return _as_bool(self.store.value("view/markdown", True))
+
+    def save_show_markdown(self, on: bool) -> None:
+        self.store.setValue("view/markdown", on)
+        self.store.sync()

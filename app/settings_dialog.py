@@ -1,0 +1,88 @@
+"""The generation settings a user can change: draft length, adaptive speculation, sampling, length, system prompt."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QPlainTextEdit,
+    QSpinBox,
+    QWidget,
+)
+
+from engine.errors import InvalidParameterError
+from engine.params import GenerationParams
+
+DRAFTERS = [("Draft model", "model"), ("Prompt lookup (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
+
+
+class SettingsDialog(QDialog):
+    """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
+
+    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self._base = params
+        form = QFormLayout(self)
+        self.num_draft = QSpinBox(minimum=1, maximum=16, value=params.num_draft)
+        self.adaptive = QCheckBox("Adaptive: choose each round's draft length (0 when speculation loses)")
+        self.adaptive.setChecked(params.adaptive)
+        self.max_draft = QSpinBox(minimum=1, maximum=64, value=params.max_draft)
+        self.drafter = QComboBox()
+        for label, value in DRAFTERS:
+            self.drafter.addItem(label, value)
+        self.drafter.setCurrentIndex([v for _, v in DRAFTERS].index(params.drafter))
+        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.05, decimals=2, value=params.temperature)
+        self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2, value=params.top_p)
+        self.top_k = QSpinBox(minimum=0, maximum=1000, value=params.top_k)
+        self.min_p = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.01, decimals=2, value=params.min_p)
+        self.max_tokens = QSpinBox(minimum=1, maximum=32768, value=params.max_tokens)
+        self.system_prompt = QPlainTextEdit(system_prompt)
+        self.system_prompt.setPlaceholderText("Optional instructions sent before every conversation")
+        self.system_prompt.setMaximumHeight(90)
+        form.addRow("Draft length (K)", self.num_draft)
+        form.addRow("", self.adaptive)
+        form.addRow("Longest adaptive draft", self.max_draft)
+        form.addRow("Drafts come from", self.drafter)
+        form.addRow("Temperature (0 = greedy)", self.temperature)
+        form.addRow("Top-p", self.top_p)
+        form.addRow("Top-k (0 = off)", self.top_k)
+        form.addRow("Min-p (0 = off)", self.min_p)
+        form.addRow("Max tokens", self.max_tokens)
+        form.addRow("System prompt", self.system_prompt)
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020;")
+        self.error.setWordWrap(True)
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.adaptive.toggled.connect(self.max_draft.setEnabled)
+        self.max_draft.setEnabled(params.adaptive)
+
+    def params(self) -> GenerationParams:
+        return self._base.replace(
+            num_draft=self.num_draft.value(),
+            adaptive=self.adaptive.isChecked(),
+            max_draft=self.max_draft.value(),
+            drafter=self.drafter.currentData(),
+            temperature=self.temperature.value(),
+            top_p=self.top_p.value(),
+            top_k=self.top_k.value(),
+            min_p=self.min_p.value(),
+            max_tokens=self.max_tokens.value(),
+        )
+
+    def accept(self) -> None:
+        try:
+            self.params()
+        except InvalidParameterError as e:
+            self.error.setText(str(e))
+            return
+        super().accept()

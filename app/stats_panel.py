@@ -1,0 +1,158 @@
+"""The side panel: what speculation is doing, live.
+
+Two plots over the seconds of the current answer (tokens per second, acceptance rate) and the numbers behind
+them: tokens per target pass, drafted and accepted tokens, the last round's draft length, time to first
+token and peak memory. A legend explains the token colours.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QFormLayout, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
+
+from .palette import ORIGIN_LABELS, origin_colour
+from .worker import MemoryReading
+
+RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
+
+
+def memory_text(gb: float) -> str:
+    return f"{gb:.2f} GB" if gb >= 1 else f"{gb * 1000:.0f} MB"
+
+
+class Legend(QWidget):
+    """A chip per coloured origin, with its meaning."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        for origin in ("accepted", "corrected", "bonus"):
+            row = QHBoxLayout()
+            chip = QLabel("  text  ")
+            chip.setStyleSheet(f"background: {origin_colour(origin).name()}; border-radius: 3px;")
+            row.addWidget(chip)
+            row.addWidget(QLabel(ORIGIN_LABELS[origin]))
+            row.addStretch()
+            layout.addLayout(row)
+
+
+class StatsPanel(QFrame):
+    """Live statistics of the answer being generated, and the last one's when idle."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setMinimumWidth(260)
+        layout = QVBoxLayout(self)
+        title = QLabel("Speculation")
+        title.setStyleSheet("font-weight: bold; font-size: 14px;")
+        layout.addWidget(title)
+        layout.addWidget(Legend(self))
+
+        pg.setConfigOptions(antialias=True, background=None, foreground=self.palette().text().color())
+        self.rate_plot = self._plot("tokens / s")
+        self.accept_plot = self._plot("acceptance %")
+        self.accept_plot.setYRange(0, 100)
+        layout.addWidget(self.rate_plot)
+        layout.addWidget(self.accept_plot)
+        self.rate_curve = self.rate_plot.plot(pen=pg.mkPen("#4C78A8", width=2))
+        self.accept_curve = self.accept_plot.plot(pen=pg.mkPen("#54A24B", width=2))
+
+        form = QFormLayout()
+        self.values: dict[str, QLabel] = {}
+        for key, label in [("mode", "Mode"), ("tps", "Tokens / s"), ("per_pass", "Tokens per pass"), ("drafted", "Drafted"),
+                           ("accepted", "Accepted"), ("draft_k", "Last draft length"), ("ttft", "First token after"),
+                           ("memory", "Peak memory"), ("prefill", "Prompt")]:
+            self.values[key] = QLabel("–")
+            self.values[key].setObjectName(f"stat_{key}")
+            form.addRow(label, self.values[key])
+        layout.addLayout(form)
+        layout.addStretch()
+        self.reset("speculative")
+
+    def _plot(self, label: str) -> pg.PlotWidget:
+        plot = pg.PlotWidget()
+        plot.setMinimumHeight(110)
+        plot.setMenuEnabled(False)
+        plot.setMouseEnabled(False, False)
+        plot.hideButtons()
+        plot.setLabel("left", label)
+        plot.setLabel("bottom", "seconds")
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).enableAutoSIPrefix(False)
+        plot.showGrid(x=True, y=True, alpha=0.2)
+        return plot
+
+    def reset(self, mode: str) -> None:
+        """A new answer starts."""
+        self._start = time.perf_counter()
+        self._arrivals: list[tuple[float, int]] = []  # (time, tokens so far)
+        self._times: list[float] = []
+        self._rates: list[float] = []
+        self._accept_times: list[float] = []
+        self._accept_rates: list[float] = []
+        self.tokens = self.rounds = self.drafted = self.accepted = 0
+        self._first_token: float | None = None
+        self._prompt_tokens = 0
+        self.rate_curve.setData([], [])
+        self.accept_curve.setData([], [])
+        for label in self.values.values():
+            label.setText("–")
+        self.values["mode"].setText(mode)
+
+    def add_events(self, events: list[object]) -> None:
+        """Take a batch of engine events and redraw once."""
+        now = time.perf_counter() - self._start
+        for event in events:
+            if isinstance(event, TokenEvent):
+                self.tokens += 1
+                if self._first_token is None:
+                    self._first_token = now
+                    self.values["ttft"].setText(f"{now:.2f} s")
+                    self.values["prefill"].setText(f"{self._prompt_tokens} tokens" if self._prompt_tokens else "–")
+            elif isinstance(event, RoundEvent):
+                self.rounds += 1
+                self.drafted += event.drafted
+                self.accepted += event.accepted
+                self.values["draft_k"].setText(f"{event.drafted} ({event.drafter})")
+                if self.drafted:
+                    self._accept_times.append(now)
+                    self._accept_rates.append(100.0 * self.accepted / self.drafted)
+            elif isinstance(event, PrefillEvent):
+                self._prompt_tokens = event.total
+                self.values["prefill"].setText(f"reading ({event.model}): {event.processed} / {event.total} tokens")
+            elif isinstance(event, MemoryReading):
+                self.values["memory"].setText(memory_text(event.peak_gb))
+        self._arrivals.append((now, self.tokens))
+        while len(self._arrivals) > 2 and now - self._arrivals[0][0] > RATE_WINDOW_S:
+            self._arrivals.pop(0)
+        (t0, n0), (t1, n1) = self._arrivals[0], self._arrivals[-1]
+        if t1 > t0 and self._first_token is not None:
+            self._times.append(now)
+            self._rates.append((n1 - n0) / (t1 - t0))
+            self.rate_curve.setData(self._times, self._rates)
+            self.values["tps"].setText(f"{self._rates[-1]:.1f}")
+        self.accept_curve.setData(self._accept_times, self._accept_rates)
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        self.values["drafted"].setText(str(self.drafted))
+        self.values["accepted"].setText(f"{self.accepted} ({self.accepted / self.drafted:.0%})" if self.drafted else "0")
+        if self.rounds:
+            self.values["per_pass"].setText(f"{self.tokens / self.rounds:.2f}")
+
+    def finish(self, result: GenerationResult) -> None:
+        """Show the final numbers of an answer (the engine's own totals)."""
+        s = result.stats
+        self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted
+        self._show_counts()
+        self.values["tps"].setText(f"{s.generation_tps:.1f}")
+        self.values["ttft"].setText(f"{s.ttft_s:.2f} s")
+        self.values["memory"].setText(memory_text(s.peak_memory_gb))
+        cached = f", {s.cached_prompt_tokens} cached" if s.cached_prompt_tokens else ""
+        self.values["prefill"].setText(f"{s.prompt_tokens} tokens{cached}")

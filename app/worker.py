@@ -1,0 +1,209 @@
+"""The engine worker: one long-lived QThread that owns every MLX object.
+
+MLX streams belong to the thread that made them, so loading and generating both happen here; the GUI thread
+only sends requests (queued signals) and receives events. Token events are batched, at most about 60 emits
+a second, so a fast model cannot flood the GUI's event loop. Cancellation does not queue behind the running
+generation: `cancel()` is called directly from the GUI thread and is seen between rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from engine.app_paths import data_dir
+from engine.errors import SpecChatError
+from engine.events import GenerationResult
+from engine.params import GenerationParams
+
+BATCH_INTERVAL_S = 1 / 60
+log = logging.getLogger("specchat")
+
+
+@dataclass
+class GenerationRequest:
+    """One generation for the worker.
+
+    Attributes:
+        request_id: increasing id; events and results carry it back.
+        messages: the conversation, ending with the user's turn.
+        params: generation settings.
+        system_prompt: prepended when not empty.
+    """
+
+    request_id: int
+    messages: list[dict[str, str]]
+    params: GenerationParams
+    system_prompt: str = ""
+
+
+@dataclass
+class PairInfo:
+    """What the GUI may know about the loaded pair (no MLX objects)."""
+
+    target: str
+    draft: str | None
+    target_name: str
+    draft_name: str | None
+    warnings: list[str] = field(default_factory=list)
+    context_length: int = 0
+
+
+@dataclass
+class MemoryReading:
+    """MLX's peak memory so far, read on the worker thread and sent with a batch of events."""
+
+    peak_gb: float
+
+
+@dataclass
+class DraftVerdict:
+    """Whether a candidate draft can draft for a target, and why not."""
+
+    name: str
+    compatible: bool
+    reason: str
+
+
+def readable_error(error: BaseException) -> str:
+    """What the window shows: our own errors as they are; anything else as a short bug report, with the
+    traceback in the log file rather than on screen."""
+    if isinstance(error, SpecChatError):
+        return str(error)
+    log_file = data_dir() / "specchat.log"
+    with open(log_file, "a", encoding="utf-8") as f:
+        f.write(f"--- {time.ctime()}\n{''.join(traceback.format_exception(error))}\n")
+    return f"Something went wrong: {type(error).__name__}: {error}. The details are in {log_file}."
+
+
+class EngineWorker(QObject):
+    """Loads models and generates, on its own thread.
+
+    Signals:
+        loaded(PairInfo): a pair finished loading.
+        load_failed(str): loading failed; the message says why and what to do.
+        progress(str, int, int): a loading stage (e.g. a GGUF import) with done and total.
+        yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
+        finished(int, GenerationResult): a request is done (including cancelled ones).
+        errored(int, str): a request failed; the message says why and what to do.
+        drafts_checked(str, list): DraftVerdicts for a target's candidate drafts.
+    """
+
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    progress = Signal(str, int, int)
+    yielded = Signal(int, object)
+    finished = Signal(int, object)
+    errored = Signal(int, str)
+    drafts_checked = Signal(str, object)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = None  # engine.pair.ModelPair, only ever touched on this worker's thread
+        self._cancel_up_to = -1
+        self._lock = threading.Lock()
+        self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
+
+    def cancel(self, up_to_request: int) -> None:
+        """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
+        with self._lock:
+            self._cancel_up_to = max(self._cancel_up_to, up_to_request)
+
+    def _cancelled(self, request_id: int) -> bool:
+        with self._lock:
+            return request_id <= self._cancel_up_to
+
+    @Slot(str, str)
+    def load(self, target: str, draft: str) -> None:
+        from engine.pair import ModelPair
+
+        self.pair = None  # free the previous pair first
+        try:
+            pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.progress.emit(stage, done, total))
+        except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
+            self.load_failed.emit(readable_error(error))
+            return
+        self.pair = pair
+        self.loaded.emit(
+            PairInfo(
+                target=target,
+                draft=draft or None,
+                target_name=pair.target.display_name,
+                draft_name=pair.draft.display_name if pair.draft else None,
+                warnings=list(pair.check.warnings),
+                context_length=pair.context_length,
+            )
+        )
+
+    @Slot(object)
+    def generate(self, request: GenerationRequest) -> None:
+        import mlx.core as mx
+
+        from engine.generation import generate_stream
+
+        if self.pair is None:
+            self.errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
+            return
+        batch: list[object] = []
+        last_emit = time.monotonic()
+        try:
+            stream = generate_stream(
+                self.pair,
+                request.messages,
+                request.params,
+                system_prompt=request.system_prompt or None,
+                cancel=lambda: self._cancelled(request.request_id),
+            )
+            for event in stream:
+                if isinstance(event, GenerationResult):
+                    if batch:
+                        self.yielded.emit(request.request_id, batch)
+                    self.finished.emit(request.request_id, event)
+                    return
+                batch.append(event)
+                now = time.monotonic()
+                if now - last_emit >= BATCH_INTERVAL_S:
+                    batch.append(MemoryReading(mx.get_peak_memory() / 1e9))
+                    self.yielded.emit(request.request_id, batch)
+                    batch, last_emit = [], now
+        except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
+            if batch:
+                self.yielded.emit(request.request_id, batch)
+            self.errored.emit(request.request_id, readable_error(error))
+
+    @Slot(str, object)
+    def check_drafts(self, target: str, candidates: list[str]) -> None:
+        """Check candidate drafts against a target by their tokenizers (cached per pair)."""
+        from engine.compatibility import check_pair
+
+        verdicts = []
+        for name in candidates:
+            key = (target, name)
+            if key not in self._verdicts:
+                try:
+                    check = check_pair(target, name)
+                    self._verdicts[key] = DraftVerdict(name, check.compatible, "; ".join(check.reasons))
+                except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
+                    self._verdicts[key] = DraftVerdict(name, False, readable_error(error))
+            verdicts.append(self._verdicts[key])
+        self.drafts_checked.emit(target, verdicts)
+
+
+def start_in_thread(worker: QObject, name: str) -> QThread:
+    """Move a worker to a new started thread (stop it with `stop_thread`)."""
+    thread = QThread()
+    thread.setObjectName(name)
+    worker.moveToThread(thread)
+    thread.start()
+    return thread
+
+
+def stop_thread(thread: QThread, timeout_ms: int = 30_000) -> bool:
+    """Quit a worker thread after its current slot and wait for it; True if it ended in time."""
+    thread.quit()
+    return thread.wait(timeout_ms)

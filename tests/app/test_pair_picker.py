@@ -1,0 +1,118 @@
+"""The pair picker: first launch, offline, downloads with progress and cancel, only compatible drafts."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from engine.catalog import default_pair, recommended_pairs
+from engine.model_store import remember_model
+
+
+@pytest.fixture
+def catalog_hub(fake_hub, tiny_dirs):
+    """The loopback hub serving the catalog's repo ids: the default pair's target is big (3 MB, for progress
+    and cancel); the 0.5B -> 3B pair is the loadable tiny pair."""
+    default = default_pair()
+    small = next(p for p in recommended_pairs() if p.id == "qwen2.5-0.5b-3b")
+    fake_hub.add_folder(default.draft, tiny_dirs[1])
+    big = fake_hub.add_folder(default.target, tiny_dirs[0])
+    big.files["model.safetensors"] = os.urandom(3_000_000)
+    fake_hub.add_folder(small.target, tiny_dirs[0])
+    return fake_hub
+
+
+def select_pair(picker, pair_id: str) -> None:
+    for row in range(picker.table.topLevelItemCount()):
+        item = picker.table.topLevelItem(row)
+        if item.data(0, 0x0100) == pair_id:
+            picker.table.setCurrentItem(item)
+            return
+    raise AssertionError(pair_id)
+
+
+def test_first_launch_opens_the_picker_on_the_default_pair(make_window, qtbot, catalog_hub) -> None:
+    window = make_window(pair=None, open_picker=True)
+    qtbot.waitUntil(window.picker.isVisible, timeout=5_000)
+    status = window.picker.selected_status()
+    assert status.pair.id == default_pair().id and not status.downloaded
+    assert window.picker.download_button.isEnabled() and not window.picker.use_button.isEnabled()
+    assert f"Download {status.to_download_gb:.2f} GB to use it." in window.picker.status.text()
+    assert window.picker.banner.isHidden()  # the (loopback) hub answers
+    assert "Choose models" in window.statusBar().currentMessage()
+
+
+def test_offline_it_says_so_and_offers_what_is_on_disk(make_window, qtbot, isolated_home, tiny_dirs, monkeypatch) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    remember_model(tiny_dirs[0])
+    window = make_window(pair=None, open_picker=True)
+    qtbot.waitUntil(lambda: not window.picker.banner.isHidden(), timeout=10_000)
+    assert "The Hugging Face hub cannot be reached" in window.picker.banner.text()
+    assert "open a model folder or a GGUF file" in window.picker.banner.text()
+    assert window.picker.tabs.currentIndex() == 1
+    assert window.picker.targets.count() == 1
+
+
+def test_download_shows_progress_and_cancel_stops_it(make_window, qtbot, catalog_hub) -> None:
+    catalog_hub.bytes_per_second = 400_000
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    select_pair(picker, default_pair().id)
+    picker.download_button.click()
+    qtbot.waitUntil(lambda: picker.progress.value() > 100, timeout=30_000)
+    assert picker.cancel_button.isVisibleTo(picker) and not picker.download_button.isVisibleTo(picker)
+    assert "Downloading mlx-community/" in picker.status.text() and " of " in picker.status.text()
+    picker.cancel_button.click()
+    qtbot.waitUntil(lambda: "cancelled" in picker.status.text(), timeout=2_000)
+    assert "resume" in picker.status.text() and picker.download_button.isVisibleTo(picker)
+    assert not picker.selected_status().downloaded
+
+
+def test_a_downloaded_pair_can_be_used(make_window, qtbot, catalog_hub) -> None:
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    select_pair(picker, "qwen2.5-0.5b-3b")
+    picker.download_button.click()
+    qtbot.waitUntil(lambda: picker.selected_status().downloaded, timeout=30_000)
+    assert picker.use_button.isEnabled()
+    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+        picker.use_button.click()
+    assert window.pair.target == "mlx-community/Qwen2.5-3B-Instruct-4bit"
+    assert window.settings.pair() == (window.pair.target, window.pair.draft)
+
+
+def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_window, qtbot, isolated_home, tiny_dirs, other_tokenizer_model) -> None:
+    for model in (tiny_dirs[0], tiny_dirs[1], other_tokenizer_model):
+        remember_model(model)
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    picker.tabs.setCurrentIndex(1)
+    rows = {picker.targets.item(i).data(0x0100): i for i in range(picker.targets.count())}
+    picker.targets.setCurrentRow(rows[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: picker.drafts.count() > 1 or picker.left_out.count() > 0, timeout=30_000)
+    qtbot.waitUntil(lambda: picker.drafts.count() + picker.left_out.count() == 3, timeout=30_000)
+    offered = [picker.drafts.itemData(i) for i in range(picker.drafts.count())]
+    assert offered == ["", str(tiny_dirs[1].resolve())]
+    left_out = picker.left_out.item(0).text()
+    assert left_out.startswith(str(other_tokenizer_model.resolve())) and "missing from the draft" in left_out
+    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+        picker.use_local_button.click()
+    assert window.pair.draft == str(tiny_dirs[1].resolve())
+
+
+def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
+    window = make_window(pair=None)
+    window.picker.add_local(Path(tiny_dirs[0]))
+    assert window.picker.targets.currentItem().data(0x0100) == str(tiny_dirs[0].resolve())
+    from engine.model_store import remembered_models
+
+    assert [m.path for m in remembered_models()] == [tiny_dirs[0].resolve()]
