@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 OPENBLAS := $(firstword $(wildcard /usr/lib/*-linux-gnu/openblas-pthread/libopenblas.so.0))
 RUN_ENV := $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS),)
 
-.PHONY: run test bench bundle clean
+.PHONY: run test bundle clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,22 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(RUN_ENV) $(BIN)/python -m pytest
+
+# The bundled app: SpecChat.app on macOS, a onedir folder on Linux (what CI smoke-tests).
+DIST := packaging/dist
+bundle: $(STAMP)
+ifeq ($(shell uname -s),Darwin)
+	@# Build against the macOS 14 MLX wheels of the installed version, so the app runs on macOS 14 and 15.
+	$(eval MLX_VERSION := $(shell $(BIN)/python -c "import importlib.metadata as m; print(m.version('mlx'))"))
+	$(eval PY_VERSION := $(shell $(BIN)/python -c "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"))
+	rm -rf build/mlx-wheels
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --platform macosx_14_0_arm64 \
+		--python-version $(PY_VERSION) mlx==$(MLX_VERSION) mlx-metal==$(MLX_VERSION) -d build/mlx-wheels
+	$(BIN)/python -m pip install --quiet --force-reinstall --no-deps build/mlx-wheels/*.whl
+endif
+	$(BIN)/pyinstaller packaging/specchat.spec --noconfirm --clean --log-level WARN \
+		--distpath $(DIST) --workpath packaging/build
+	$(BIN)/python packaging/bundle_layout.py $(DIST)
 
 clean:
 	rm -rf $(VENV) build dist packaging/build packaging/dist

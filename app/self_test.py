@@ -1,0 +1,122 @@
+"""`specchat --self-test`: prove the app works end to end, without a screen or a download.
+
+It opens the real main window offscreen, loads a pair (tiny built-in random models unless --target is given),
+generates a short answer speculatively, and checks that coloured tokens and statistics appeared. It prints
+one line and exits 0, or prints the reason and exits 1. Settings and conversations go to a temporary folder,
+never the user's. The packaged app runs it in CI, so a module or data file missing from the bundle fails there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+TIMEOUT_S = 300.0
+PROMPT = "Say hello and count to five."
+
+
+def _wait(app, condition: Callable[[], bool], timeout: float) -> bool:  # noqa: ANN001 - QApplication
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        app.processEvents()
+        time.sleep(0.005)
+    return True
+
+
+def _check(window, result) -> str | None:  # noqa: ANN001 - MainWindow, GenerationResult
+    """The reason the self-test failed, or None."""
+    answer = window.chat.messages[-1] if window.chat.messages else None
+    if answer is None or answer.role != "assistant" or not answer.body.runs:
+        return "no answer appeared in the chat"
+    coloured = {run.origin for run in answer.body.runs} & {"accepted", "corrected", "bonus"}
+    if not coloured:
+        return "the answer has no coloured (speculative) tokens"
+    if window.stats.values["drafted"].text() in ("–", "0") or not answer.stats.text():
+        return "the statistics did not appear"
+    if result.stats.drafted == 0:
+        return "nothing was drafted"
+    return None
+
+
+def run_self_test(target: str | None = None, draft: str | None = None) -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    with tempfile.TemporaryDirectory(prefix="specchat-self-test-") as home:
+        os.environ["SPECCHAT_HOME"] = home
+        started = time.monotonic()
+        try:
+            return _run(Path(home), target, draft, started)
+        except Exception as error:  # noqa: BLE001 - one line on stdout; the details on stderr for CI logs
+            print(f"self-test failed: {type(error).__name__}: {error}")
+            traceback.print_exc(file=sys.stderr)
+            return 1
+
+
+def _quiet_offscreen_notices(mode, context, message: str) -> None:  # noqa: ANN001 - Qt message handler
+    """The offscreen platform says what it cannot do (raise windows, size hints); nothing else is dropped."""
+    if "This plugin does not support" not in message:
+        sys.stderr.write(message + "\n")
+
+
+def _run(home: Path, target: str | None, draft: str | None, started: float) -> int:
+    from PySide6.QtCore import qInstallMessageHandler
+    from PySide6.QtWidgets import QApplication
+
+    qInstallMessageHandler(_quiet_offscreen_notices)
+
+    from engine.params import GenerationParams
+
+    if target is None:
+        from engine.tiny_models import build_tiny_pair
+
+        target_dir, draft_dir = build_tiny_pair(home / "models")
+        target, draft = str(target_dir), str(draft_dir)
+
+    from .main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = MainWindow(open_picker_if_needed=False)
+    try:
+        results: list[object] = []
+        failures: list[str] = []
+        window.answer_finished.connect(results.append)
+        window.answer_failed.connect(failures.append)
+        window.show()
+        window.load_pair(target, draft or "")
+        if not _wait(app, lambda: window.pair is not None or not window.error_banner.isHidden(), TIMEOUT_S):
+            print("self-test failed: the models did not load in time")
+            return 1
+        if window.pair is None:
+            print(f"self-test failed: {window.error_banner.text()}")
+            return 1
+        # Greedy with a fixed draft length, so that drafts happen whatever the hardware's costs.
+        window.apply_settings(
+            GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=24), ""
+        )
+        window.input.setPlainText(PROMPT)
+        window.send()
+        if not _wait(app, lambda: bool(results or failures), TIMEOUT_S):
+            print("self-test failed: no answer in time")
+            return 1
+        if failures:
+            print(f"self-test failed: {failures[0]}")
+            return 1
+        result = results[0]
+        reason = _check(window, result)
+        if reason:
+            print(f"self-test failed: {reason}")
+            return 1
+        pair = window.pair.target_name + (f" with draft {window.pair.draft_name}" if window.pair.draft_name else "")
+        print(
+            f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown "
+            f"({time.monotonic() - started:.1f} s)"
+        )
+        return 0
+    finally:
+        window.close()
