@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_self_test(args.target, args.draft)
 
+    from pathlib import Path
+
+    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from .main_window import MainWindow
@@ -31,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     app = QApplication(sys.argv[:1])
     app.setApplicationName("SpecChat")
     app.setOrganizationName("SpecChat")
+    app.setWindowIcon(QIcon(str(Path(__file__).resolve().parent.parent / "resources" / "SpecChat.png")))
     window = MainWindow()
     window.show()
     return app.exec()

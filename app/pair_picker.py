@@ -38,6 +38,15 @@ from .download_worker import DownloadWorker
 from .worker import DraftVerdict, EngineWorker
 
 NO_DRAFT = "None: prompt lookup only"
+SOURCES = {"hf-cache": "downloaded", "lm-studio": "LM Studio", "opened": "opened"}
+
+
+def model_label(name: str) -> str:
+    """A hub repo id as it is; a folder or file by its name and the folder it is in."""
+    path = Path(name)
+    if not path.is_absolute():
+        return name
+    return f"{path.name} — {path.parent}"
 
 
 class PairPickerDialog(QDialog):
@@ -62,7 +71,7 @@ class PairPickerDialog(QDialog):
     def __init__(self, engine: EngineWorker, downloads: DownloadWorker, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
-        self.resize(860, 520)
+        self.resize(1000, 560)
         self.downloads = downloads
         self.statuses: list[PairStatus] = []
         self.local: list[LocalModel] = []
@@ -99,7 +108,6 @@ class PairPickerDialog(QDialog):
         self.table = QTreeWidget()
         self.table.setHeaderLabels(["Pair (draft → target)", "Use", "Download", "Memory", "On this computer"])
         self.table.setRootIsDecorated(False)
-        self.table.setColumnWidth(0, 330)
         self.table.currentItemChanged.connect(self._update_buttons)
         layout.addWidget(self.table)
         self.progress = QProgressBar()
@@ -133,12 +141,15 @@ class PairPickerDialog(QDialog):
             pair = status.pair
             state = "downloaded" if status.downloaded else f"{status.to_download_gb:.2f} GB to download"
             fit = f"{pair.memory_gb:.1f} GB" + ("" if status.fit.fits else " (too big)")
-            item = QTreeWidgetItem([pair.label, pair.use_case, f"{pair.download_gb:.2f} GB", fit, state])
+            item = QTreeWidgetItem([pair.short_label, pair.use_case, f"{pair.download_gb:.2f} GB", fit, state])
             item.setData(0, Qt.ItemDataRole.UserRole, pair.id)
+            item.setToolTip(0, f"draft {pair.draft}\ntarget {pair.target}\nsuggested draft length {pair.num_draft}")
             item.setToolTip(3, status.fit.message())
             self.table.addTopLevelItem(item)
             if pair.id == selected:
                 self.table.setCurrentItem(item)
+        for column in range(self.table.columnCount()):
+            self.table.resizeColumnToContents(column)
         self._refresh_local()
         self._update_buttons()
 
@@ -158,7 +169,7 @@ class PairPickerDialog(QDialog):
         self.use_button.setEnabled(status is not None and status.downloaded and not busy)
         if status and not busy:
             self.status.setText(
-                f"{status.pair.label}: {status.fit.message()}"
+                f"{status.pair.short_label}: {status.fit.message()}"
                 + ("" if status.downloaded else f" Download {status.to_download_gb:.2f} GB to use it.")
             )
 
@@ -254,6 +265,8 @@ class PairPickerDialog(QDialog):
         right.addWidget(self.draft_note)
         right.addWidget(QLabel("Not offered"))
         self.left_out = QListWidget()
+        self.left_out.setWordWrap(True)
+        self.left_out.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         right.addWidget(self.left_out)
         self.use_local_button = QPushButton("Use this pair")
         self.use_local_button.clicked.connect(self.use_local)
@@ -266,7 +279,8 @@ class PairPickerDialog(QDialog):
         self.local = all_local_models()
         self.targets.clear()
         for model in self.local:
-            item = QListWidgetItem(f"{model.name}  ({model.size_gb:.2f} GB, {model.source})")
+            item = QListWidgetItem(f"{model_label(model.name)}  ({model.size_gb:.2f} GB, {SOURCES[model.source]})")
+            item.setToolTip(model.name)
             item.setData(Qt.ItemDataRole.UserRole, model.name)
             self.targets.addItem(item)
             if model.name == current:
@@ -295,9 +309,9 @@ class PairPickerDialog(QDialog):
             return  # an answer for a target no longer selected
         for verdict in verdicts:
             if verdict.compatible:
-                self.drafts.addItem(verdict.name, verdict.name)
+                self.drafts.addItem(model_label(verdict.name), verdict.name)
             else:
-                left = QListWidgetItem(f"{verdict.name}: {verdict.reason}")
+                left = QListWidgetItem(f"{model_label(verdict.name)}: {verdict.reason}")
                 left.setToolTip(verdict.reason)
                 self.left_out.addItem(left)
         offered = self.drafts.count() - 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,16 @@ class RecommendedPair:
     def label(self) -> str:
         """'Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit'."""
         return f"{self.draft.split('/')[-1]} -> {self.target.split('/')[-1]}"
+
+    @property
+    def short_label(self) -> str:
+        """'Qwen2.5-0.5B → Qwen2.5-7B': the model families and sizes, for narrow lists."""
+        return f"{_short(self.draft)} → {_short(self.target)}"
+
+
+def _short(repo_id: str) -> str:
+    name = repo_id.split("/")[-1]
+    return re.sub(r"-(Instruct|it)(?=-|$)|-\d+bit$", "", name)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_windo
     offered = [picker.drafts.itemData(i) for i in range(picker.drafts.count())]
     assert offered == ["", str(tiny_dirs[1].resolve())]
     left_out = picker.left_out.item(0).text()
-    assert left_out.startswith(str(other_tokenizer_model.resolve())) and "missing from the draft" in left_out
+    assert left_out.startswith(f"other-model — {other_tokenizer_model.resolve().parent}: ") and "missing from the draft" in left_out
     with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
         picker.use_local_button.click()
     assert window.pair.draft == str(tiny_dirs[1].resolve())

@@ -25,3 +25,10 @@ def test_status_shows_download_state_and_fit(isolated_home) -> None:
     assert fits["qwen2.5-0.5b-3b"] and not fits["qwen2.5-0.5b-32b"]
     s = statuses[0]
     assert s.to_download_gb == s.pair.download_gb
+
+
+def test_short_labels_keep_family_and_size() -> None:
+    labels = {p.id: p.short_label for p in recommended_pairs()}
+    assert labels["qwen2.5-0.5b-7b"] == "Qwen2.5-0.5B → Qwen2.5-7B"
+    assert labels["gemma2-2b-9b"] == "gemma-2-2b → gemma-2-9b"
+    assert labels["smollm2-135m-1.7b"] == "SmolLM2-135M → SmolLM2-1.7B"

@@ -1,0 +1,90 @@
+"""Take the README's screenshots as a person sees the app: on an X display (run under xvfb-run), with xwd.
+
+    apt-get install xvfb x11-apps imagemagick openbox
+    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m tests.benchmarks.screenshots TARGET DRAFT OUT_DIR
+
+A window manager (openbox) runs for the duration: without one, Xvfb never exposes a second top-level window
+(the Compare dialog stays black), and windows have no title bars.
+
+main-window.png: an answer mid-generation with a draft model (fixed K, greedy, so every colour shows).
+compare.png: Compare on a code-editing prompt with prompt lookup, after both runs finished.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+EDIT_PROMPT = (
+    "Rename the attribute `items` to `values` in this class and return the whole class:\n\n"
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n"
+    "        self.items.append(item)\n\n    def pop(self):\n        return self.items.pop()\n\n"
+    "    def size(self):\n        return len(self.items)\n"
+)
+
+
+def pump(app: QApplication, condition=lambda: False, seconds: float = 30.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def grab(widget, path: Path) -> None:
+    """A real screenshot of the X display, cropped to the widget's frame."""
+    g = widget.frameGeometry()
+    subprocess.run(f"xwd -root -silent | convert xwd:- -crop {g.width()}x{g.height()}+{g.x()}+{g.y()} {path}", shell=True, check=True)
+
+
+def main(target: str, draft: str, out: Path) -> int:
+    os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-shots-")
+    window_manager = subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    try:
+        return take(target, draft, out)
+    finally:
+        window_manager.terminate()
+
+
+def take(target: str, draft: str, out: Path) -> int:
+    app = QApplication(sys.argv[:1])
+    from app.main_window import MainWindow
+    from engine.params import GenerationParams
+
+    window = MainWindow(open_picker_if_needed=False)
+    window.move(0, 0)
+    window.show()
+    window.load_pair(target, draft)
+    pump(app, lambda: window.pair is not None, 120)
+    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=220), "")
+    window.input.setPlainText("Write a Python function that checks whether a string is a palindrome, and explain it.")
+    window.send()
+    pump(app, seconds=14)
+    grab(window, out / "main-window.png")
+    window.stop()
+    pump(app, lambda: window.active_request is None, 60)
+
+    window.load_pair(target, "")
+    pump(app, lambda: window.pair is not None and not window.pair.draft, 120)
+    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, drafter="lookup", max_tokens=160), "")
+    window.new_conversation()
+    window.input.setPlainText(EDIT_PROMPT)
+    window.compare()
+    dialog = window.compare_dialog
+    dialog.move(0, 0)
+    pump(app, lambda: len(dialog.results) == 2, 600)
+    pump(app, seconds=1.0)
+    grab(dialog, out / "compare.png")
+    print(dialog.speedup.text())
+    window.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], Path(sys.argv[3])))
