@@ -18,6 +18,7 @@ from .palette import ORIGIN_LABELS, origin_colour
 from .worker import MemoryReading
 
 RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
+PLOT_INTERVAL_S = 0.2  # plots show trends; redrawing them for every batch kept the GUI thread busy
 
 
 def memory_text(gb: float) -> str:
@@ -54,7 +55,7 @@ class StatsPanel(QFrame):
         layout.addWidget(title)
         layout.addWidget(Legend(self))
 
-        pg.setConfigOptions(antialias=True, background=None, foreground=self.palette().text().color())
+        pg.setConfigOptions(antialias=False, background=None, foreground=self.palette().text().color())
         self.rate_plot = self._plot("tokens / s")
         self.accept_plot = self._plot("acceptance %")
         self.accept_plot.setYRange(0, 100)
@@ -85,7 +86,6 @@ class StatsPanel(QFrame):
         plot.setLabel("bottom", "seconds")
         for axis in ("left", "bottom"):
             plot.getAxis(axis).enableAutoSIPrefix(False)
-        plot.showGrid(x=True, y=True, alpha=0.2)
         return plot
 
     def reset(self, mode: str) -> None:
@@ -99,6 +99,7 @@ class StatsPanel(QFrame):
         self.tokens = self.rounds = self.drafted = self.accepted = 0
         self._first_token: float | None = None
         self._prompt_tokens = 0
+        self._last_plot = 0.0
         self.rate_curve.setData([], [])
         self.accept_curve.setData([], [])
         for label in self.values.values():
@@ -135,10 +136,15 @@ class StatsPanel(QFrame):
         if t1 > t0 and self._first_token is not None:
             self._times.append(now)
             self._rates.append((n1 - n0) / (t1 - t0))
-            self.rate_curve.setData(self._times, self._rates)
             self.values["tps"].setText(f"{self._rates[-1]:.1f}")
-        self.accept_curve.setData(self._accept_times, self._accept_rates)
+        if now - self._last_plot >= PLOT_INTERVAL_S:
+            self._redraw_plots(now)
         self._show_counts()
+
+    def _redraw_plots(self, now: float) -> None:
+        self._last_plot = now
+        self.rate_curve.setData(self._times, self._rates)
+        self.accept_curve.setData(self._accept_times, self._accept_rates)
 
     def _show_counts(self) -> None:
         self.values["drafted"].setText(str(self.drafted))
@@ -149,6 +155,7 @@ class StatsPanel(QFrame):
     def finish(self, result: GenerationResult) -> None:
         """Show the final numbers of an answer (the engine's own totals)."""
         s = result.stats
+        self._redraw_plots(time.perf_counter() - self._start)
         self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted
         self._show_counts()
         self.values["tps"].setText(f"{s.generation_tps:.1f}")
