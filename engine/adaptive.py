@@ -156,9 +156,8 @@ class AdaptiveDraftLength:
         return best_k
 
     def stop_threshold(self, source: str) -> float | None:
-        """Drafting one more token pays while P(all drafted so far accepted) exceeds its marginal cost
-        (one draft step plus one verify slot) in units of a target step. (The first token is always kept:
-        the policy chose to draft, and by the time its confidence is known its draft step is paid.)"""
+        """Verifying one more draft token pays while P(all drafted so far accepted) exceeds its marginal cost
+        (one verify slot, and the draft step the policy pays for by choosing K) in units of a target step."""
         step = self.verify_time(1)
         cost = self._draft_cost.get(source)
         if step is None or cost is None:

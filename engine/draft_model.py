@@ -2,9 +2,11 @@
 
 Rejection sampling needs q_i, the draft's warped distribution at every drafted position, not just the token;
 greedy drafting needs only the tokens. Each step is queued with `async_eval` so the device runs ahead of
-Python. With a confidence threshold (adaptive mode) drafting stops early once the chance that every draft
-token so far survives verification falls below what one more draft token costs (the first token is always
-kept); the check reads step i's confidence while step i+1 is already queued, so it never stalls the device.
+Python, and the host reads nothing until the draft is complete: one read fetches the ids and, in adaptive
+mode, the draft's confidence at each step (its top probability). The low-confidence tail is then dropped
+before verification: tokens after the point where the chance that every draft token so far survives falls
+below what one more verify slot costs (the first token is always kept). Stopping the draft model itself
+early would need a host read per step, which is what this loop avoids; the policy's K bounds the waste.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Draft:
         source: "model", "lookup" or "none".
         draft_s: seconds spent proposing, catch-up included.
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
+        steps: draft-model steps run (more than len(tokens) when a low-confidence tail was dropped).
     """
 
     tokens: list[int]
@@ -39,9 +42,23 @@ class Draft:
     source: str
     draft_s: float = 0.0
     catch_up_s: float = 0.0
+    steps: int = 0
 
 
 NO_DRAFT = Draft(tokens=[], probs=None, source="none")
+
+
+def surviving_prefix(confidences: list[float], stop_below: float | None) -> int:
+    """How many leading draft tokens to verify: while the product of their confidences (the draft's estimate
+    that all of them survive verification) stays at or above `stop_below`; the first token always."""
+    if stop_below is None:
+        return len(confidences)
+    survival = 1.0
+    for index, confidence in enumerate(confidences):
+        survival *= confidence
+        if survival < stop_below and index > 0:
+            return index
+    return len(confidences)
 
 
 class DraftModelDrafter:
@@ -71,7 +88,8 @@ class DraftModelDrafter:
             context: the tokens so far (prompt and output).
             k: the most tokens to draft.
             warper: the sampling warp shared with the target.
-            stop_below: stop once the product of the draft's confidences falls below this (None: never).
+            stop_below: verify only the leading tokens whose confidence product stays at or above this (None:
+                all of them).
         """
         start = time.perf_counter()
         tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL, step_size=self.prefill_step_size)
@@ -81,9 +99,7 @@ class DraftModelDrafter:
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
         tokens: list[mx.array] = []
         probs: list[mx.array] = []
-        fed: list[mx.array] = []
-        survival = 1.0
-        confidence = None
+        confidences: list[mx.array] = []
         for i in range(k):
             row = warper.penalize(warper.fit_width(logits), history, mx.concatenate(tokens) if tokens else None)
             token, logprobs = warper.choose(row)
@@ -91,25 +107,23 @@ class DraftModelDrafter:
             if logprobs is not None:
                 probs.append(mx.exp(logprobs))
             if stop_below is not None:
-                confidence = (mx.exp(logprobs) if logprobs is not None else mx.softmax(row, axis=-1)).max()
+                confidences.append((probs[-1] if logprobs is not None else mx.softmax(row, axis=-1)).max())
             if i + 1 < k:
                 logits = self.cached.forward(token)
-                fed.append(token)
-            mx.async_eval(token, *(probs[-1:]), *([confidence] if confidence is not None else []))
-            if confidence is not None:
-                survival *= confidence.item()
-                if survival < stop_below and len(tokens) > 1:
-                    tokens.pop()
-                    if probs:
-                        probs.pop()
-                    break
-        ids = mx.concatenate(fed + tokens).tolist() if fed or tokens else []
-        self.cached.resolve(ids[: len(fed)])
-        drafted = ids[len(fed) :]
+            mx.async_eval(token)
+        # The one host read drafting needs: the ids, and with them the confidences.
+        ids_array = mx.concatenate(tokens)
+        confidence_array = mx.stack(confidences) if confidences else None
+        mx.eval(ids_array, *([confidence_array] if confidence_array is not None else []))
+        ids = ids_array.tolist()
+        self.cached.resolve(ids[: k - 1])
+        keep = k if confidence_array is None else surviving_prefix(confidence_array.tolist(), stop_below)
+        drafted = ids[:keep]
         return Draft(
             tokens=drafted,
-            probs=mx.concatenate(probs, axis=0) if probs and drafted else None,
+            probs=mx.concatenate(probs[:keep], axis=0) if probs else None,
             source=self.source,
             draft_s=time.perf_counter() - start,
             catch_up_s=catch_up_s,
+            steps=k,
         )

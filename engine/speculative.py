@@ -147,7 +147,7 @@ class SpeculativeDecoder:
                 draft.source,
                 k,
                 accepted,
-                (draft.draft_s - draft.catch_up_s) / k,
+                (draft.draft_s - draft.catch_up_s) / max(draft.steps, k),
                 verify_s if timed else None,
             )
         )

@@ -150,3 +150,30 @@ def test_real_model_greedy_speculative_is_token_identical_to_standard(
             assert result.tokens == expected, (draft_name, k, prompt)
             if draft_name == "itself":
                 assert result.stats.acceptance_rate == 1.0
+
+
+def test_surviving_prefix_drops_the_low_confidence_tail() -> None:
+    from engine.draft_model import surviving_prefix
+
+    assert surviving_prefix([0.9, 0.9, 0.5, 0.9], 0.5) == 2  # 0.81 then 0.405 < 0.5
+    assert surviving_prefix([0.1, 0.9], 0.5) == 1  # the first token is always verified
+    assert surviving_prefix([0.99, 0.99, 0.99], 0.5) == 3
+    assert surviving_prefix([0.2, 0.2], None) == 2
+
+
+def test_adaptive_drafting_reads_the_device_once_per_draft(tiny_pair: ModelPair, monkeypatch) -> None:
+    """No per-token host reads while drafting: .item() is never called on a draft token or confidence."""
+    calls = []
+    real_item = mx.array.item
+    monkeypatch.setattr(mx.array, "item", lambda self: calls.append(self.shape) or real_item(self))
+    params = GenerationParams(temperature=0.7, max_tokens=40, adaptive=True, num_draft=4, seed=3)
+    from engine.draft_model import DraftModelDrafter
+
+    drafter = DraftModelDrafter(tiny_pair.draft_cache)
+    from engine.sampling import Warper
+
+    warper = Warper(params, tiny_pair.vocab_width)
+    context = tiny_pair.prompt_ids("Hello")
+    draft = drafter.draft(context, 6, warper, stop_below=0.3)
+    assert calls == []
+    assert 1 <= len(draft.tokens) <= 6 and draft.steps == 6 and draft.probs.shape[0] == len(draft.tokens)
