@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from engine.catalog import PairStatus, default_pair, pair_statuses
 from engine.downloads import DownloadProgress
 from engine.memory import check_fit, estimate_memory_gb, folder_size_gb
-from engine.model_store import LocalModel, all_local_models, remember_model
+from engine.model_store import LocalModel, all_local_models, delete_cached_model, remember_model
 
 from .download_worker import DownloadWorker
 from .worker import DraftVerdict, EngineWorker
@@ -268,9 +268,15 @@ class PairPickerDialog(QDialog):
         self.left_out.setWordWrap(True)
         self.left_out.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         right.addWidget(self.left_out)
+        local_buttons = QHBoxLayout()
+        self.delete_button = QPushButton("Delete from disk…")
+        self.delete_button.setToolTip("Remove the selected downloaded model from the Hugging Face cache")
+        self.delete_button.clicked.connect(self.delete_selected)
+        local_buttons.addWidget(self.delete_button)
         self.use_local_button = QPushButton("Use this pair")
         self.use_local_button.clicked.connect(self.use_local)
-        right.addWidget(self.use_local_button)
+        local_buttons.addWidget(self.use_local_button)
+        right.addLayout(local_buttons)
         layout.addLayout(right, 4)
         return tab
 
@@ -287,11 +293,34 @@ class PairPickerDialog(QDialog):
                 self.targets.setCurrentItem(item)
         self.use_local_button.setEnabled(self.targets.currentItem() is not None)
 
+    def _selected_local(self) -> LocalModel | None:
+        item = self.targets.currentItem()
+        name = item.data(Qt.ItemDataRole.UserRole) if item else None
+        return next((m for m in self.local if m.name == name), None)
+
+    def delete_selected(self) -> None:
+        """Free the disk space of a downloaded model, after asking (the CLI's `delete`)."""
+        model = self._selected_local()
+        if model is None or model.source != "hf-cache":
+            return
+        answer = QMessageBox.question(
+            self,
+            "Delete model",
+            f"Delete {model.name} ({model.size_gb:.2f} GB) from the Hugging Face cache? It can be downloaded again.",
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        freed = delete_cached_model(model.name)
+        self.refresh()
+        self.draft_note.setText(f"Deleted {model.name}, freeing {freed / 1e9:.2f} GB.")
+
     def _target_changed(self, *_: object) -> None:
         item = self.targets.currentItem()
         self.drafts.clear()
         self.left_out.clear()
         self.use_local_button.setEnabled(item is not None)
+        selected = self._selected_local()
+        self.delete_button.setEnabled(selected is not None and selected.source == "hf-cache")
         if item is None:
             return
         target = item.data(Qt.ItemDataRole.UserRole)

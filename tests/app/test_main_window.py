@@ -218,3 +218,17 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     answer = store.messages(conversation)[-1]
     assert answer.role == "assistant" and answer.content and answer.finish == "cancelled"
     store.close()
+
+
+def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, qtbot, tiny_dirs) -> None:
+    window = make_window(max_tokens=900)
+    with qtbot.waitSignal(window.events_received, timeout=30_000):
+        window.input.setPlainText("A long story please")
+        window.send()
+    finished, loaded = [], []
+    window.answer_finished.connect(finished.append)
+    window.pair_loaded.connect(loaded.append)
+    window.load_pair(str(tiny_dirs[0]), "")
+    qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
+    assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
+    assert window.pair.draft is None and window.pair_label.text() == "tiny-target (prompt lookup)"

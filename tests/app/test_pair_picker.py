@@ -59,14 +59,20 @@ def test_offline_it_says_so_and_offers_what_is_on_disk(make_window, qtbot, isola
     assert window.picker.targets.count() == 1
 
 
-def test_download_shows_progress_and_cancel_stops_it(make_window, qtbot, catalog_hub) -> None:
-    catalog_hub.bytes_per_second = 400_000
+def start_slow_download(make_window, qtbot, hub, bytes_per_second: int):
+    """A window whose picker is part-way through downloading the default pair."""
+    hub.bytes_per_second = bytes_per_second
     window = make_window(pair=None)
     picker = window.picker
     picker.refresh()
     select_pair(picker, default_pair().id)
     picker.download_button.click()
     qtbot.waitUntil(lambda: picker.progress.value() > 100, timeout=30_000)
+    return window, picker
+
+
+def test_download_shows_progress_and_cancel_stops_it(make_window, qtbot, catalog_hub) -> None:
+    window, picker = start_slow_download(make_window, qtbot, catalog_hub, 400_000)
     assert picker.cancel_button.isVisibleTo(picker) and not picker.download_button.isVisibleTo(picker)
     assert "Downloading mlx-community/" in picker.status.text() and " of " in picker.status.text()
     picker.cancel_button.click()
@@ -116,3 +122,52 @@ def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
     from engine.model_store import remembered_models
 
     assert [m.path for m in remembered_models()] == [tiny_dirs[0].resolve()]
+
+
+def test_a_downloaded_model_can_be_deleted_from_the_picker(make_window, qtbot, fake_hub, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    from engine.downloads import download_model
+    from engine.model_store import cached_models
+
+    download_model("test/tiny-target")
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    picker.tabs.setCurrentIndex(1)
+    rows = {picker.targets.item(i).data(0x0100): i for i in range(picker.targets.count())}
+    picker.targets.setCurrentRow(rows["test/tiny-target"])
+    assert picker.delete_button.isEnabled()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
+    picker.delete_button.click()
+    assert [m.name for m in cached_models()] == ["test/tiny-target"]
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    picker.delete_button.click()
+    assert cached_models() == [] and "Deleted test/tiny-target" in picker.draft_note.text()
+    assert "test/tiny-target" not in {picker.targets.item(i).data(0x0100) for i in range(picker.targets.count())}
+
+
+def test_a_pair_that_does_not_fit_is_loaded_only_if_the_user_agrees(make_window, qtbot, isolated_home, tiny_dirs, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    monkeypatch.setattr("app.pair_picker.check_fit", lambda required: __import__("engine.memory", fromlist=["Fit"]).Fit(50.0, 8.0))
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]) or QMessageBox.StandardButton.No)
+    remember_model(tiny_dirs[0])
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    picker.targets.setCurrentRow(0)
+    picker.use_local_button.click()
+    assert window.pair is None and window.pair_label.text() == "No models loaded"
+    assert warnings[0].startswith("Does not fit: needs about 50.0 GB but this machine gives models about 8.0 GB.")
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+        picker.use_local_button.click()
+
+
+def test_closing_during_a_download_stops_it_cleanly(make_window, qtbot, catalog_hub) -> None:
+    window, picker = start_slow_download(make_window, qtbot, catalog_hub, 300_000)
+    window.close()
+    assert window.download_thread.isFinished() and window.engine_thread.isFinished()
+    assert not picker.selected_status().downloaded
