@@ -14,7 +14,7 @@ mlx-lm instead samples the target and accepts only on equality ("sample-and-matc
 probability sum(p*q) instead of sum(min(p, q)). Prompt lookup proposes without a distribution: its q is a
 point mass on the proposed token, for which the rule accepts with probability p(d).
 
-Everything here is lazy MLX: the caller evaluates the result once per round.
+Everything here is lazy MLX: the caller evaluates the result once per round, together with the draft.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
 
 
 def verify_sampled(
-    target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array
+    target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array, keep: mx.array | None = None
 ) -> tuple[mx.array, mx.array]:
     """One speculative step by rejection sampling.
 
@@ -56,6 +56,8 @@ def verify_sampled(
         target_logprobs: (K+1, V) warped log-probabilities of the target at the K draft positions and after.
         draft_probs: (K, V) the draft's warped probabilities the draft tokens were drawn from.
         draft_tokens: (K,) the draft tokens.
+        keep: (lazy) how many leading drafts count; the rest are treated as never drafted. Where to stop
+            drafting may depend on anything the draft knows (its confidences), never on the target.
 
     Returns:
         (number of accepted draft tokens, the correction or bonus token), both lazy scalars.
@@ -66,6 +68,10 @@ def verify_sampled(
         return mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32)
     accept_p = acceptance_probabilities(p[:k], draft_probs, draft_tokens)
     accepted = mx.random.uniform(shape=(k,)) < accept_p
+    if keep is not None:
+        live = mx.arange(k) < keep
+        accepted = accepted & live
+        draft_probs = mx.where(live[:, None], draft_probs, 0.0)
     n = mx.cumprod(accepted.astype(mx.int32)).sum()
     # Row n of p against row n of q, where a zero row stands for "no draft at position K+1": the residual
     # of p_{K+1} against nothing is p_{K+1} itself, so one formula gives both correction and bonus.
@@ -74,16 +80,21 @@ def verify_sampled(
     return n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32)
 
 
-def verify_greedy(target_choices: mx.array, draft_tokens: mx.array) -> tuple[mx.array, mx.array]:
+def verify_greedy(
+    target_choices: mx.array, draft_tokens: mx.array, keep: mx.array | None = None
+) -> tuple[mx.array, mx.array]:
     """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
 
     Args:
         target_choices: (K+1,) the target's argmax at each verify position.
         draft_tokens: (K,) the draft tokens.
+        keep: (lazy) how many leading drafts count, as in `verify_sampled`.
     """
     k = draft_tokens.shape[0]
     if k == 0:
         return mx.array(0, dtype=mx.int32), target_choices[0]
-    matches = (target_choices[:k] == draft_tokens.astype(target_choices.dtype)).astype(mx.int32)
-    n = mx.cumprod(matches).sum()
+    matches = target_choices[:k] == draft_tokens.astype(target_choices.dtype)
+    if keep is not None:
+        matches = matches & (mx.arange(k) < keep)
+    n = mx.cumprod(matches.astype(mx.int32)).sum()
     return n, mx.take(target_choices, n)

@@ -11,20 +11,24 @@ Estimates:
   prior mean of 0.25: unproven drafts must earn their rounds), counting the accepted tokens and the one
   rejection of each round; counts decay every round, so that long after a drafter was given up the
   estimate widens again and a cheap enough drafter gets probed anew.
-- verify time: a per-width running average, with a straight-line fit t(L) = t1 + slope*(L - 1) across the
-  widths seen (before two widths are seen, a prior slope of PRIOR_SLOPE * t1 per extra token).
-- draft cost per token and source: a running average, catch-up prefill excluded.
+- verify time: per width, the median of the latest SAMPLES measurements (one slow round, a page fault or a
+  busy core, must not make plain steps look expensive), made non-decreasing in the width, with a
+  straight-line fit t(L) = t1 + slope*(L - 1) across the widths seen (before two widths are seen, a prior
+  slope of PRIOR_SLOPE * t1 per extra token).
+- draft cost per token and source: the median of its latest SAMPLES measurements, catch-up excluded.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5
 DECAY = 0.99  # per round, on the acceptance counts
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
-SMOOTHING = 0.3  # weight of a new measurement in running averages
+SAMPLES = 9  # measurements kept per cost, of which the median is used
 
 
 def expected_tokens(acceptance: float, k: int) -> float:
@@ -34,8 +38,18 @@ def expected_tokens(acceptance: float, k: int) -> float:
     return (1.0 - acceptance ** (k + 1)) / (1.0 - acceptance)
 
 
-def _average(old: float | None, new: float) -> float:
-    return new if old is None else (1 - SMOOTHING) * old + SMOOTHING * new
+class _Recent:
+    """The latest SAMPLES measurements of one cost; its estimate is their median."""
+
+    def __init__(self) -> None:
+        self.samples: deque[float] = deque(maxlen=SAMPLES)
+
+    def add(self, seconds: float) -> None:
+        self.samples.append(seconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
 
 
 @dataclass
@@ -59,14 +73,16 @@ class RoundCosts:
     Attributes:
         source: the drafter ("model", "lookup", "lookup+copying") or "none".
         drafted, accepted: draft tokens proposed and kept.
-        draft_token_s: drafting time per drafted token, catch-up excluded.
-        verify_s: wall time of the target pass (None when part of it was queued by the previous round).
+        draft_token_s: drafting time per drafted token, catch-up excluded (None when the round did not wait
+            for the draft, so its cost is not known apart from the verify's).
+        verify_s: wall time of the target pass (None when part of it was queued by the previous round, or
+            the draft's device time is in it).
     """
 
     source: str
     drafted: int
     accepted: int
-    draft_token_s: float
+    draft_token_s: float | None
     verify_s: float | None
 
 
@@ -98,19 +114,24 @@ class AdaptiveDraftLength:
     max_draft: int
     first_draft: int = 4
     _acceptance: dict[str, _Acceptance] = field(default_factory=dict)
-    _draft_cost: dict[str, float] = field(default_factory=dict)
-    _verify: dict[int, float] = field(default_factory=dict)
+    _draft_cost: dict[str, _Recent] = field(default_factory=dict)
+    _verify: dict[int, _Recent] = field(default_factory=dict)
     _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
         return self._acceptance.setdefault(source, _Acceptance()).mean
 
+    def draft_cost(self, source: str) -> float | None:
+        """Seconds per drafted token of a drafter (None before a timed round measured it)."""
+        recent = self._draft_cost.get(source)
+        return recent.median if recent else None
+
     def verify_time(self, width: int) -> float | None:
         """Predicted seconds for a target pass over `width` tokens (None before any measurement).
 
-        Always read off the fitted line, never a single width's average: a pass over more tokens cannot cost
-        less, and comparing one noisy average with another would let noise decide (a draft that is never
+        Always read off the fitted line, never a single width's measurements: a pass over more tokens cannot
+        cost less, and comparing one noisy number with another would let noise decide (a draft that is never
         accepted would look worth drafting whenever a plain step happened to be measured slow).
         """
         if not self._verify:
@@ -125,41 +146,53 @@ class AdaptiveDraftLength:
         return self._fitted
 
     def _fit(self) -> tuple[float, float]:
-        points = sorted(self._verify.items())
+        points = sorted((width, recent.median) for width, recent in self._verify.items())
+        # Verifying more tokens cannot cost less: a width measured slower than a wider one was measured in
+        # worse conditions (a plain step right after a draft round is not pipelined), so it takes the wider
+        # one's time. Otherwise a plain step that only ever ran cold would look dearer than drafting.
+        for index in range(len(points) - 2, -1, -1):
+            points[index] = (points[index][0], min(points[index][1], points[index + 1][1]))
         if len(points) == 1:
             width, seconds = points[0]
             base = seconds / (1 + PRIOR_SLOPE * (width - 1))
             return base, PRIOR_SLOPE * base
         xs = [w - 1 for w, _ in points]
         ys = [s for _, s in points]
-        mx_, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        var = sum((x - mx_) ** 2 for x in xs)
-        slope = max(0.0, sum((x - mx_) * (y - my) for x, y in zip(xs, ys)) / var)
-        base = max(my - slope * mx_, 1e-9)
+        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+        var = sum((x - mean_x) ** 2 for x in xs)
+        slope = max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var)
+        base = max(mean_y - slope * mean_x, 1e-9)
         return base, slope
 
     def choose(self, source: str, available: int) -> int:
-        """The K (at most `available`) with the best predicted tokens per second; 0 means decode normally."""
+        """The K (at most `available`) with the best predicted tokens per second; 0 means decode normally.
+
+        The predicted rate rises with K and then falls, so the scan stops at the first K that does worse
+        than the one before (this runs every round, and must stay small next to a forward pass).
+        """
         limit = min(self.max_draft, available)
         if limit <= 0:
             return 0
-        step = self.verify_time(1)
-        cost = self._draft_cost.get(source)
-        if step is None or cost is None:
+        cost = self.draft_cost(source)
+        if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
+        base, slope = self._line()
         a = self.acceptance(source)
-        best_k, best_rate = 0, MARGIN / step
+        best_k, best_rate, previous = 0, MARGIN / base, 0.0
         for k in range(1, limit + 1):
-            rate = expected_tokens(a, k) / (k * cost + self.verify_time(k + 1))
+            rate = expected_tokens(a, k) / (k * cost + base + slope * k)
             if rate > best_rate:
                 best_k, best_rate = k, rate
+            if rate < previous:
+                break
+            previous = rate
         return best_k
 
     def stop_threshold(self, source: str) -> float | None:
         """Verifying one more draft token pays while P(all drafted so far accepted) exceeds its marginal cost
         (one verify slot, and the draft step the policy pays for by choosing K) in units of a target step."""
         step = self.verify_time(1)
-        cost = self._draft_cost.get(source)
+        cost = self.draft_cost(source)
         if step is None or cost is None:
             return None
         _, slope = self._line()
@@ -172,10 +205,10 @@ class AdaptiveDraftLength:
             estimate = self._acceptance.setdefault(costs.source, _Acceptance())
             estimate.accepted += costs.accepted
             estimate.rejected += 1 if costs.accepted < costs.drafted else 0
-            self._draft_cost[costs.source] = _average(self._draft_cost.get(costs.source), costs.draft_token_s)
+        if costs.drafted and costs.draft_token_s is not None:
+            self._draft_cost.setdefault(costs.source, _Recent()).add(costs.draft_token_s)
         if costs.verify_s is not None:
-            width = costs.drafted + 1
-            self._verify[width] = _average(self._verify.get(width), costs.verify_s)
+            self._verify.setdefault(costs.drafted + 1, _Recent()).add(costs.verify_s)
             self._fitted = None
 
 

@@ -2,6 +2,11 @@
 
 Chat models are trained on their chat template; we render every turn with it (multi-turn included) and ask
 for the assistant's turn to start. The target's tokenizer is the one that counts: the draft shares its ids.
+
+Earlier answers are spliced in as the token ids the model generated, not re-tokenized from their text: a
+model often emits a string as other tokens than the tokenizer would choose, and re-tokenizing would make a
+follow-up question diverge from the prompt cache in the middle of the last answer, so the whole answer and
+everything after it would be processed again.
 """
 
 from __future__ import annotations
@@ -35,9 +40,16 @@ def check_not_empty(prompt: str | Sequence[Message]) -> None:
 
 
 def prompt_token_ids(
-    tokenizer: Any, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None
+    tokenizer: Any,
+    prompt: str | Sequence[Message],
+    chat: bool = True,
+    system_prompt: str | None = None,
+    answers: dict[str, list[int]] | None = None,
 ) -> list[int]:
-    """Token ids for a prompt: chat-templated when `chat`, else the raw text (with BOS if the model wants it)."""
+    """Token ids for a prompt: chat-templated when `chat`, else the raw text (with BOS if the model wants it).
+
+    `answers` maps the text of earlier answers to the ids that were generated for them.
+    """
     check_not_empty(prompt)
     if not chat:
         text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
@@ -45,6 +57,24 @@ def prompt_token_ids(
         return list(tokenizer.encode(text, add_special_tokens=bos is None or not text.startswith(bos)))
     messages = conversation(prompt, system_prompt)
     if getattr(tokenizer, "has_chat_template", False):
-        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
+        if not spliced:
+            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+        return splice_answers(tokenizer, rendered, spliced, answers or {})
     transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
     return list(tokenizer.encode(transcript + "Assistant:"))
+
+
+def splice_answers(tokenizer: Any, rendered: str, contents: list[str], answers: dict[str, list[int]]) -> list[int]:
+    """Tokenize a rendered conversation, using the generated ids for each known answer found in it (in order)."""
+    ids: list[int] = []
+    position = 0
+    for content in contents:
+        at = rendered.find(content, position)
+        if at < 0:  # the template changed the answer (stripped it, dropped a part): tokenize as text
+            continue
+        ids += tokenizer.encode(rendered[position:at], add_special_tokens=False)
+        ids += answers[content]
+        position = at + len(content)
+    return ids + list(tokenizer.encode(rendered[position:], add_special_tokens=False))

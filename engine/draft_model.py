@@ -1,12 +1,13 @@
 """Drafting with a small model: K autoregressive steps, each keeping the distribution it sampled from.
 
 Rejection sampling needs q_i, the draft's warped distribution at every drafted position, not just the token;
-greedy drafting needs only the tokens. Each step is queued with `async_eval` so the device runs ahead of
-Python, and the host reads nothing until the draft is complete: one read fetches the ids and, in adaptive
-mode, the draft's confidence at each step (its top probability). The low-confidence tail is then dropped
-before verification: tokens after the point where the chance that every draft token so far survives falls
-below what one more verify slot costs (the first token is always kept). Stopping the draft model itself
-early would need a host read per step, which is what this loop avoids; the policy's K bounds the waste.
+greedy drafting needs only the tokens. Nothing here waits for the device: each step is queued with
+`async_eval`, and the draft goes to the verify pass as lazy arrays, so the round's one host read fetches
+the draft ids together with the verdict (as mlx-lm's loop does). In adaptive mode the draft also computes,
+on the device, how many leading tokens to verify: while the product of its confidences (its top
+probabilities), its estimate that every token so far survives, stays above what one more verify slot costs.
+The tail after that is verified as if never drafted. (Stopping the draft model itself early would need a
+host read per step; the policy's K bounds the steps spent on a dropped tail.)
 """
 
 from __future__ import annotations
@@ -28,37 +29,42 @@ class Draft:
     """A proposal for one round.
 
     Attributes:
-        tokens: the proposed ids (possibly none).
-        probs: (len(tokens), V) the distributions they were sampled from; None for greedy drafts and for
+        tokens: (K,) the proposed ids, lazy for a draft model.
+        count: K, known on the host.
+        probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
-        source: "model", "lookup" or "none".
-        draft_s: seconds spent proposing, catch-up included.
+        keep: (lazy) how many leading tokens to verify; None for all of them.
+        ids: the ids when the host already knows them (prompt lookup).
+        source: "model", "lookup", "lookup+copying" or "none".
+        draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
-        steps: draft-model steps run (more than len(tokens) when a low-confidence tail was dropped).
+        timed: whether the host waited for the draft, so that draft_s is its cost.
     """
 
-    tokens: list[int]
+    tokens: mx.array
+    count: int
     probs: mx.array | None
     source: str
+    keep: mx.array | None = None
+    ids: list[int] | None = None
     draft_s: float = 0.0
     catch_up_s: float = 0.0
-    steps: int = 0
+    timed: bool = False
 
 
-NO_DRAFT = Draft(tokens=[], probs=None, source="none")
+NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none", ids=[])
 
 
-def surviving_prefix(confidences: list[float], stop_below: float | None) -> int:
-    """How many leading draft tokens to verify: while the product of their confidences (the draft's estimate
-    that all of them survive verification) stays at or above `stop_below`; the first token always."""
-    if stop_below is None:
-        return len(confidences)
-    survival = 1.0
-    for index, confidence in enumerate(confidences):
-        survival *= confidence
-        if survival < stop_below and index > 0:
-            return index
-    return len(confidences)
+def point_draft(ids: list[int], source: str, draft_s: float) -> Draft:
+    """A draft proposed on the host without distributions (prompt lookup)."""
+    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, ids=list(ids), draft_s=draft_s, timed=True)
+
+
+def surviving_prefix(confidences: mx.array, stop_below: float) -> mx.array:
+    """(lazy) How many leading draft tokens to verify: while the product of their confidences stays at or
+    above `stop_below`; the first token always."""
+    survives = (mx.cumprod(confidences) >= stop_below).astype(mx.int32)
+    return mx.maximum(mx.cumprod(survives).sum(), 1)
 
 
 class DraftModelDrafter:
@@ -81,15 +87,17 @@ class DraftModelDrafter:
         k: int,
         warper: Warper,
         stop_below: float | None = None,
+        timed: bool = False,
     ) -> Draft:
-        """Draft up to `k` tokens after `context`.
+        """Draft `k` tokens after `context`, without waiting for the device (unless `timed`).
 
         Args:
             context: the tokens so far (prompt and output).
-            k: the most tokens to draft.
+            k: how many tokens to draft.
             warper: the sampling warp shared with the target.
-            stop_below: verify only the leading tokens whose confidence product stays at or above this (None:
-                all of them).
+            stop_below: verify only the leading tokens whose confidence product stays at or above this
+                (None: all of them).
+            timed: wait for the draft to finish, so that its cost can be measured.
         """
         start = time.perf_counter()
         tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL, step_size=self.prefill_step_size)
@@ -101,7 +109,9 @@ class DraftModelDrafter:
         probs: list[mx.array] = []
         confidences: list[mx.array] = []
         for i in range(k):
-            row = warper.penalize(warper.fit_width(logits), history, mx.concatenate(tokens) if tokens else None)
+            row = warper.fit_width(logits)
+            if history is not None:
+                row = warper.penalize(row, history, mx.concatenate(tokens) if tokens else None)
             token, logprobs = warper.choose(row)
             tokens.append(token)
             if logprobs is not None:
@@ -109,21 +119,22 @@ class DraftModelDrafter:
             if stop_below is not None:
                 confidences.append((probs[-1] if logprobs is not None else mx.softmax(row, axis=-1)).max())
             if i + 1 < k:
-                logits = self.cached.forward(token)
+                logits = self.cached.forward(token)  # pending: its id is read with the round's verdict
             mx.async_eval(token)
-        # The one host read drafting needs: the ids, and with them the confidences.
-        ids_array = mx.concatenate(tokens)
-        confidence_array = mx.stack(confidences) if confidences else None
-        mx.eval(ids_array, *([confidence_array] if confidence_array is not None else []))
-        ids = ids_array.tolist()
-        self.cached.resolve(ids[: k - 1])
-        keep = k if confidence_array is None else surviving_prefix(confidence_array.tolist(), stop_below)
-        drafted = ids[:keep]
-        return Draft(
-            tokens=drafted,
-            probs=mx.concatenate(probs[:keep], axis=0) if probs else None,
+        draft = Draft(
+            tokens=mx.concatenate(tokens),
+            count=k,
+            probs=mx.concatenate(probs, axis=0) if probs else None,
             source=self.source,
-            draft_s=time.perf_counter() - start,
+            keep=surviving_prefix(mx.stack(confidences), stop_below) if confidences else None,
             catch_up_s=catch_up_s,
-            steps=k,
+            timed=timed,
         )
+        if timed:
+            mx.eval(draft.tokens, *([draft.keep] if draft.keep is not None else []))
+        draft.draft_s = time.perf_counter() - start
+        return draft
+
+    def resolve(self, ids: list[int]) -> None:
+        """Record the ids of the draft tokens fed back into the draft model (all but the last)."""
+        self.cached.resolve(ids[: max(len(ids) - 1, 0)])

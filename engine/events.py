@@ -59,7 +59,9 @@ class RoundEvent:
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
         drafter: "model", "lookup" or "none".
-        draft_s, verify_s: seconds spent drafting and in the target pass with acceptance.
+        draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
+            waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
+            adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.
     """
 
     round: int

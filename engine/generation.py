@@ -139,7 +139,9 @@ def generate_stream(
     stats.total_s = time.perf_counter() - start
     stats.generation_s = stats.total_s - stats.prompt_s
     stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-    yield GenerationResult("".join(pieces), tokens, origins, params.mode, finish, stats)
+    text = "".join(pieces)
+    pair.remember_answer(text, tokens)
+    yield GenerationResult(text, tokens, origins, params.mode, finish, stats)
 
 
 def generate(

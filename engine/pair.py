@@ -6,6 +6,7 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Callable, Sequence
 
 import mlx.core as mx
@@ -17,6 +18,7 @@ from .errors import IncompatiblePairError, UnsupportedModelError
 from .loading import LoadedModel, load_model
 
 LoadProgress = Callable[[str, int, int], None]
+REMEMBERED_ANSWERS = 64
 
 
 class ModelPair:
@@ -36,6 +38,7 @@ class ModelPair:
         self.draft_cache: CachedModel | None = None
         self.check = PairCheck(compatible=True)
         self._vocab_width: int | None = None
+        self._answers: OrderedDict[str, list[int]] = OrderedDict()
         self.set_draft(draft)
 
     @classmethod
@@ -91,5 +94,17 @@ class ModelPair:
     def prompt_ids(
         self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None
     ) -> list[int]:
-        """The target's token ids for a prompt or conversation."""
-        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt)
+        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them)."""
+        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers)
+
+    def remember_answer(self, text: str, tokens: list[int]) -> None:
+        """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.
+
+        Only answers whose ids decode to exactly their text are kept (not one cut short by a stop string).
+        """
+        if not text.strip() or self.tokenizer.decode(tokens) != text:
+            return
+        self._answers[text] = list(tokens)
+        self._answers.move_to_end(text)
+        while len(self._answers) > REMEMBERED_ANSWERS:
+            self._answers.popitem(last=False)

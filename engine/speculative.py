@@ -6,6 +6,10 @@
     4. the caches rewind on their own: each `CachedModel` knows the ids it holds, and the next round's
        context shares exactly the accepted prefix with them.
 
+The round reads the device once: the draft stays lazy, the verify pass is built on it, and one read fetches
+the draft ids with the verdict. The policy needs the draft's cost apart from the verify's, so some rounds
+are timed (a drafter's first rounds, then one in TIMED_EVERY): they wait for the draft before verifying.
+
 A round that drafts nothing is a plain target step. Plain rounds are pipelined like standard decoding: the
 next target pass (the "head", p_1 of the next round) is queued before the current token is read, so an
 adaptive policy that settles on K = 0 costs what standard decoding costs. If the next round drafts after
@@ -22,7 +26,7 @@ import mlx.core as mx
 from .acceptance import point_mass, verify_greedy, verify_sampled
 from .adaptive import DraftPolicy, RoundCosts
 from .cached_model import CachedModel
-from .draft_model import NO_DRAFT, Draft, DraftModelDrafter
+from .draft_model import NO_DRAFT, Draft, DraftModelDrafter, point_draft
 from .events import Origin
 from .prompt_lookup import PromptLookupDrafter
 from .sampling import Warper
@@ -30,6 +34,7 @@ from .sampling import Warper
 # Prompt lookup's acceptance is bursty: once a copy is under way it tends to go on. The policy keeps a
 # separate estimate for rounds that follow a fully accepted lookup round.
 LOOKUP, LOOKUP_COPYING = "lookup", "lookup+copying"
+TIMED_FIRST, TIMED_EVERY = 3, 8
 
 
 @dataclass
@@ -81,6 +86,8 @@ class SpeculativeDecoder:
         self.prefill_step_size = prefill_step_size
         self._head: mx.array | None = None  # queued (1, V) logits for the next position
         self._copying = False
+        self._drafted_rounds = 0
+        self._model_k = 0  # what the policy chose for the draft model this round
 
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target) by indexing it for lookup.
@@ -89,6 +96,7 @@ class SpeculativeDecoder:
         """
         self._head = None
         self._copying = False
+        self._drafted_rounds = 0
         if self.lookup_drafter:
             self.lookup_drafter.start(context)
 
@@ -97,7 +105,7 @@ class SpeculativeDecoder:
         if self.lookup_drafter:
             self.lookup_drafter.observe(context)
         draft = self._propose(context, min(budget - 1, self.policy.max_draft))
-        if draft.tokens:
+        if draft.count:
             return self._speculate(context, draft)
         return self._plain(context, budget)
 
@@ -111,50 +119,52 @@ class SpeculativeDecoder:
             source = LOOKUP_COPYING if self._copying else LOOKUP
             k = self.policy.choose(source, len(candidates)) if candidates else 0
             if k:
-                return Draft(candidates[:k], None, source, draft_s=time.perf_counter() - start)
+                return point_draft(candidates[:k], source, time.perf_counter() - start)
         if self.model_drafter:
             k = self.policy.choose("model", limit)
+            self._model_k = k
             if k:
-                return self.model_drafter.draft(context, k, self.warper, self.policy.stop_threshold("model"))
+                timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
+                self._drafted_rounds += 1
+                return self.model_drafter.draft(context, k, self.warper, self.policy.stop_threshold("model"), timed)
         return NO_DRAFT
 
     def _speculate(self, context: list[int], draft: Draft) -> Round:
-        """Verify a draft in one target pass and keep what the acceptance rule accepts."""
-        k = len(draft.tokens)
+        """Verify a draft in one target pass and keep what the acceptance rule accepts: one device read."""
+        k = draft.count
         start = time.perf_counter()
         if self._head is not None:
-            rows = mx.concatenate([self._head, self.target.forward(mx.array(draft.tokens, dtype=mx.uint32), ids=draft.tokens)])
+            tail: list[int] = []
+            rows = mx.concatenate([self._head, self.target.forward(draft.tokens)])
             self._head = None
             timed = False  # the head's pass was paid for by the previous round
         else:
-            ids = self.target.catch_up(context, step_size=self.prefill_step_size) + draft.tokens
-            rows = self.target.forward(mx.array(ids, dtype=mx.uint32), ids=ids)[-(k + 1) :]
-            timed = True
-        drafted = mx.array(draft.tokens, dtype=mx.uint32)
+            tail = self.target.catch_up(context, step_size=self.prefill_step_size)
+            rows = self.target.forward(mx.concatenate([mx.array(tail, dtype=mx.uint32), draft.tokens]))[-(k + 1) :]
+            timed = draft.timed
         if self.warper.uses_history:
-            rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), drafted)
+            rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
         if self.warper.greedy:
-            n, next_token = verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), drafted)
+            n, next_token = verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens, draft.keep)
         else:
-            q = draft.probs if draft.probs is not None else point_mass(drafted, self.warper.vocab_size)
-            n, next_token = verify_sampled(self.warper.logprobs(rows), q, drafted)
-        accepted, next_id = mx.stack([n.astype(mx.uint32), next_token]).tolist()
+            q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
+            n, next_token = verify_sampled(self.warper.logprobs(rows), q, draft.tokens, draft.keep)
+        keep = draft.keep if draft.keep is not None else mx.array(k)
+        verdict = mx.stack([n.astype(mx.uint32), next_token.astype(mx.uint32), keep.astype(mx.uint32)])
+        read = mx.concatenate([draft.tokens.astype(mx.uint32), verdict]).tolist()
+        ids, (accepted, next_id, kept) = read[:k], read[k:]
         verify_s = time.perf_counter() - start
+        self.target.resolve(tail + ids)
+        if draft.source == "model":
+            self.model_drafter.resolve(ids)
 
-        self._copying = draft.source.startswith(LOOKUP) and accepted == k
-        self.policy.observe(
-            RoundCosts(
-                draft.source,
-                k,
-                accepted,
-                (draft.draft_s - draft.catch_up_s) / max(draft.steps, k),
-                verify_s if timed else None,
-            )
-        )
+        self._copying = draft.source.startswith(LOOKUP) and accepted == kept
+        draft_token_s = (draft.draft_s - draft.catch_up_s) / k if draft.timed else None
+        self.policy.observe(RoundCosts(draft.source, kept, accepted, draft_token_s, verify_s if timed else None))
         return Round(
-            tokens=draft.tokens[:accepted] + [next_id],
-            origins=round_origins(k, accepted),
-            drafted=k,
+            tokens=ids[:accepted] + [next_id],
+            origins=round_origins(kept, accepted),
+            drafted=kept,
             accepted=accepted,
             drafter="lookup" if draft.source.startswith(LOOKUP) else draft.source,
             draft_s=draft.draft_s,
@@ -184,6 +194,6 @@ class SpeculativeDecoder:
         return Round([token_id], ["target"], 0, 0, "none", 0.0, verify_s)
 
     def _next_round_looks_plain(self) -> bool:
-        """Whether to queue the next target pass now: the draft model would not draft, and lookup, which found
-        nothing this round, is expected to find nothing next round either."""
-        return self.model_drafter is None or self.policy.choose("model", self.policy.max_draft) == 0
+        """Whether to queue the next target pass now: the draft model did not draft this round (one more
+        observation rarely changes that), and lookup, which found nothing, is expected to find nothing."""
+        return self.model_drafter is None or self._model_k == 0

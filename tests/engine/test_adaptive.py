@@ -81,6 +81,27 @@ def test_stop_threshold_is_the_marginal_cost_in_target_steps() -> None:
     assert policy.stop_threshold("model") == pytest.approx((0.01 + 0.02) / 0.10)
 
 
+def test_one_slow_round_does_not_make_plain_steps_look_expensive() -> None:
+    """Measured on tiny models: a 20 ms hiccup among 1.3 ms plain steps made K=1 look worth drafting."""
+    policy = AdaptiveDraftLength(8)
+    for seconds in (0.0013, 0.0013, 0.020, 0.0014, 0.0013):
+        policy.observe(RoundCosts("none", 0, 0, None, seconds))
+    feed(policy, 5, 1, 1, draft_s=0.001, verify={2: 0.0019})
+    assert policy.verify_time(1) == pytest.approx(0.0013, rel=0.1)
+    assert policy.choose("model", 8) == 0  # 1.75 tokens in 2.9 ms loses to 1 token in 1.3 ms
+
+
+def test_a_plain_step_measured_only_cold_is_capped_by_wider_verifies() -> None:
+    """Measured on tiny models: the one plain step timed (right after prefill) took 3.0 ms, verifying two
+    tokens 1.8 ms; a pass over fewer tokens cannot cost more."""
+    policy = AdaptiveDraftLength(8)
+    policy.observe(RoundCosts("none", 0, 0, None, 0.0030))
+    for accepted in (1, 0) * 5:  # about half the drafts accepted, as measured
+        policy.observe(RoundCosts("model", 1, accepted, 0.0013, 0.0018))
+    assert policy.verify_time(1) <= 0.0018
+    assert policy.choose("model", 8) == 0  # 1.5 tokens in 3.1 ms loses to 1 token in at most 1.8 ms
+
+
 def test_untimed_verifies_leave_the_verify_model_alone() -> None:
     policy = AdaptiveDraftLength(4)
     policy.observe(RoundCosts("lookup", 3, 3, 0.0, None))

@@ -157,14 +157,27 @@ def test_prefill_reports_progress_in_chunks_for_both_models(tiny_pair: ModelPair
         assert mine[-1] == progress[0].total - 1  # the last prompt token goes into the first round
 
 
-def test_a_follow_up_turn_reuses_the_cached_conversation(tiny_pair: ModelPair) -> None:
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_a_follow_up_turn_only_processes_the_new_question(tiny_pair: ModelPair, mode: str) -> None:
+    """The answer comes back as the ids generated for it, so the whole earlier conversation is in the cache."""
     first = [{"role": "user", "content": "Tell me about speculative decoding. " * 8}]
-    reply = generate(first, tiny_pair, GREEDY.replace(max_tokens=20))
-    assert reply.stats.cached_prompt_tokens == 0
+    params = GREEDY.replace(mode=mode, max_tokens=40)
+    reply = generate(first, tiny_pair, params)
+    assert reply.stats.cached_prompt_tokens == 0 and reply.finish_reason == "length"
     follow_up = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "And why?"}]
-    second = generate(follow_up, tiny_pair, GREEDY.replace(max_tokens=5))
-    first_prompt = len(tiny_pair.prompt_ids(first))
-    assert second.stats.cached_prompt_tokens >= first_prompt
+    follow_up_ids = tiny_pair.prompt_ids(follow_up)
+    first_ids = tiny_pair.prompt_ids(first)
+    assert follow_up_ids[: len(first_ids) + len(reply.tokens)] == first_ids + reply.tokens
+    second = generate(follow_up, tiny_pair, params.replace(max_tokens=5))
+    assert second.stats.cached_prompt_tokens >= len(first_ids) + len(reply.tokens) - 1
+
+
+def test_answers_the_template_rewrites_are_tokenized_as_text(tiny_pair: ModelPair) -> None:
+    reply = generate("Hello", tiny_pair, GREEDY.replace(max_tokens=10))
+    edited = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": reply.text + " (edited)"},
+              {"role": "user", "content": "Go on"}]
+    tokenizer = tiny_pair.tokenizer
+    assert tiny_pair.prompt_ids(edited) == list(tokenizer.apply_chat_template(edited, add_generation_prompt=True))
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
