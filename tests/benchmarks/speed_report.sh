@@ -22,7 +22,13 @@ bench related-greedy --target $M/smollm2 --draft $M/smollm2-q4 --max-tokens 96 \
 # 3. The same pair at temperature 1: rejection sampling against mlx-lm's sample-and-match.
 bench related-t1 --target $M/smollm2 --draft $M/smollm2-q4 --max-tokens 96 --temp 1.0 --seed 0 \
   --modes standard,speculative,mlx-lm-speculative
-# 4. Tiny models (Python overhead matters most here).
-bench tiny --target $M/tiny/tiny-target --draft $M/tiny/tiny-draft --max-tokens 200 --iterations 3 \
+# 4. Tiny models (Python overhead matters most here, and this VM's noise too: five iterations).
+bench tiny --target $M/tiny/tiny-target --draft $M/tiny/tiny-draft --max-tokens 200 --iterations 5 \
   --modes standard,mlx-lm-standard,speculative,mlx-lm-speculative,adaptive,prompt-lookup,prompt-lookup-fixed
+# 5. Standard decoding against mlx-lm's stream_generate, more iterations.
+bench standard-vs-mlx-lm --target $M/smollm2 --max-tokens 128 --iterations 3 --modes standard,mlx-lm-standard
+# 6. The mlx[cpu] wheel's own reference BLAS: verifying K tokens costs K+1 steps, so nothing can win.
+$PY -c "import json; p=json.load(open('resources/prompts/benchmark.json')); json.dump([x for x in p if x['category'] in ('chat', 'code-editing')], open('$OUT/chat-and-editing.json', 'w'))"
+LD_PRELOAD= bench reference-blas --target $M/smollm2 --draft $M/smollm2-random --max-tokens 64 \
+  --prompt-file "$OUT/chat-and-editing.json" --modes standard,speculative,adaptive,prompt-lookup,prompt-lookup-fixed
 $PY -m tests.benchmarks.report "$OUT"

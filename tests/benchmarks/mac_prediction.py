@@ -1,0 +1,63 @@
+"""What DESIGN.md's cost model predicts for a Mac, from acceptance measured here.
+
+Acceptance depends on the models and the prompts, not on the hardware, so the rates measured on this CPU
+carry over. What differs is the cost side. On Apple GPUs decoding is memory-bound: verifying K+1 tokens reads
+the weights once, so v(K) is close to 1, and a draft step costs about the draft's share of the bytes read.
+
+    speedup(K) = E(a, K) / (K * c + v(K)),   E(a, K) = (1 - a^(K+1)) / (1 - a),   v(K) = 1 + slope * K
+
+    .venv/bin/python -m tests.benchmarks.mac_prediction RESULTS_DIR [--draft-cost 0.1] [--slope 0.04]
+
+Prompt lookup costs nothing to draft (c = 0), and its tokens per pass were measured directly, so for it the
+prediction is tokens per pass / v(K) at the mean K its rounds used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from engine.adaptive import expected_tokens
+
+
+def best_speedup(acceptance: float, draft_cost: float, slope: float, max_k: int = 16) -> tuple[int, float]:
+    """(K, predicted speedup) at the best K, K = 0 (standard decoding, speedup 1) included."""
+    best = (0, 1.0)
+    for k in range(1, max_k + 1):
+        speedup = expected_tokens(acceptance, k) / (k * draft_cost + 1 + slope * k)
+        if speedup > best[1]:
+            best = (k, speedup)
+    return best
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--draft-cost", type=float, default=0.1, help="draft step / target step (0.5B vs 7B, 4-bit)")
+    parser.add_argument("--slope", type=float, default=0.04, help="extra verify cost per draft token")
+    args = parser.parse_args()
+    print(f"Mac cost assumptions: draft step = {args.draft_cost} target steps, v(K) = 1 + {args.slope} K")
+    for path in sorted(args.results.glob("*.json")):
+        data = json.loads(path.read_text())
+        for mode, s in data["summary"].items():
+            a = s.get("acceptance_rate")
+            if a is None or mode.startswith("mlx-lm") or mode == "standard":
+                continue
+            if "lookup" in mode and "+" not in mode:
+                runs = [r for r in data["runs"] if r["mode"] == mode and r["tokens_per_pass"] > 0]
+                per_pass = sum(r["tokens_per_pass"] for r in runs) / len(runs)
+                k_mean = max(per_pass - 1, 0) / max(a, 1e-9)
+                print(f"{path.stem:16} {mode:20} measured {per_pass:.2f} tokens/pass ({a:.0%} accepted): "
+                      f"predicted {per_pass / (1 + args.slope * k_mean):.2f}x")
+            else:
+                k, speedup = best_speedup(a, args.draft_cost, args.slope)
+                print(f"{path.stem:16} {mode:20} acceptance {a:.0%}: predicted {speedup:.2f}x at K={k}")
+    for a in (0.55, 0.72, 0.78):
+        k, speedup = best_speedup(a, args.draft_cost, args.slope)
+        print(f"reference acceptance {a:.0%}: predicted {speedup:.2f}x at K={k}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
