@@ -7,10 +7,11 @@ shown as Markdown (code blocks included) unless the user keeps the token view.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import QGuiApplication, QTextCharFormat, QTextCursor, QTextFormat, QTextFragment
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -109,6 +110,38 @@ class TokenTextView(QTextBrowser):
 
     def show_markdown(self, text: str) -> None:
         self.document().setMarkdown(text)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        """Re-tint the tokens when the system switches between light and dark mode mid-conversation."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._retint()
+
+    def token_fragments(self) -> Iterator[QTextFragment]:
+        """The document's runs of text that came from streamed tokens (they carry an origin)."""
+        block = self.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.charFormat().property(ORIGIN_PROPERTY):
+                    yield fragment
+                it += 1
+            block = block.next()
+
+    def _retint(self) -> None:
+        # Collected first: editing formats while walking the fragments would invalidate them.
+        spans = [(f.position(), f.length(), str(f.charFormat().property(ORIGIN_PROPERTY))) for f in self.token_fragments()]
+        cursor = QTextCursor(self.document())
+        for position, length, origin in spans:
+            colour = origin_colour(origin, self.palette())
+            if colour is None:
+                continue
+            cursor.setPosition(position)
+            cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+            fmt = QTextCharFormat()
+            fmt.setBackground(colour)
+            cursor.mergeCharFormat(fmt)
 
     def origin_at(self, position: int) -> tuple[str, int] | None:
         """(origin, round) of the character at a document position, if it is a streamed token."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QFormLayout, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
@@ -33,14 +34,25 @@ class Legend(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
+        self.chips: dict[str, QLabel] = {}
         for origin in ("accepted", "corrected", "bonus"):
             row = QHBoxLayout()
-            chip = QLabel("  text  ")
-            chip.setStyleSheet(f"background: {origin_colour(origin).name()}; border-radius: 3px;")
-            row.addWidget(chip)
+            self.chips[origin] = QLabel("  text  ")
+            row.addWidget(self.chips[origin])
             row.addWidget(QLabel(ORIGIN_LABELS[origin]))
             row.addStretch()
             layout.addLayout(row)
+        self._tint_chips()
+
+    def _tint_chips(self) -> None:
+        for origin, chip in self.chips.items():
+            chip.setStyleSheet(f"background: {origin_colour(origin, self.palette()).name()}; border-radius: 3px;")
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        """Follow the system into light or dark mode."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._tint_chips()
 
 
 class StatsPanel(QFrame):
@@ -53,9 +65,10 @@ class StatsPanel(QFrame):
         title = QLabel("Speculation")
         title.setStyleSheet("font-weight: bold; font-size: 14px;")
         layout.addWidget(title)
-        layout.addWidget(Legend(self))
+        self.legend = Legend(self)
+        layout.addWidget(self.legend)
 
-        pg.setConfigOptions(antialias=False, background=None, foreground=self.palette().text().color())
+        pg.setConfigOptions(antialias=False, background=None)
         self.rate_plot = self._plot("tokens / s")
         self.accept_plot = self._plot("acceptance %")
         self.accept_plot.setYRange(0, 100)
@@ -86,7 +99,21 @@ class StatsPanel(QFrame):
         plot.setLabel("bottom", "seconds")
         for axis in ("left", "bottom"):
             plot.getAxis(axis).enableAutoSIPrefix(False)
+        self._colour_axes(plot)
         return plot
+
+    def _colour_axes(self, plot: pg.PlotWidget) -> None:
+        text = self.palette().text().color()
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).setPen(text)
+            plot.getAxis(axis).setTextPen(text)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        """Axis labels follow the system into light or dark mode."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "accept_plot"):
+            for plot in (self.rate_plot, self.accept_plot):
+                self._colour_axes(plot)
 
     def reset(self, mode: str) -> None:
         """A new answer starts."""

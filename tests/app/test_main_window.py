@@ -19,18 +19,11 @@ def colour_runs(view) -> list[tuple[str, str]]:
     from app.chat_view import ORIGIN_PROPERTY
 
     runs = []
-    block = view.document().begin()
-    while block.isValid():
-        it = block.begin()
-        while not it.atEnd():
-            fragment = it.fragment()
-            origin = fragment.charFormat().property(ORIGIN_PROPERTY)
-            if origin:
-                colour = origin_colour(origin, view.palette())
-                assert (colour is None) or fragment.charFormat().background().color() == colour
-                runs.append((fragment.text(), origin))
-            it += 1
-        block = block.next()
+    for fragment in view.token_fragments():
+        origin = fragment.charFormat().property(ORIGIN_PROPERTY)
+        colour = origin_colour(origin, view.palette())
+        assert (colour is None) or fragment.charFormat().background().color() == colour
+        runs.append((fragment.text(), origin))
     return runs
 
 
@@ -49,6 +42,25 @@ def test_an_answer_streams_as_coloured_tokens_with_the_right_origins(make_window
     # Hovering a token tells its origin and round.
     first = next(run for run in answer.body.runs if run.text)
     assert answer.body.origin_at(0) == (first.origin, first.round)
+
+
+def test_token_colours_and_the_legend_follow_a_switch_to_dark_mode(make_window, qtbot) -> None:
+    from PySide6.QtGui import QColor, QPalette
+
+    window = make_window(max_tokens=40)
+    window.markdown_action.setChecked(False)
+    send_and_wait(qtbot, window, "Hello")
+    answer = window.chat.messages[-1]
+    light_runs = colour_runs(answer.body)
+    dark = QPalette(window.palette())
+    dark.setColor(QPalette.ColorRole.Window, QColor("#202020"))
+    dark.setColor(QPalette.ColorRole.Base, QColor("#181818"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#e8e8e8"))
+    window.setPalette(dark)
+    assert colour_runs(answer.body) == light_runs  # every tint now the dark mode's (colour_runs checks each)
+    chip = window.stats.legend.chips["accepted"]
+    assert origin_colour("accepted", chip.palette()).name() in chip.styleSheet()
+    assert origin_colour("accepted", chip.palette()) != origin_colour("accepted", QPalette(QColor("#f0f0f0")))
 
 
 def test_the_stats_panel_and_the_stats_line_follow_the_answer(make_window, qtbot) -> None:
