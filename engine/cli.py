@@ -198,7 +198,9 @@ def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
         "categories": summarize_by_category(runs),
     }
     if args.follow_up:
-        timing = measure_follow_up(pair, prompts[0][0], "Now say that again in one sentence.", params.replace(mode="standard"))
+        # The longest prompt (a text to edit or summarise): the case where re-reading the conversation hurts.
+        longest = max(range(len(prompts)), key=lambda i: len(prompt_ids[i]))
+        timing = measure_follow_up(pair, prompts[longest][0], "Now say that again in one sentence.", params.replace(mode="standard"))
         report["follow_up"] = dataclasses.asdict(timing)
     if args.plot:
         from .svg_chart import bar_chart

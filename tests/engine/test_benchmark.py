@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.benchmark import Run, check_modes, format_table, run_benchmark, summarize
+from engine.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
 from engine.pair import ModelPair
 from engine.params import GenerationParams
 
@@ -49,3 +49,9 @@ def test_check_modes() -> None:
     with pytest.raises(ValueError, match="needs a draft model"):
         check_modes(["adaptive"], has_draft=False)
     assert check_modes(["prompt-lookup"], has_draft=False) == ["standard", "prompt-lookup"]
+
+
+def test_a_follow_up_turn_finds_the_first_turn_in_the_prompt_cache(tiny_pair: ModelPair) -> None:
+    timing = measure_follow_up(tiny_pair, "Summarise: " + "the cat sat on the mat. " * 20, "Shorter?", GREEDY)
+    first_turn_tokens = len(tiny_pair.prompt_ids("Summarise: " + "the cat sat on the mat. " * 20))
+    assert first_turn_tokens <= timing.second_turn_cached_tokens < timing.second_turn_prompt_tokens
