@@ -8,6 +8,8 @@ A window manager (openbox) runs for the duration: without one, Xvfb never expose
 
 main-window.png: an answer mid-generation with a draft model (fixed K, greedy, so every colour shows).
 compare.png: Compare on a code-editing prompt with prompt lookup, after both runs finished.
+With a fourth argument `dark`: main-window-dark.png only, in a dark palette (what macOS's dark mode gives Qt),
+to check that the token tints stay readable.
 """
 
 from __future__ import annotations
@@ -42,18 +44,32 @@ def grab(widget, path: Path) -> None:
     subprocess.run(f"xwd -root -silent | convert xwd:- -crop {g.width()}x{g.height()}+{g.x()}+{g.y()} {path}", shell=True, check=True)
 
 
-def main(target: str, draft: str, out: Path) -> int:
+def main(target: str, draft: str, out: Path, dark: bool = False) -> int:
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-shots-")
     window_manager = subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
     try:
-        return take(target, draft, out)
+        return take(target, draft, out, dark)
     finally:
         window_manager.terminate()
 
 
-def take(target: str, draft: str, out: Path) -> int:
+def dark_palette() -> "QPalette":
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = QPalette()
+    for role, colour in [("Window", "#1e1e1e"), ("WindowText", "#e6e6e6"), ("Base", "#252526"), ("Text", "#e6e6e6"),
+                         ("Button", "#2d2d2d"), ("ButtonText", "#e6e6e6"), ("Mid", "#8a8a8a"), ("Highlight", "#2f65ca"),
+                         ("AlternateBase", "#2a2a2a"), ("ToolTipBase", "#2d2d2d"), ("ToolTipText", "#e6e6e6")]:
+        palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
+    return palette
+
+
+def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     app = QApplication(sys.argv[:1])
+    if dark:
+        app.setStyle("Fusion")
+        app.setPalette(dark_palette())
     from app.main_window import MainWindow
     from engine.params import GenerationParams
 
@@ -66,9 +82,12 @@ def take(target: str, draft: str, out: Path) -> int:
     window.input.setPlainText("Write a Python function that checks whether a string is a palindrome, and explain it.")
     window.send()
     pump(app, seconds=14)
-    grab(window, out / "main-window.png")
+    grab(window, out / ("main-window-dark.png" if dark else "main-window.png"))
     window.stop()
     pump(app, lambda: window.active_request is None, 60)
+    if dark:
+        window.close()
+        return 0
 
     window.load_pair(target, "")
     pump(app, lambda: window.pair is not None and not window.pair.draft, 120)
@@ -87,4 +106,4 @@ def take(target: str, draft: str, out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], Path(sys.argv[3])))
+    sys.exit(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), dark=sys.argv[4:] == ["dark"]))
