@@ -14,6 +14,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QFormLayout, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
+from engine.recent_rate import RecentRate
 
 from .palette import ORIGIN_LABELS, origin_colour
 from .worker import MemoryReading
@@ -118,7 +119,7 @@ class StatsPanel(QFrame):
     def reset(self, mode: str) -> None:
         """A new answer starts."""
         self._start = time.perf_counter()
-        self._arrivals: list[tuple[float, int]] = []  # (time, tokens so far)
+        self._rate = RecentRate(RATE_WINDOW_S)  # over the tokens so far
         self._times: list[float] = []
         self._rates: list[float] = []
         self._accept_times: list[float] = []
@@ -156,13 +157,11 @@ class StatsPanel(QFrame):
                 self.values["prefill"].setText(f"reading ({event.model}): {event.processed} / {event.total} tokens")
             elif isinstance(event, MemoryReading):
                 self.values["memory"].setText(memory_text(event.peak_gb))
-        self._arrivals.append((now, self.tokens))
-        while len(self._arrivals) > 2 and now - self._arrivals[0][0] > RATE_WINDOW_S:
-            self._arrivals.pop(0)
-        (t0, n0), (t1, n1) = self._arrivals[0], self._arrivals[-1]
-        if t1 > t0 and self._first_token is not None:
+        self._rate.add(now, self.tokens)
+        rate = self._rate.per_second()
+        if rate is not None and self._first_token is not None:
             self._times.append(now)
-            self._rates.append((n1 - n0) / (t1 - t0))
+            self._rates.append(rate)
             self.values["tps"].setText(f"{self._rates[-1]:.1f}")
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._redraw_plots(now)

@@ -34,9 +34,11 @@ from typing import Any, Callable
 from .app_paths import hub_cache_dir, hub_endpoint, offline
 from .errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
 from .loading import MODEL_FILE_PATTERNS, cached_repo_path
+from .recent_rate import RecentRate
 
 CHUNK_BYTES = 256 * 1024  # progress (and cancel) granularity
 REPORT_INTERVAL_S = 0.1
+SPEED_WINDOW_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -102,23 +104,21 @@ class _Tracker:
         self.report, self.cancel = report, cancel
         self.file = ""
         self._last_report = 0.0
-        self._window: list[tuple[float, int]] = [(time.monotonic(), done)]
+        self._speed = RecentRate(SPEED_WINDOW_S)
+        self._speed.add(time.monotonic(), done)
 
     def add(self, n: int) -> None:
         if self.cancel():
             raise DownloadCancelled(f"Download of {self.repo_id} cancelled; it resumes where it stopped next time.")
         self.done += n
         now = time.monotonic()
-        self._window.append((now, self.done))
-        while len(self._window) > 2 and now - self._window[0][0] > 3.0:
-            self._window.pop(0)
+        self._speed.add(now, self.done)
         if self.report and now - self._last_report >= REPORT_INTERVAL_S:
             self._last_report = now
             self.emit()
 
     def speed(self) -> float:
-        (t0, b0), (t1, b1) = self._window[0], self._window[-1]
-        return (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+        return self._speed.per_second() or 0.0
 
     def emit(self) -> None:
         if self.report:
