@@ -34,7 +34,6 @@ class Draft:
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
         keep: (lazy) how many leading tokens to verify; None for all of them.
-        ids: the ids when the host already knows them (prompt lookup).
         source: "model", "lookup", "lookup+copying" or "none".
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
@@ -46,18 +45,17 @@ class Draft:
     probs: mx.array | None
     source: str
     keep: mx.array | None = None
-    ids: list[int] | None = None
     draft_s: float = 0.0
     catch_up_s: float = 0.0
     timed: bool = False
 
 
-NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none", ids=[])
+NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none")
 
 
 def point_draft(ids: list[int], source: str, draft_s: float) -> Draft:
     """A draft proposed on the host without distributions (prompt lookup)."""
-    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, ids=list(ids), draft_s=draft_s, timed=True)
+    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True)
 
 
 def surviving_prefix(confidences: mx.array, stop_below: float) -> mx.array:
