@@ -214,8 +214,7 @@ class MainWindow(QMainWindow):
 
     def load_pair(self, target: str, draft: str) -> None:
         """Load a pair on the engine worker, cancelling a running answer first."""
-        if self.active_request is not None:
-            self.stop()
+        self.stop()
         self.pair = None
         self.pair_label.setText("Loading…")
         self.statusBar().showMessage(f"Loading {target}" + (f" with draft {draft}" if draft else "") + "…")
@@ -246,15 +245,13 @@ class MainWindow(QMainWindow):
     # --- conversations -------------------------------------------------------------------------------------
 
     def new_conversation(self) -> None:
-        if self.active_request is not None:
-            self.stop()
+        self.stop()
         self.conversation_id = None
         self.chat.clear()
         self.conversations.refresh()
 
     def open_conversation(self, conversation_id: int) -> None:
-        if self.active_request is not None:
-            self.stop()
+        self.stop()
         self.conversation_id = conversation_id
         self.chat.clear()
         markdown = self.markdown_action.isChecked()

@@ -134,7 +134,8 @@ class PairPickerDialog(QDialog):
 
     def refresh(self) -> None:
         """Re-read the catalog's download state and the models on disk."""
-        selected = self.selected_status().pair.id if self.selected_status() else default_pair().id
+        current = self.selected_status()
+        selected = current.pair.id if current else default_pair().id
         self.statuses = pair_statuses()
         self.table.clear()
         for status in self.statuses:

@@ -5,8 +5,6 @@ Stored with QSettings in an INI file in the app-data folder (so tests can point 
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 from PySide6.QtCore import QSettings
 
 from engine.app_paths import data_dir
@@ -59,10 +57,8 @@ class AppSettings:
             return defaults
 
     def save_params(self, params: GenerationParams) -> None:
-        known = {f.name for f in fields(params)}
         for name in SAVED_PARAMS:
-            if name in known:
-                self.store.setValue(f"generation/{name}", getattr(params, name))
+            self.store.setValue(f"generation/{name}", getattr(params, name))
         self.store.sync()
 
     def system_prompt(self) -> str:
