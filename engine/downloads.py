@@ -117,6 +117,13 @@ class _Tracker:
             self._last_report = now
             self.emit()
 
+    def skip(self, n: int) -> None:
+        """Count bytes that were already on disk (a resumed partial file, a blob another snapshot has): done,
+        but not transferred now, so the speed is measured afresh from here."""
+        self.done += n
+        self._speed = RecentRate(SPEED_WINDOW_S)
+        self._speed.add(time.monotonic(), self.done)
+
     def speed(self) -> float:
         return self._speed.per_second() or 0.0
 
@@ -128,12 +135,12 @@ class _Tracker:
 class _ByteCounter:
     """What huggingface_hub takes as its `tqdm_class`: it only needs update(), close() and a context.
 
-    `initial` is what a resumed file already has on disk.
+    Its `initial` (what a resumed file already has on disk) is not counted here: `_fetch_file` has counted
+    it already, with `_Tracker.skip`.
     """
 
-    def __init__(self, tracker: _Tracker, *args: Any, initial: int = 0, **kwargs: Any) -> None:
+    def __init__(self, tracker: _Tracker, *args: Any, **kwargs: Any) -> None:
         self.tracker = tracker
-        tracker.done += initial
 
     def update(self, n: int = 1) -> None:
         self.tracker.add(n)
@@ -248,7 +255,7 @@ def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker
         if not blob.exists():
             partial = blob.with_name(blob.name + ".partial")
             resume = partial.stat().st_size if partial.exists() else 0
-            tracker.done += resume
+            tracker.skip(resume)
             with open(partial, "ab") as out:
                 http_get(
                     meta.location,
@@ -260,7 +267,7 @@ def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker
                 )
             partial.replace(blob)
         elif not pointer.exists():
-            tracker.done += blob.stat().st_size
+            tracker.skip(blob.stat().st_size)
     pointer.parent.mkdir(parents=True, exist_ok=True)
     if not pointer.exists():
         link = pointer.with_name(pointer.name + ".link")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.downloads import DownloadProgress, download_model
+from engine.downloads import CHUNK_BYTES, DownloadProgress, download_model
 from engine.errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
 from engine.loading import cached_repo_path, load_model, resolve_model_path
 from engine.model_store import cached_models
@@ -77,10 +77,14 @@ def test_a_cancelled_download_resumes_where_it_stopped(fake_hub) -> None:
     cancelled_download(fake_hub)
     fake_hub.bytes_per_second = None
     fake_hub.requests.clear()
-    path = download_model("test/big")
+    seen: list[DownloadProgress] = []
+    path = download_model("test/big", progress=seen.append)
     ranges = [r for m, p, r in fake_hub.requests if m == "GET" and p.endswith("model.safetensors")]
     assert len(ranges) == 1 and ranges[0] is not None and int(ranges[0].split("=")[1].rstrip("-")) > 1_000_000
     served = fake_hub.repos["test/big"].files["model.safetensors"]
+    # The resumed bytes count once: the first report is what was on disk plus at most one chunk.
+    on_disk = int(ranges[0].split("=")[1].rstrip("-")) + seen[0].total_bytes - len(served)
+    assert on_disk < seen[0].done_bytes <= on_disk + CHUNK_BYTES
     assert hashlib.sha256((path / "model.safetensors").read_bytes()).digest() == hashlib.sha256(served).digest()
 
 
