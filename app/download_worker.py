@@ -11,7 +11,7 @@ import urllib.request
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.app_paths import hub_endpoint
+from engine.models.app_paths import hub_endpoint
 from engine.errors import DownloadCancelled
 
 from .worker import readable_error
@@ -46,7 +46,7 @@ class DownloadWorker(QObject):
 
     @Slot(list)
     def download(self, repo_ids: list[str]) -> None:
-        from engine.downloads import download_model
+        from engine.models.downloads import download_model
 
         self._cancel.clear()
         for repo_id in repo_ids:

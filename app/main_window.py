@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.app_paths import data_dir
+from engine.models.app_paths import data_dir
 from engine.events import GenerationResult, TokenEvent
 from engine.params import GenerationParams
 

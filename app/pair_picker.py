@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.catalog import PairStatus, default_pair, pair_statuses
-from engine.downloads import DownloadProgress
-from engine.memory import check_fit, estimate_memory_gb, folder_size_gb
-from engine.model_store import LocalModel, all_local_models, delete_cached_model, remember_model
+from engine.models.catalog import PairStatus, default_pair, pair_statuses
+from engine.models.downloads import DownloadProgress
+from engine.models.memory import check_fit, estimate_memory_gb, folder_size_gb
+from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, remember_model
 
 from .download_worker import DownloadWorker
 from .worker import DraftVerdict, EngineWorker
@@ -225,7 +225,7 @@ class PairPickerDialog(QDialog):
             self.pair_chosen.emit(status.pair.target, status.pair.draft)
             self.accept()
 
-    def _confirm_fit(self, fit) -> bool:  # noqa: ANN001 - engine.memory.Fit
+    def _confirm_fit(self, fit) -> bool:  # noqa: ANN001 - engine.models.memory.Fit
         if fit.fits:
             return True
         answer = QMessageBox.warning(

@@ -73,7 +73,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     from engine.params import GenerationParams
 
     if target is None:
-        from engine.tiny_models import build_tiny_pair
+        from engine.fixtures.tiny_models import build_tiny_pair
 
         target_dir, draft_dir = build_tiny_pair(home / "models")
         target, draft = str(target_dir), str(draft_dir)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from engine.app_paths import data_dir
+from engine.models.app_paths import data_dir
 from engine.params import GenerationParams
 
 # The generation settings the user can change, with their types (QSettings returns strings from INI files).

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from engine.app_paths import data_dir
+from engine.models.app_paths import data_dir
 from engine.errors import SpecChatError
 from engine.events import GenerationResult
 from engine.params import GenerationParams
@@ -104,7 +104,7 @@ class EngineWorker(QObject):
 
     def __init__(self) -> None:
         super().__init__()
-        self.pair = None  # engine.pair.ModelPair, only ever touched on this worker's thread
+        self.pair = None  # engine.decoding.pair.ModelPair, only ever touched on this worker's thread
         self._cancel_up_to = -1
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
@@ -120,7 +120,7 @@ class EngineWorker(QObject):
 
     @Slot(str, str)
     def load(self, target: str, draft: str) -> None:
-        from engine.pair import ModelPair
+        from engine.decoding.pair import ModelPair
 
         self.pair = None  # free the previous pair first
         try:
@@ -144,7 +144,7 @@ class EngineWorker(QObject):
     def generate(self, request: GenerationRequest) -> None:
         import mlx.core as mx
 
-        from engine.generation import generate_stream
+        from engine.decoding.generation import generate_stream
 
         if self.pair is None:
             self.errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
@@ -179,7 +179,7 @@ class EngineWorker(QObject):
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Check candidate drafts against a target by their tokenizers (cached per pair)."""
-        from engine.compatibility import check_pair
+        from engine.models.compatibility import check_pair
 
         verdicts = []
         for name in candidates:

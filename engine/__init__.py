@@ -15,8 +15,8 @@ _os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 from .errors import SpecChatError  # noqa: E402
 from .events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent  # noqa: E402
-from .generation import generate, generate_stream  # noqa: E402
-from .pair import ModelPair  # noqa: E402
+from .decoding.generation import generate, generate_stream  # noqa: E402
+from .decoding.pair import ModelPair  # noqa: E402
 from .params import PRESETS, GenerationParams  # noqa: E402
 
 __all__ = [

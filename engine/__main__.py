@@ -1,5 +1,5 @@
 """`python -m engine` runs the CLI."""
 
-from .cli import entry_point
+from .tools.cli import entry_point
 
 entry_point()

@@ -17,9 +17,9 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from engine.loading import LoadedModel, load_model  # noqa: E402
-from engine.pair import ModelPair  # noqa: E402
-from engine.tiny_models import build_tiny_pair  # noqa: E402
+from engine.models.loading import LoadedModel, load_model  # noqa: E402
+from engine.decoding.pair import ModelPair  # noqa: E402
+from engine.fixtures.tiny_models import build_tiny_pair  # noqa: E402
 
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
 
@@ -49,7 +49,7 @@ def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
 @pytest.fixture(scope="session")
 def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model whose tokenizer numbers tokens differently (a smaller vocabulary trained on the same text)."""
-    from engine.tiny_models import TinySpec, build_tokenizer, random_weights, write_model
+    from engine.fixtures.tiny_models import TinySpec, build_tokenizer, random_weights, write_model
 
     root = tmp_path_factory.mktemp("other")
     tokenizer_dir = build_tokenizer(root / "tokenizer", vocab_size=300)
@@ -74,7 +74,7 @@ def smollm_gguf() -> Path:
 @pytest.fixture(scope="session")
 def smollm_dir(smollm_gguf: Path) -> Path:
     """SmolLM2 imported into an MLX folder (once; reused across runs)."""
-    from engine.gguf_import import imported_model_path
+    from engine.models.gguf_import import imported_model_path
 
     return imported_model_path(smollm_gguf, cache_dir=TEST_CACHE / "imported")
 

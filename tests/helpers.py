@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 import mlx.core as mx
 
 from engine.events import GenerationResult, RoundEvent, TokenEvent
-from engine.loading import LoadedModel
+from engine.models.loading import LoadedModel
 
 
 class ScriptedModel:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from engine.tiny_models import TinySpec, random_weights, truncated, write_model
+from engine.fixtures.tiny_models import TinySpec, random_weights, truncated, write_model
 
 SMOLLM_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

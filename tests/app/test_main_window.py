@@ -224,7 +224,7 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     window.close()
     assert window.engine_thread.isFinished() and window.download_thread.isFinished()
     from app.conversations import ConversationStore
-    from engine.app_paths import data_dir
+    from engine.models.app_paths import data_dir
 
     store = ConversationStore(data_dir() / "conversations.sqlite3")
     answer = store.messages(conversation)[-1]

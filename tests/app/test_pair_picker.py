@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.catalog import default_pair, recommended_pairs
-from engine.model_store import remember_model
+from engine.models.catalog import default_pair, recommended_pairs
+from engine.models.model_store import remember_model
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
     window = make_window(pair=None)
     window.picker.add_local(Path(tiny_dirs[0]))
     assert window.picker.targets.currentItem().data(0x0100) == str(tiny_dirs[0].resolve())
-    from engine.model_store import remembered_models
+    from engine.models.model_store import remembered_models
 
     assert [m.path for m in remembered_models()] == [tiny_dirs[0].resolve()]
 
@@ -127,8 +127,8 @@ def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
 def test_a_downloaded_model_can_be_deleted_from_the_picker(make_window, qtbot, fake_hub, monkeypatch) -> None:
     from PySide6.QtWidgets import QMessageBox
 
-    from engine.downloads import download_model
-    from engine.model_store import cached_models
+    from engine.models.downloads import download_model
+    from engine.models.model_store import cached_models
 
     download_model("test/tiny-target")
     window = make_window(pair=None)
@@ -150,7 +150,7 @@ def test_a_downloaded_model_can_be_deleted_from_the_picker(make_window, qtbot, f
 def test_a_pair_that_does_not_fit_is_loaded_only_if_the_user_agrees(make_window, qtbot, isolated_home, tiny_dirs, monkeypatch) -> None:
     from PySide6.QtWidgets import QMessageBox
 
-    monkeypatch.setattr("app.pair_picker.check_fit", lambda required: __import__("engine.memory", fromlist=["Fit"]).Fit(50.0, 8.0))
+    monkeypatch.setattr("app.pair_picker.check_fit", lambda required: __import__("engine.models.memory", fromlist=["Fit"]).Fit(50.0, 8.0))
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]) or QMessageBox.StandardButton.No)
     remember_model(tiny_dirs[0])

@@ -31,7 +31,7 @@ def main() -> int:
 
     from app.main_window import MainWindow
     from engine.params import GenerationParams
-    from engine.tiny_models import build_tiny_pair
+    from engine.fixtures.tiny_models import build_tiny_pair
 
     if args.target is None:
         target, draft = map(str, build_tiny_pair(Path(os.environ["SPECCHAT_HOME"]) / "models"))

@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.adaptive import expected_tokens
+from engine.decoding.policy import expected_tokens
 
 
 def best_speedup(acceptance: float, draft_cost: float, slope: float, max_k: int = 16) -> tuple[int, float]:

@@ -15,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from engine.gguf_import import imported_model_path
-from engine.tiny_models import build_tiny_pair
+from engine.models.gguf_import import imported_model_path
+from engine.fixtures.tiny_models import build_tiny_pair
 from tests.real_models import random_model_like, rounded_copy, smollm_gguf_path
 
 CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))

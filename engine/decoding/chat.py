@@ -1,0 +1,80 @@
+"""Turning a prompt or a conversation into the token ids a model reads.
+
+Chat models are trained on their chat template; we render every turn with it (multi-turn included) and ask
+for the assistant's turn to start. The target's tokenizer is the one that counts: the draft shares its ids.
+
+Earlier answers are spliced in as the token ids the model generated, not re-tokenized from their text: a
+model often emits a string as other tokens than the tokenizer would choose, and re-tokenizing would make a
+follow-up question diverge from the prompt cache in the middle of the last answer, so the whole answer and
+everything after it would be processed again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import PromptError
+
+Message = dict[str, str]
+
+# For a model without a chat template: a plain transcript it can continue.
+_FALLBACK_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+
+
+def conversation(prompt: str | Sequence[Message], system_prompt: str | None = None) -> list[Message]:
+    """The messages to render: a system prompt if given, then the conversation or a single user turn."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    if system_prompt and not (messages and messages[0].get("role") == "system"):
+        messages.insert(0, {"role": "system", "content": system_prompt})
+    return messages
+
+
+def check_not_empty(prompt: str | Sequence[Message]) -> None:
+    if isinstance(prompt, str):
+        empty = not prompt.strip()
+    else:
+        users = [m for m in prompt if m.get("role") == "user"]
+        empty = not users or not str(users[-1].get("content", "")).strip()
+    if empty:
+        raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
+
+
+def prompt_token_ids(
+    tokenizer: Any,
+    prompt: str | Sequence[Message],
+    chat: bool = True,
+    system_prompt: str | None = None,
+    answers: dict[str, list[int]] | None = None,
+) -> list[int]:
+    """Token ids for a prompt: chat-templated when `chat`, else the raw text (with BOS if the model wants it).
+
+    `answers` maps the text of earlier answers to the ids that were generated for them.
+    """
+    check_not_empty(prompt)
+    if not chat:
+        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+        bos = getattr(tokenizer, "bos_token", None)
+        return list(tokenizer.encode(text, add_special_tokens=bos is None or not text.startswith(bos)))
+    messages = conversation(prompt, system_prompt)
+    if getattr(tokenizer, "has_chat_template", False):
+        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
+        if not spliced:
+            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+        return splice_answers(tokenizer, rendered, spliced, answers or {})
+    transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
+    return list(tokenizer.encode(transcript + "Assistant:"))
+
+
+def splice_answers(tokenizer: Any, rendered: str, contents: list[str], answers: dict[str, list[int]]) -> list[int]:
+    """Tokenize a rendered conversation, using the generated ids for each known answer found in it (in order)."""
+    ids: list[int] = []
+    position = 0
+    for content in contents:
+        at = rendered.find(content, position)
+        if at < 0:  # the template changed the answer (stripped it, dropped a part): tokenize as text
+            continue
+        ids += tokenizer.encode(rendered[position:at], add_special_tokens=False)
+        ids += answers[content]
+        position = at + len(content)
+    return ids + list(tokenizer.encode(rendered[position:], add_special_tokens=False))

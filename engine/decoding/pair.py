@@ -1,0 +1,110 @@
+"""A loaded target with an optional draft: what a chat session generates with, reused across calls.
+
+The pair owns the models' prompt caches, so consecutive generations (chat turns, regenerations, the
+speculative/standard toggle, Compare) reuse whatever prefix of the context the models already processed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Sequence
+
+import mlx.core as mx
+
+from .cached_model import CachedModel
+from .chat import Message, prompt_token_ids
+from ..models.compatibility import PairCheck, check_tokenizers
+from ..errors import IncompatiblePairError, UnsupportedModelError
+from ..models.loading import LoadedModel, load_model
+
+LoadProgress = Callable[[str, int, int], None]
+REMEMBERED_ANSWERS = 64
+
+
+class ModelPair:
+    """A target model and an optional draft model that shares its tokenizer.
+
+    Attributes:
+        target: the model whose distribution the output follows.
+        draft: the small model that proposes tokens (None: prompt lookup and standard decoding only).
+        check: the verdict on the pair's tokenizers (warnings included).
+        target_cache, draft_cache: the models' prompt caches.
+    """
+
+    def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
+        self.target = target
+        self.target_cache = CachedModel(target.model)
+        self.draft: LoadedModel | None = None
+        self.draft_cache: CachedModel | None = None
+        self.check = PairCheck(compatible=True)
+        self._vocab_width: int | None = None
+        self._answers: OrderedDict[str, list[int]] = OrderedDict()
+        self.set_draft(draft)
+
+    @classmethod
+    def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> "ModelPair":
+        """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id)."""
+
+        def stage(name: str) -> Callable[[int, int], None] | None:
+            return (lambda done, total: progress(name, done, total)) if progress else None
+
+        target_model = load_model(target, progress=stage(f"Importing {target}"))
+        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft else None
+        return cls(target_model, draft_model)
+
+    def set_draft(self, draft: LoadedModel | None) -> None:
+        """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
+        if draft is None:
+            self.draft, self.draft_cache, self.check = None, None, PairCheck(compatible=True)
+            return
+        check = check_tokenizers(self.target.tokenizer, draft.tokenizer)
+        if not check.compatible:
+            raise IncompatiblePairError(
+                check.explain(self.target.name, draft.name) + " Pick a draft from the target's model family."
+            )
+        self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model), check
+
+    @property
+    def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
+        return self.target.tokenizer
+
+    @property
+    def context_length(self) -> int:
+        lengths = [self.target.context_length] + ([self.draft.context_length] if self.draft else [])
+        return min(lengths)
+
+    @property
+    def vocab_width(self) -> int:
+        """Width of the target's logits: the id space drafts and distributions are compared in."""
+        if self._vocab_width is None:
+            probe = CachedModel(self.target.model)
+            logits = probe.forward(mx.array([0], dtype=mx.uint32), ids=[0])
+            self._vocab_width = int(logits.shape[-1])
+        return self._vocab_width
+
+    def require_rewindable(self) -> None:
+        """Refuse speculation for models whose caches cannot drop rejected positions (recurrent/SSM layers)."""
+        for model, cache in ((self.target, self.target_cache), (self.draft, self.draft_cache)):
+            if model is not None and cache is not None and not cache.trimmable:
+                raise UnsupportedModelError(
+                    f"{model.name} has recurrent layers whose cache cannot rewind rejected drafts, so it cannot "
+                    "take part in speculative decoding. Use standard decoding with it."
+                )
+
+    def prompt_ids(
+        self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None
+    ) -> list[int]:
+        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them)."""
+        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers)
+
+    def remember_answer(self, text: str, tokens: list[int]) -> None:
+        """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.
+
+        Only answers whose ids decode to exactly their text are kept (not one cut short by a stop string).
+        """
+        if not text.strip() or self.tokenizer.decode(tokens) != text:
+            return
+        self._answers[text] = list(tokens)
+        self._answers.move_to_end(text)
+        while len(self._answers) > REMEMBERED_ANSWERS:
+            self._answers.popitem(last=False)

@@ -1,0 +1,98 @@
+"""The warp: from a model's logits to the distribution decoding samples from.
+
+Speculative decoding is exact only if the target's p and the draft's q are the distributions *after* the same
+warping (penalty, top-p, min-p, top-k, temperature). mlx-lm's samplers only sample; we need the warped
+distribution itself, so we chain mlx-lm's own filter functions in the order `mlx_lm.sample_utils.make_sampler`
+applies them and then apply the temperature. Sampling a token from `Warper.logprobs(...)` is therefore the
+same draw as mlx-lm's sampler makes, which is what keeps our standard decoding equal to mlx-lm's.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p, make_repetition_penalty
+
+from ..params import GenerationParams
+
+
+class Warper:
+    """Applies one set of sampling settings to the logits of any model of a pair.
+
+    Args:
+        params: the generation settings.
+        vocab_size: the width every distribution is brought to (the target's logits width), so that a draft
+            whose embedding table is padded to another size still yields a q comparable with p.
+    """
+
+    def __init__(self, params: GenerationParams, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+        self.greedy = params.greedy
+        self._temperature = params.temperature
+        self._top_p = params.top_p if 0 < params.top_p < 1 else None
+        self._min_p = params.min_p if params.min_p > 0 else None
+        self._top_k = params.top_k if 0 < params.top_k < vocab_size else None
+        self._penalty = (
+            make_repetition_penalty(params.repetition_penalty, params.repetition_context_size)
+            if params.repetition_penalty != 1.0
+            else None
+        )
+        self._context_size = params.repetition_context_size
+
+    @property
+    def history_size(self) -> int:
+        """How many of the latest tokens the penalty looks at."""
+        return self._context_size
+
+    @property
+    def uses_history(self) -> bool:
+        """Whether the warp depends on earlier tokens (a repetition penalty), so callers must pass them."""
+        return self._penalty is not None
+
+    def fit_width(self, logits: mx.array) -> mx.array:
+        """Bring logits of shape (L, V_model) to (L, vocab_size): cut padding ids or pad with -inf.
+
+        Ids the target has no row for can never be emitted; masking them in the draft keeps q a distribution
+        over the same ids as p.
+        """
+        width = logits.shape[-1]
+        if width == self.vocab_size:
+            return logits
+        if width > self.vocab_size:
+            return logits[..., : self.vocab_size]
+        pad = mx.full((*logits.shape[:-1], self.vocab_size - width), -mx.inf, dtype=logits.dtype)
+        return mx.concatenate([logits, pad], axis=-1)
+
+    def penalize(self, logits: mx.array, history: mx.array | None, new_tokens: mx.array | None) -> mx.array:
+        """Apply the repetition penalty to each row of (L, V) logits.
+
+        Row i sees `history` followed by the first i of `new_tokens`: in a verify pass, position i has the
+        draft tokens before it in its context, exactly as standard decoding would have generated them.
+        """
+        if self._penalty is None:
+            return logits
+        rows = []
+        for i in range(logits.shape[0]):
+            parts = [a for a in (history, new_tokens[:i] if new_tokens is not None else None) if a is not None]
+            seen = mx.concatenate(parts)[-self._context_size :] if parts else mx.array([], dtype=mx.uint32)
+            rows.append(self._penalty(seen, logits[i : i + 1]))
+        return mx.concatenate(rows, axis=0)
+
+    def logprobs(self, logits: mx.array) -> mx.array:
+        """Warped log-probabilities, float32, shape (L, V); filtered-out ids are -inf. Not for greedy."""
+        x = logits.astype(mx.float32)
+        x = x - mx.logsumexp(x, axis=-1, keepdims=True)
+        if self._top_p is not None:
+            x = apply_top_p(x, self._top_p)
+        if self._min_p is not None:
+            x = apply_min_p(x, self._min_p)
+        if self._top_k is not None:
+            x = apply_top_k(x, self._top_k)
+        x = x * (1.0 / self._temperature)
+        return x - mx.logsumexp(x, axis=-1, keepdims=True)
+
+    def choose(self, logits: mx.array) -> tuple[mx.array, mx.array | None]:
+        """The next token for each row and, when sampling, the warped log-probabilities it was drawn from."""
+        if self.greedy:
+            return mx.argmax(logits, axis=-1).astype(mx.uint32), None
+        logprobs = self.logprobs(logits)
+        return mx.random.categorical(logprobs).astype(mx.uint32), logprobs

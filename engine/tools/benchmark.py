@@ -1,0 +1,309 @@
+"""Measuring decoding modes against each other and against mlx-lm, as ratios within one process.
+
+Absolute speeds say more about the machine than about the method, so every mode runs on the same prompts in the
+same process, alternating (mode by mode within each prompt and iteration) after a warm-up, and each mode is
+reported relative to standard decoding on the same prompt and iteration.
+
+Speed is measured after each run's first round: prefill and the first pass differ between implementations
+(prompt caching, queued first steps) in ways that have nothing to do with decoding, so tokens per second is
+(tokens after the first round) / (time after the first round), for every mode alike.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import mlx.core as mx
+
+from ..events import GenerationResult, RoundEvent
+from ..decoding.generation import generate_stream
+from ..decoding.pair import ModelPair
+from ..params import GenerationParams
+
+# mode -> (our settings, or None for an mlx-lm reference)
+OUR_MODES: dict[str, dict[str, object]] = {
+    "standard": {"mode": "standard"},
+    "speculative": {"mode": "speculative", "drafter": "model", "adaptive": False},
+    "adaptive": {"mode": "speculative", "drafter": "model", "adaptive": True},
+    "prompt-lookup": {"mode": "speculative", "drafter": "lookup", "adaptive": True},
+    "prompt-lookup-fixed": {"mode": "speculative", "drafter": "lookup", "adaptive": False},
+    "adaptive+lookup": {"mode": "speculative", "drafter": "model+lookup", "adaptive": True},
+}
+MLX_LM_MODES = ("mlx-lm-standard", "mlx-lm-speculative")
+ALL_MODES = tuple(OUR_MODES) + MLX_LM_MODES
+NEEDS_DRAFT = {"speculative", "adaptive", "adaptive+lookup", "mlx-lm-speculative"}
+# What each of our modes is compared with among mlx-lm's.
+MLX_LM_COUNTERPART = {"standard": "mlx-lm-standard", **{m: "mlx-lm-speculative" for m in OUR_MODES if m != "standard"}}
+
+
+@dataclass
+class Run:
+    """One generation of one mode on one prompt."""
+
+    mode: str
+    prompt_index: int
+    iteration: int
+    tokens: int
+    generation_tps: float
+    acceptance_rate: float | None
+    tokens_per_pass: float
+    identical_to_standard: bool | None = None
+    category: str = ""
+    token_ids: list[int] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out.pop("token_ids")
+        return out
+
+
+@dataclass
+class Measurement:
+    """Raw observations of a run, before they are reduced to a `Run`."""
+
+    token_ids: list[int]
+    first_round_tokens: int
+    first_round_end: float
+    end: float
+    drafted: int
+    accepted: int
+    rounds: int
+
+    def tps(self) -> float:
+        later = len(self.token_ids) - self.first_round_tokens
+        seconds = self.end - self.first_round_end
+        return later / seconds if later > 0 and seconds > 0 else 0.0
+
+
+def measure_ours(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> Measurement:
+    """Run our engine, noting when its first round ended."""
+    first_end, first_tokens = None, 0
+    result = None
+    for event in generate_stream(pair, prompt_ids, params):
+        if isinstance(event, RoundEvent) and first_end is None:
+            first_end, first_tokens = time.perf_counter(), event.emitted
+        elif isinstance(event, GenerationResult):
+            result = event
+    end = time.perf_counter()
+    assert result is not None
+    s = result.stats
+    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds)
+
+
+def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationParams, speculative: bool) -> Measurement:
+    """Run mlx-lm's own `stream_generate` on the same models, with the same sampler settings and K."""
+    from mlx_lm.generate import stream_generate
+    from mlx_lm.sample_utils import make_logits_processors, make_sampler
+
+    if params.seed is not None:
+        mx.random.seed(params.seed)
+    kwargs: dict[str, object] = {
+        "sampler": make_sampler(params.temperature, params.top_p, params.min_p, top_k=params.top_k),
+        "logits_processors": make_logits_processors(
+            repetition_penalty=params.repetition_penalty if params.repetition_penalty != 1.0 else None,
+            repetition_context_size=params.repetition_context_size,
+        ),
+        "prefill_step_size": params.prefill_step_size,
+    }
+    if speculative:
+        assert pair.draft is not None
+        kwargs.update(draft_model=pair.draft.model, num_draft_tokens=params.num_draft)
+    tokens: list[int] = []
+    from_draft: list[bool] = []
+    first_end, first_tokens, finish = None, 0, None
+    for response in stream_generate(
+        pair.target.model, pair.tokenizer, mx.array(prompt_ids), max_tokens=params.max_tokens, **kwargs
+    ):
+        finish = response.finish_reason
+        if finish == "stop":
+            break  # the final response repeats the EOS token, which is not output
+        tokens.append(response.token)
+        from_draft.append(response.from_draft)
+        if first_end is None and not response.from_draft:
+            first_end, first_tokens = time.perf_counter(), len(tokens)
+    end = time.perf_counter()
+    rounds = sum(1 for d in from_draft if not d) or 1
+    accepted = sum(from_draft)
+    drafted = rounds * params.num_draft if speculative else 0
+    return Measurement(tokens, first_tokens, first_end or end, end, drafted, accepted, rounds)
+
+
+def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> Measurement:
+    if mode in OUR_MODES:
+        return measure_ours(pair, prompt_ids, params.replace(**OUR_MODES[mode]))
+    return measure_mlx_lm(pair, prompt_ids, params, speculative=mode == "mlx-lm-speculative")
+
+
+def _reduce(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
+    return Run(
+        mode=mode,
+        prompt_index=prompt_index,
+        iteration=iteration,
+        tokens=len(m.token_ids),
+        generation_tps=m.tps(),
+        acceptance_rate=(m.accepted / m.drafted) if m.drafted else None,
+        tokens_per_pass=len(m.token_ids) / m.rounds if m.rounds else 0.0,
+        token_ids=m.token_ids,
+    )
+
+
+def check_modes(modes: Iterable[str], has_draft: bool) -> list[str]:
+    """The modes to run, standard first, validated; raises ValueError naming what is wrong."""
+    chosen = [m.strip() for m in modes if m.strip()]
+    unknown = [m for m in chosen if m not in ALL_MODES]
+    if unknown:
+        raise ValueError(f"Unknown benchmark mode {unknown[0]!r}: choose from {', '.join(ALL_MODES)}.")
+    if not has_draft:
+        needing = [m for m in chosen if m in NEEDS_DRAFT]
+        if needing:
+            raise ValueError(f"Mode {needing[0]} needs a draft model: pass --draft MODEL or drop that mode.")
+    return ["standard"] + [m for m in dict.fromkeys(chosen) if m != "standard"]
+
+
+def run_benchmark(
+    pair: ModelPair,
+    prompts: list[list[int]],
+    modes: list[str],
+    params: GenerationParams,
+    iterations: int = 1,
+    on_run: Callable[[Run], None] | None = None,
+    categories: list[str] | None = None,
+) -> list[Run]:
+    """All modes on all prompts, alternating, after one warm-up run of each mode."""
+    warm = params.replace(max_tokens=min(params.max_tokens, 8))
+    for mode in modes:
+        _run(mode, pair, prompts[0], warm)
+    runs: list[Run] = []
+    for iteration in range(iterations):
+        for index, prompt_ids in enumerate(prompts):
+            baseline: list[int] | None = None
+            for mode in modes:
+                run = _reduce(mode, index, iteration, _run(mode, pair, prompt_ids, params))
+                run.category = categories[index] if categories else ""
+                if mode == "standard":
+                    baseline = run.token_ids
+                if params.greedy:
+                    run.identical_to_standard = run.token_ids == baseline
+                runs.append(run)
+                if on_run:
+                    on_run(run)
+    return runs
+
+
+def _paired_ratio(runs: list[Run], mode: str, reference: str) -> float | None:
+    by_key = {(r.prompt_index, r.iteration): r for r in runs if r.mode == reference}
+    ratios = [
+        r.generation_tps / by_key[(r.prompt_index, r.iteration)].generation_tps
+        for r in runs
+        if r.mode == mode and (r.prompt_index, r.iteration) in by_key and by_key[(r.prompt_index, r.iteration)].generation_tps > 0
+    ]
+    return statistics.median(ratios) if ratios else None
+
+
+def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
+    """Per mode: median tok/s, median paired speedup vs standard and vs mlx-lm, acceptance, tokens per pass."""
+    summary: dict[str, dict[str, object]] = {}
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    for mode in modes:
+        mine = [r for r in runs if r.mode == mode]
+        accepted = [r for r in mine if r.acceptance_rate is not None]
+        counterpart = MLX_LM_COUNTERPART.get(mode)
+        identical = [r.identical_to_standard for r in mine if r.identical_to_standard is not None]
+        summary[mode] = {
+            "median_tps": statistics.median(r.generation_tps for r in mine),
+            "speedup_vs_standard": _paired_ratio(runs, mode, "standard"),
+            "ratio_vs_mlx_lm": _paired_ratio(runs, mode, counterpart) if counterpart in modes else None,
+            "acceptance_rate": statistics.mean(r.acceptance_rate for r in accepted) if accepted else None,
+            "tokens_per_pass": statistics.mean(r.tokens_per_pass for r in mine),
+            "identical_to_standard": all(identical) if identical else None,
+        }
+    return summary
+
+
+def summarize_by_category(runs: list[Run]) -> dict[str, dict[str, dict[str, object]]]:
+    """`summarize` within each prompt category (chat, code-editing, ...)."""
+    categories = list(dict.fromkeys(r.category for r in runs if r.category))
+    return {c: summarize([r for r in runs if r.category == c]) for c in categories}
+
+
+@dataclass
+class FollowUpTiming:
+    """Time to first token of a chat's first turn and of a follow-up, with and without the prompt cache."""
+
+    first_turn_ttft_s: float
+    second_turn_ttft_s: float
+    second_turn_uncached_ttft_s: float
+    second_turn_prompt_tokens: int
+    second_turn_cached_tokens: int
+
+
+def measure_follow_up(pair: ModelPair, question: str, follow_up: str, params: GenerationParams) -> FollowUpTiming:
+    """A two-turn chat: the second turn should only process what the first did not (prompt caching)."""
+    _empty_caches(pair)
+    turn = [{"role": "user", "content": question}]
+    first = _final(generate_stream(pair, turn, params))
+    turn += [{"role": "assistant", "content": first.text}, {"role": "user", "content": follow_up}]
+    second = _final(generate_stream(pair, turn, params))
+    _empty_caches(pair)
+    uncached = _final(generate_stream(pair, turn, params))
+    return FollowUpTiming(first.stats.ttft_s, second.stats.ttft_s, uncached.stats.ttft_s,
+                          second.stats.prompt_tokens, second.stats.cached_prompt_tokens)
+
+
+def _empty_caches(pair: ModelPair) -> None:
+    """Forget every cached prompt, as a freshly loaded pair would have none."""
+    for cache in (pair.target_cache, pair.draft_cache):
+        if cache is not None:
+            cache.reset()
+
+
+def _final(events) -> GenerationResult:  # noqa: ANN001
+    result = None
+    for event in events:
+        result = event
+    assert isinstance(result, GenerationResult)
+    return result
+
+
+def machine_info() -> dict[str, str]:
+    """Where the numbers were measured: platform, MLX device, and on Linux which BLAS MLX's CPU backend got
+    (the wheel's reference BLAS makes a K-token verify cost K+1 steps; OpenBLAS does not)."""
+    import platform
+
+    info = {"platform": f"{platform.system()} {platform.machine()}", "mlx": mx.__version__, "device": str(mx.default_device())}
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return info
+    libraries = {line.split()[-1] for line in maps.splitlines() if ".so" in line}
+    if any(re.search(r"/libopenblas[^/]*\.so", lib) for lib in libraries):
+        info["blas"] = "OpenBLAS (preloaded)"
+    elif any("mlx_cpu.libs/libblas" in lib for lib in libraries):
+        info["blas"] = "reference BLAS (bundled with mlx[cpu])"
+    return info
+
+
+def format_table(summary: dict[str, dict[str, object]]) -> str:
+    """The summary as an aligned text table."""
+
+    def fmt(value: object, spec: str) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, bool):
+            return "yes" if value else "NO"
+        return format(value, spec)
+
+    header = f"{'mode':<22}{'tok/s':>9}{'vs std':>9}{'vs mlx-lm':>11}{'accept':>9}{'tok/pass':>10}{'= greedy':>10}"
+    lines = [header, "-" * len(header)]
+    for mode, s in summary.items():
+        lines.append(
+            f"{mode:<22}{fmt(s['median_tps'], '.1f'):>9}{fmt(s['speedup_vs_standard'], '.2f'):>9}"
+            f"{fmt(s['ratio_vs_mlx_lm'], '.2f'):>11}{fmt(s['acceptance_rate'], '.0%'):>9}"
+            f"{fmt(s['tokens_per_pass'], '.2f'):>10}{fmt(s['identical_to_standard'], ''):>10}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,338 @@
+"""`specchat-cli` (also `python -m engine`): the engine from a terminal.
+
+Subcommands: generate, benchmark, list-models, download, models, delete, check-pair, import-gguf. Every
+expected failure prints one line, "error: <what is wrong and what to do>", and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from .benchmark import ALL_MODES
+from ..errors import SpecChatError
+from ..models.app_paths import RESOURCES
+from ..params import DRAFTERS, MODES, GenerationParams
+
+DEFAULT_PROMPTS = RESOURCES / "prompts" / "benchmark.json"
+
+ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
+RESET = "\033[0m"
+
+
+def _add_sampling_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
+    p.add_argument("--draft", help="draft model (same tokenizer as the target)")
+    p.add_argument("--num-draft", type=int, default=4, help="draft length K (adaptive: of the first round)")
+    p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
+    p.add_argument("--max-draft", type=int, default=16, help="adaptive: the most a round may draft")
+    p.add_argument(
+        "--drafter", choices=DRAFTERS, help="where drafts come from (default: model with --draft, else lookup)"
+    )
+    p.add_argument("--temp", type=float, default=0.0, help="temperature (0 = greedy)")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--min-p", type=float, default=0.0)
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--chat", action="store_true", help="apply the target's chat template")
+    p.add_argument("--system", help="system prompt (with --chat)")
+
+
+def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
+    drafter = args.drafter or ("model" if args.draft else "lookup")
+    values: dict[str, object] = dict(
+        drafter=drafter,
+        num_draft=args.num_draft,
+        adaptive=not args.no_adaptive,
+        max_draft=args.max_draft,
+        temperature=args.temp,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+    )
+    values.update(overrides)
+    return GenerationParams(**values)  # type: ignore[arg-type]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specchat-cli", description="Speculative decoding on MLX.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="generate a reply")
+    _add_sampling_options(g)
+    g.add_argument("--mode", choices=MODES, default="speculative")
+    g.add_argument("--prompt", required=True)
+    g.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
+    g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
+    g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
+    g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
+
+    b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
+    _add_sampling_options(b)
+    b.add_argument("--modes", default="standard,speculative", help="comma-separated: " + ", ".join(ALL_MODES))
+    b.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
+    b.add_argument(
+        "--prompt-file", type=Path, help="prompts, one per line, or a JSON list of strings or {prompt, category}"
+    )
+    b.add_argument("--iterations", type=int, default=1)
+    b.add_argument("--follow-up", action="store_true", help="also time a chat's second turn (prompt caching)")
+    b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
+    b.add_argument("--json", action="store_true")
+
+    sub.add_parser("list-models", help="the recommended draft/target pairs, with download state and fit")
+
+    d = sub.add_parser("download", help="download a model from the Hugging Face hub into the HF cache")
+    d.add_argument("repo_id")
+
+    sub.add_parser("models", help="models on this machine: the HF cache, opened models, LM Studio's folder")
+
+    rm = sub.add_parser("delete", help="delete a model from the HF cache")
+    rm.add_argument("repo_id")
+
+    c = sub.add_parser("check-pair", help="can this draft draft for this target?")
+    c.add_argument("--target", required=True)
+    c.add_argument("--draft", required=True)
+
+    i = sub.add_parser("import-gguf", help="convert a GGUF file into an MLX model folder")
+    i.add_argument("file", type=Path)
+    i.add_argument("out", type=Path)
+    return parser
+
+
+def _load_pair(args: argparse.Namespace):  # noqa: ANN202
+    from ..decoding.pair import ModelPair
+
+    return ModelPair.load(args.target, args.draft)
+
+
+def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
+    from ..events import GenerationResult, TokenEvent
+    from ..decoding.generation import generate_stream
+
+    params = _params(args, mode=args.mode, stop=tuple(args.stop))
+    pair = _load_pair(args)
+    result = None
+    for event in generate_stream(pair, args.prompt, params, chat=args.chat, system_prompt=args.system):
+        if isinstance(event, TokenEvent) and not args.json:
+            colour = ORIGIN_COLOURS.get(event.origin, "") if args.color else ""
+            out.write(f"{colour}{event.text}{RESET if colour else ''}")
+            out.flush()
+        elif isinstance(event, GenerationResult):
+            result = event
+    assert result is not None
+    if args.json:
+        data = result.as_dict()
+        data["stats"] = {k: v for k, v in data["stats"].items()}
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+    else:
+        out.write("\n")
+        if args.stats:
+            out.write(result.summary() + "\n")
+    return 0
+
+
+def _benchmark_prompts(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(prompt, category) pairs: --prompt values, then --prompt-file; the bundled set if neither is given."""
+    prompts = [(p, "") for p in args.prompt]
+    files = [args.prompt_file] if args.prompt_file else ([] if prompts else [DEFAULT_PROMPTS])
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise SpecChatError(f"Cannot read the prompt file {path}: {e.strerror}. Check the path.") from e
+        if text.lstrip().startswith("["):
+            try:
+                entries = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise SpecChatError(f"{path} is not valid JSON ({e.msg}, line {e.lineno}). Fix the file.") from e
+            prompts += [(e["prompt"], e.get("category", "")) if isinstance(e, dict) else (str(e), "") for e in entries]
+        else:
+            prompts += [(line, "") for line in text.splitlines() if line.strip()]
+    return prompts
+
+
+def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
+    from .benchmark import (
+        check_modes,
+        format_table,
+        machine_info,
+        measure_follow_up,
+        run_benchmark,
+        summarize,
+        summarize_by_category,
+    )
+
+    params = _params(args)
+    if args.iterations < 1:
+        raise SpecChatError(f"--iterations must be at least 1, not {args.iterations}.")
+    try:
+        modes = check_modes(args.modes.split(","), has_draft=bool(args.draft))
+    except ValueError as e:
+        raise SpecChatError(str(e)) from e
+    prompts = _benchmark_prompts(args)
+    pair = _load_pair(args)
+    prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p, _ in prompts]
+
+    def progress(run) -> None:  # noqa: ANN001
+        if not args.json:
+            print(
+                f"  prompt {run.prompt_index} iteration {run.iteration} {run.mode:<20} "
+                f"{run.tokens:4d} tokens {run.generation_tps:8.1f} tok/s",
+                file=sys.stderr,
+            )
+
+    categories = [c for _, c in prompts]
+    runs = run_benchmark(pair, prompt_ids, modes, params, args.iterations, on_run=progress, categories=categories)
+    report: dict[str, object] = {
+        "machine": machine_info(),
+        "runs": [r.as_dict() for r in runs],
+        "summary": summarize(runs),
+        "categories": summarize_by_category(runs),
+    }
+    if args.follow_up:
+        # The longest prompt (a text to edit or summarise): the case where re-reading the conversation hurts.
+        longest = max(range(len(prompts)), key=lambda i: len(prompt_ids[i]))
+        timing = measure_follow_up(pair, prompts[longest][0], "Now say that again in one sentence.", params.replace(mode="standard"))
+        report["follow_up"] = dataclasses.asdict(timing)
+    if args.plot:
+        from .svg_chart import bar_chart
+
+        groups = {"all prompts": report["summary"], **report["categories"]}  # type: ignore[dict-item]
+        speedups = {
+            g: {m: s["speedup_vs_standard"] for m, s in summary.items() if s["speedup_vs_standard"] is not None}
+            for g, summary in groups.items()
+        }
+        bar_chart("Tokens per second relative to standard decoding", speedups, 1.0, args.plot)
+    if args.json:
+        out.write(json.dumps(report) + "\n")
+        return 0
+    out.write(format_table(report["summary"]) + "\n")  # type: ignore[arg-type]
+    for category, summary in report["categories"].items():  # type: ignore[union-attr]
+        out.write(f"\n{category}\n" + format_table(summary) + "\n")
+    if args.follow_up:
+        f = report["follow_up"]
+        out.write(
+            f"\nfollow-up turn: first token after {f['second_turn_ttft_s']:.2f} s with the prompt cache "
+            f"({f['second_turn_cached_tokens']} of {f['second_turn_prompt_tokens']} prompt tokens cached), "
+            f"{f['second_turn_uncached_ttft_s']:.2f} s without; first turn {f['first_turn_ttft_s']:.2f} s\n"
+        )
+    out.write(f"measured on {', '.join(f'{k} {v}' for k, v in report['machine'].items())}\n")  # type: ignore[union-attr]
+    return 0
+
+
+def cmd_list_models(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.catalog import default_pair, pair_statuses
+
+    default = default_pair().id
+    statuses = pair_statuses()
+    for status in statuses:
+        pair = status.pair
+        mark = "*" if pair.id == default else " "
+        state = "downloaded" if status.downloaded else f"{status.to_download_gb:5.2f} GB to download"
+        fit = "fits" if status.fit.fits else "TOO BIG"
+        out.write(
+            f"{mark} {pair.id:<22} {pair.label:<62} {state:<22} needs {pair.memory_gb:4.1f} GB ({fit})  "
+            f"K={pair.num_draft}  {pair.use_case}\n"
+        )
+    available = statuses[0].fit.available_gb if statuses else 0.0
+    out.write(f"* default pair; this machine gives models about {available:.1f} GB\n")
+    return 0
+
+
+def cmd_download(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.downloads import DownloadProgress, download_model
+
+    width = 30
+
+    def bar(p: DownloadProgress) -> None:
+        filled = int(width * p.fraction)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {p.fraction:6.1%}  {p.describe():<45}", end="", file=sys.stderr, flush=True)
+
+    path = download_model(args.repo_id, progress=bar)
+    print(file=sys.stderr)
+    out.write(f"{args.repo_id} is in {path}\n")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.model_store import cached_models, lm_studio_models, remembered_models
+
+    sections = [
+        ("Hugging Face cache", cached_models()),
+        ("Opened in SpecChat", remembered_models()),
+        ("LM Studio", lm_studio_models()),
+    ]
+    for title, models in sections:
+        out.write(f"{title}:\n")
+        if not models:
+            out.write("  (none)\n")
+        for model in models:
+            note = "" if model.complete else "  (incomplete: download again to resume)"
+            out.write(f"  {model.size_gb:7.2f} GB  {model.name}{note}\n")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.model_store import delete_cached_model
+
+    freed = delete_cached_model(args.repo_id)
+    out.write(f"Deleted {args.repo_id}, freeing {freed / 1e9:.2f} GB\n")
+    return 0
+
+
+def cmd_check_pair(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.compatibility import check_pair
+
+    check = check_pair(args.target, args.draft)
+    out.write(("compatible: " if check.compatible else "incompatible: ") + check.explain(args.target, args.draft) + "\n")
+    for warning in check.warnings:
+        out.write(f"warning: {warning}\n")
+    return 0 if check.compatible else 1
+
+
+def cmd_import_gguf(args: argparse.Namespace, out: TextIO) -> int:
+    from ..models.gguf_import import import_gguf
+
+    if not args.file.is_file():
+        raise SpecChatError(f"No GGUF file at {args.file}: check the path.")
+    folder = import_gguf(args.file, args.out)
+    out.write(f"Imported {args.file.name} into {folder}\n")
+    return 0
+
+
+COMMANDS = {
+    "generate": cmd_generate,
+    "benchmark": cmd_benchmark,
+    "list-models": cmd_list_models,
+    "download": cmd_download,
+    "models": cmd_models,
+    "delete": cmd_delete,
+    "check-pair": cmd_check_pair,
+    "import-gguf": cmd_import_gguf,
+}
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 1 a reported error, 2 bad usage)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args, out or sys.stdout)
+    except SpecChatError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+def entry_point() -> None:
+    sys.exit(main())

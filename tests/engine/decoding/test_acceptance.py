@@ -1,0 +1,158 @@
+"""The acceptance rule is exact: every emitted token is distributed as the target alone would emit it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from engine.decoding.acceptance import (
+    acceptance_probabilities,
+    point_mass,
+    residual_distribution,
+    verify_greedy,
+    verify_sampled,
+)
+from tests.helpers import chi_square, chi_square_critical
+
+
+def _distribution(rng: np.random.Generator, size: int, zeros: int = 0) -> np.ndarray:
+    x = rng.random(size) ** 3
+    x[rng.choice(size, zeros, replace=False)] = 0.0
+    return x / x.sum()
+
+
+def one_step_output(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The distribution of the first emitted token, computed from the rule's own pieces:
+    sum over draft tokens d ~ q of [accept(d) * onehot(d) + (1 - accept(d)) * residual]."""
+    vocab = len(p)
+    d = mx.arange(vocab)
+    p_rows = mx.broadcast_to(mx.array(p, dtype=mx.float32), (vocab, vocab))
+    q_rows = mx.broadcast_to(mx.array(q, dtype=mx.float32), (vocab, vocab))
+    accept = np.array(acceptance_probabilities(p_rows, q_rows, d))
+    residual = np.array(residual_distribution(mx.array(p, dtype=mx.float32), mx.array(q, dtype=mx.float32)))
+    out = np.zeros(vocab)
+    for token in range(vocab):
+        if q[token] == 0:
+            continue
+        out += q[token] * (accept[token] * np.eye(vocab)[token] + (1 - accept[token]) * residual)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_verify_step_emits_exactly_the_target_distribution(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    # Zeros in q where p has mass (the residual must supply it) and zeros in p where q has mass.
+    p = _distribution(rng, 8, zeros=seed % 3)
+    q = _distribution(rng, 8, zeros=(seed + 1) % 3)
+    np.testing.assert_allclose(one_step_output(p, q), p, atol=1e-6)
+
+
+def test_identical_distributions_accept_everything_and_never_need_a_residual() -> None:
+    p = np.array([0.5, 0.3, 0.2])
+    rows = mx.array(np.stack([p, p, p]))
+    accept = acceptance_probabilities(rows, rows, mx.arange(3))
+    assert np.array(accept).tolist() == [1.0, 1.0, 1.0]
+    # With no positive residual mass, the residual falls back to p instead of dividing by zero.
+    np.testing.assert_allclose(np.array(residual_distribution(mx.array(p), mx.array(p))), p, atol=1e-7)
+
+
+def _sample_first_tokens(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> tuple[Counter, int]:
+    mx.random.seed(seed)
+    target_logprobs = mx.log(mx.array(np.stack([p, p]), dtype=mx.float32))
+    log_q = mx.log(mx.array(q, dtype=mx.float32))
+    q_rows = mx.array(q[None, :], dtype=mx.float32)
+    counts: Counter = Counter()
+    accepted = 0
+    for _ in range(n):
+        draft = mx.random.categorical(log_q)[None].astype(mx.uint32)
+        k, token = verify_sampled(target_logprobs, q_rows, draft)
+        k, token, draft_token = int(k.item()), int(token.item()), int(draft.item())
+        counts[draft_token if k == 1 else token] += 1
+        accepted += k
+    return counts, accepted
+
+
+@pytest.mark.statistical
+def test_monte_carlo_rejection_sampling_matches_the_target() -> None:
+    p = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
+    q = np.array([0.05, 0.10, 0.40, 0.05, 0.30, 0.10])  # a poor draft: most of its mass where p has little
+    n = 6000
+    counts, accepted = _sample_first_tokens(p, q, n, seed=1234)
+
+    stat, df = chi_square(counts, dict(enumerate(p)), n)
+    assert stat < chi_square_critical(df), (stat, df, counts)
+    # The test has power: the draft's own samples (what accepting everything would emit) fail it.
+    mx.random.seed(99)
+    draft_only = Counter(int(t) for t in np.array(mx.random.categorical(mx.log(mx.array(q)), shape=(n,))))
+    assert chi_square(draft_only, dict(enumerate(p)), n)[0] > chi_square_critical(df)
+
+    # Acceptance is sum(min(p, q)), not sample-and-match's sum(p * q).
+    rate = accepted / n
+    exact, match = np.minimum(p, q).sum(), (p * q).sum()
+    assert abs(rate - exact) < 4 * np.sqrt(exact * (1 - exact) / n)
+    assert rate > match + 0.1
+
+
+def test_rejection_emits_from_the_residual_not_the_rejected_token() -> None:
+    """A point-mass draft (prompt lookup) on a token the target never emits is always replaced."""
+    mx.random.seed(0)
+    p = mx.log(mx.array([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5]]))
+    draft = mx.array([0], dtype=mx.uint32)
+    for _ in range(50):
+        k, token = verify_sampled(p, point_mass(draft, 3), draft)
+        assert int(k.item()) == 0 and int(token.item()) in (1, 2)
+
+
+def test_point_mass_accepts_with_the_target_probability_of_the_proposal() -> None:
+    p = mx.array([[0.1, 0.7, 0.2]])
+    draft = mx.array([1], dtype=mx.uint32)
+    q = point_mass(draft, 3)
+    assert np.array(q).tolist() == [[0.0, 1.0, 0.0]]
+    assert float(acceptance_probabilities(p, q, draft)[0]) == pytest.approx(0.7)
+    np.testing.assert_allclose(np.array(residual_distribution(p[0], q[0])), [1 / 3, 0.0, 2 / 3], atol=1e-6)
+
+
+def test_full_acceptance_draws_the_bonus_from_the_last_position() -> None:
+    mx.random.seed(3)
+    p = mx.log(mx.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
+    draft = mx.array([1, 2], dtype=mx.uint32)
+    k, token = verify_sampled(p, point_mass(draft, 3), draft)
+    assert (int(k.item()), int(token.item())) == (2, 0)
+
+
+def test_no_draft_samples_the_target_directly() -> None:
+    mx.random.seed(5)
+    p = mx.log(mx.array([[0.0, 0.0, 1.0]]))
+    k, token = verify_sampled(p, mx.zeros((0, 3)), mx.array([], dtype=mx.uint32))
+    assert (int(k.item()), int(token.item())) == (0, 2)
+
+
+@pytest.mark.parametrize(
+    "choices, draft, expected",
+    [
+        ([3, 5, 7, 2], [3, 5, 1], (2, 7)),  # first mismatch at the third token: corrected with argmax there
+        ([3, 5, 7, 2], [3, 5, 7], (3, 2)),  # all accepted: the bonus is the argmax after the last draft token
+        ([3, 5, 7, 2], [4, 5, 7], (0, 3)),  # later matches after a mismatch do not count
+        ([9], [], (0, 9)),  # nothing drafted: a plain greedy step
+    ],
+)
+def test_greedy_accepts_the_longest_prefix_matching_the_target_argmax(choices, draft, expected) -> None:
+    k, token = verify_greedy(mx.array(choices, dtype=mx.uint32), mx.array(draft, dtype=mx.uint32))
+    assert (int(k.item()), int(token.item())) == expected
+
+
+def test_drafts_past_keep_count_as_never_drafted() -> None:
+    """A draft model may stop early on its own information: tokens past `keep` are neither accepted nor
+    used as q; the next token comes from p at that position (a bonus)."""
+    k, token = verify_greedy(mx.array([3, 5, 7, 2], dtype=mx.uint32), mx.array([3, 5, 7], dtype=mx.uint32), mx.array(1))
+    assert (int(k.item()), int(token.item())) == (1, 5)
+    mx.random.seed(0)
+    p = mx.log(mx.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
+    draft = mx.array([1, 2], dtype=mx.uint32)
+    q = point_mass(draft, 3)
+    k, token = verify_sampled(p, q, draft, mx.array(1))
+    # Position 2 was not drafted, so its token is drawn from p_2 itself (token 2), not from p_2 minus q_2.
+    assert (int(k.item()), int(token.item())) == (1, 2)

@@ -1,0 +1,91 @@
+"""CachedModel: a cache that knows its token ids gives prefix reuse, exact rewinds and catch-up."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from engine.decoding.cached_model import CachedModel, common_prefix_length
+from tests.helpers import ScriptedModel
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [([], [1, 2], 0), ([1, 2, 3], [1, 2, 3], 3), ([1, 2, 3], [1, 2], 2), ([1, 2, 3], [1, 9, 3], 1),
+     ([5] * 1000 + [1], [5] * 1000 + [2], 1000), ([7, 1], [8, 1], 0)],
+)
+def test_common_prefix_length(a: list[int], b: list[int], expected: int) -> None:
+    assert common_prefix_length(a, b) == expected
+
+
+def test_catch_up_prefills_all_but_the_tail_in_chunks() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10)
+    cached = CachedModel(model)
+    context = list(range(10))
+    steps = list(cached.catch_up_steps(context, step_size=4))
+    assert steps == [(4, 10), (8, 10), (9, 10)]
+    assert model.calls == [4, 4, 1] and cached.tokens == context[:9]
+
+
+def test_catch_up_reuses_the_shared_prefix_and_trims_the_rest() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10)
+    cached = CachedModel(model)
+    cached.catch_up([1, 2, 3, 4, 5, 6])
+    model.calls.clear()
+    tail = cached.catch_up([1, 2, 3, 9, 9, 9, 9])
+    assert tail == [9]
+    assert cached.tokens == [1, 2, 3, 9, 9, 9]
+    assert cached.cache[0].offset == 6 and model.calls == [3]  # only the differing part was recomputed
+
+
+def test_catch_up_of_an_already_cached_context_recomputes_the_last_token() -> None:
+    cached = CachedModel(ScriptedModel([1], prompt_length=0, vocab_size=10))
+    cached.catch_up([1, 2, 3])
+    cached.forward(mx.array([3]), ids=[3])
+    assert cached.catch_up([1, 2, 3]) == [3] and cached.tokens == [1, 2]
+
+
+def test_max_tail_leaves_short_gaps_for_one_forward_pass() -> None:
+    cached = CachedModel(ScriptedModel([1], prompt_length=0, vocab_size=10))
+    cached.catch_up([1, 2, 3])
+    assert cached.catch_up([1, 2, 3, 4, 5], max_tail=8) == [3, 4, 5]
+    assert cached.catch_up(list(range(1, 20)), max_tail=8) == list(range(12, 20))
+
+
+def test_a_cache_that_cannot_trim_starts_over() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10)
+    cached = CachedModel(model)
+    cached.trimmable = False
+    cached.catch_up([1, 2, 3, 4])
+    model.calls.clear()
+    cached.catch_up([1, 2, 9, 9])
+    assert cached.tokens == [1, 2, 9] and model.calls == [3]
+
+
+def test_pending_inputs_are_recorded_once_resolved_or_discarded() -> None:
+    cached = CachedModel(ScriptedModel([1], prompt_length=0, vocab_size=10))
+    cached.catch_up([1, 2])
+    cached.forward(mx.array([2]), ids=[2])
+    cached.forward(mx.array([7]))
+    with pytest.raises(AssertionError):
+        cached.catch_up([1, 2, 7])
+    cached.resolve([7])
+    assert cached.tokens == [1, 2, 7]
+    cached.forward(mx.array([8]))
+    cached.discard_pending()
+    assert cached.tokens == [] and cached.cache[0].offset == 0
+
+
+def test_rewound_logits_equal_a_fresh_computation(tiny_target) -> None:
+    """After drafting past a point and rewinding, the next logits are those of a clean pass."""
+    context = tiny_target.tokenizer.encode("The capital of France is Paris, and")
+    fresh = CachedModel(tiny_target.model)
+    expected = fresh.forward(mx.array(context), ids=context)[-1]
+
+    cached = CachedModel(tiny_target.model)
+    cached.catch_up(context)
+    cached.forward(mx.array(context[-1:] + [5, 6, 7]), ids=context[-1:] + [5, 6, 7])  # a rejected draft
+    tail = cached.catch_up(context)
+    got = cached.forward(mx.array(tail), ids=tail)[-1]
+    np.testing.assert_allclose(np.array(got), np.array(expected), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,44 @@
+"""Prompts and conversations become the target's token ids through its chat template."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.decoding.chat import conversation, prompt_token_ids
+from engine.errors import PromptError
+
+
+def test_chat_template_renders_every_turn(tiny_target) -> None:
+    tok = tiny_target.tokenizer
+    ids = prompt_token_ids(tok, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                                 {"role": "user", "content": "Bye"}], system_prompt="Be brief.")
+    assert tok.decode(ids) == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                               "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"
+                               "<|im_start|>assistant\n")
+
+
+def test_raw_prompts_skip_the_template(tiny_target) -> None:
+    tok = tiny_target.tokenizer
+    assert tok.decode(prompt_token_ids(tok, "def f(x):", chat=False)) == "def f(x):"
+
+
+def test_a_given_system_message_is_not_doubled() -> None:
+    messages = conversation([{"role": "system", "content": "A"}, {"role": "user", "content": "B"}], "C")
+    assert [m["content"] for m in messages] == ["A", "B"]
+
+
+@pytest.mark.parametrize("prompt", ["", "  \n\t", [], [{"role": "user", "content": " "}], [{"role": "assistant", "content": "x"}]])
+def test_empty_prompts_are_refused(tiny_target, prompt) -> None:
+    with pytest.raises(PromptError, match="The prompt is empty"):
+        prompt_token_ids(tiny_target.tokenizer, prompt)
+
+
+def test_models_without_a_template_get_a_plain_transcript(tiny_target) -> None:
+    class NoTemplate:
+        has_chat_template = False
+
+        def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+            return tiny_target.tokenizer.encode(text, add_special_tokens=False)
+
+    ids = prompt_token_ids(NoTemplate(), "Hi", system_prompt="Sys")
+    assert tiny_target.tokenizer.decode(ids) == "System: Sys\nUser: Hi\nAssistant:"

@@ -1,0 +1,199 @@
+"""The generation loop: events, text, endings (EOS, stop strings, budget, context, cancel) and prompt caching."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import InvalidParameterError, PromptError, UnsupportedModelError
+from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
+from engine.decoding.generation import generate, generate_stream
+from engine.models.loading import LoadedModel
+from engine.decoding.pair import ModelPair
+from engine.params import GenerationParams
+from tests.helpers import scripted, split_events
+
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=64, adaptive=False, num_draft=3)
+PROMPT = "Say something."
+
+
+def scripted_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel, text: str, extra: list[int] = ()) -> tuple[ModelPair, list[int]]:
+    """A pair whose target will generate `text` (then `extra` ids) after PROMPT, drafted by the tiny draft."""
+    tokenizer = tiny_target.tokenizer
+    prompt_length = len(ModelPair(tiny_target).prompt_ids(PROMPT))
+    script = tokenizer.encode(text, add_special_tokens=False) + list(extra)
+    return ModelPair(scripted(tiny_target, script, prompt_length), tiny_draft), script
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_event_stream_order_and_totals(tiny_pair: ModelPair, mode: str) -> None:
+    events = list(generate_stream(tiny_pair, PROMPT, GREEDY.replace(mode=mode, max_tokens=30)))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "PrefillEvent" and kinds[-1] == "GenerationResult"
+    assert "PrefillEvent" not in kinds[kinds.index("TokenEvent") :]
+    tokens, rounds, result = split_events(events)
+    # Each round's tokens come right before its RoundEvent, tagged with its index.
+    position = 0
+    for r in rounds:
+        mine = [e for e in events[position:] if isinstance(e, (TokenEvent, RoundEvent))]
+        round_tokens = mine[: r.emitted]
+        assert all(isinstance(e, TokenEvent) and e.round == r.round for e in round_tokens)
+        assert mine[r.emitted] is r
+        position = events.index(r) + 1
+    assert [t.token for t in tokens] == result.tokens
+    assert result.stats.generated_tokens == len(result.tokens) == 30
+    assert result.stats.rounds == len(rounds)
+    streamed = "".join(t.text for t in tokens)
+    assert result.text.startswith(streamed) and len(result.text) - len(streamed) <= 4
+
+
+def test_standard_decoding_uses_the_same_events_with_target_origins(tiny_pair: ModelPair) -> None:
+    tokens, rounds, result = split_events(generate_stream(tiny_pair, PROMPT, GREEDY.replace(mode="standard")))
+    assert set(result.origins) == {"target"}
+    assert all(r.drafted == 0 and r.emitted == 1 and r.drafter == "none" for r in rounds)
+    assert result.stats.acceptance_rate == 0.0 and result.stats.tokens_per_pass == 1.0
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_multibyte_characters_arrive_whole_with_the_token_that_completes_them(tiny_target, tiny_draft, mode) -> None:
+    text = "Crème brûlée 🚀 東京"
+    pair, script = scripted_pair(tiny_target, tiny_draft, text, [tiny_target.tokenizer.eos_token_id])
+    tokens, _, result = split_events(generate_stream(pair, PROMPT, GREEDY.replace(mode=mode)))
+    assert result.text == text
+    assert "".join(t.text for t in tokens) == text
+    assert not any("\ufffd" in t.text for t in tokens)
+    assert any(t.text == "" for t in tokens), "the emoji and CJK characters span several byte tokens"
+    assert result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_eos_ends_generation_without_being_emitted(tiny_target, tiny_draft, mode) -> None:
+    eos = tiny_target.tokenizer.eos_token_id
+    pair, script = scripted_pair(tiny_target, tiny_draft, "Hello there.", [eos] + tiny_target.tokenizer.encode(" junk"))
+    result = generate(PROMPT, pair, GREEDY.replace(mode=mode))
+    assert result.text == "Hello there."
+    assert eos not in result.tokens
+    assert result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_stop_strings_end_generation_before_the_stop_string(tiny_target, tiny_draft, mode) -> None:
+    pair, _ = scripted_pair(tiny_target, tiny_draft, "one two STOP three four")
+    tokens, _, result = split_events(generate_stream(pair, PROMPT, GREEDY.replace(mode=mode, stop=("STOP",))))
+    assert result.text == "one two "
+    assert "".join(t.text for t in tokens) == "one two "
+    assert result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+@pytest.mark.parametrize("max_tokens", [1, 2, 7])
+def test_max_tokens_is_never_exceeded(tiny_pair: ModelPair, mode: str, max_tokens: int) -> None:
+    result = generate(PROMPT, tiny_pair, GREEDY.replace(mode=mode, max_tokens=max_tokens, num_draft=5))
+    assert len(result.tokens) == max_tokens
+    assert result.finish_reason == "length"
+
+
+def test_generation_stops_at_the_context_limit(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> None:
+    limited = LoadedModel("limited", tiny_target.path, tiny_target.model, tiny_target.tokenizer, {**tiny_target.config, "max_position_embeddings": 40})
+    pair = ModelPair(limited, tiny_draft)
+    prompt_length = len(pair.prompt_ids(PROMPT))
+    result = generate(PROMPT, pair, GREEDY.replace(max_tokens=500, num_draft=4))
+    assert result.finish_reason == "context"
+    assert prompt_length + len(result.tokens) == 40
+
+
+def test_a_prompt_longer_than_the_context_is_refused(tiny_pair: ModelPair) -> None:
+    with pytest.raises(PromptError, match=r"The prompt is \d+ tokens but tiny-target reads at most 1024"):
+        generate("word " * 1200, tiny_pair, GREEDY)
+
+
+def test_an_empty_prompt_is_refused(tiny_pair: ModelPair) -> None:
+    with pytest.raises(PromptError, match="The prompt is empty"):
+        generate("   \n", tiny_pair, GREEDY)
+
+
+def test_speculation_with_a_draft_model_needs_one(tiny_target: LoadedModel) -> None:
+    with pytest.raises(InvalidParameterError, match="needs a draft model"):
+        generate(PROMPT, ModelPair(tiny_target), GREEDY.replace(drafter="model"))
+    # Prompt lookup needs no draft model.
+    assert generate(PROMPT, ModelPair(tiny_target), GREEDY.replace(drafter="lookup", max_tokens=5)).tokens
+
+
+def test_models_that_cannot_rewind_are_refused_for_speculation_only(tiny_pair: ModelPair) -> None:
+    tiny_pair.target_cache.trimmable = False
+    with pytest.raises(UnsupportedModelError, match="cannot rewind rejected drafts.*standard decoding"):
+        generate(PROMPT, tiny_pair, GREEDY)
+    assert len(generate(PROMPT, tiny_pair, GREEDY.replace(mode="standard", max_tokens=5)).tokens) == 5
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_cancel_between_rounds_keeps_what_was_generated(tiny_pair: ModelPair, mode: str) -> None:
+    rounds_seen = []
+    stream = generate_stream(tiny_pair, PROMPT, GREEDY.replace(mode=mode), cancel=lambda: len(rounds_seen) >= 3)
+    tokens = []
+    for event in stream:
+        if isinstance(event, RoundEvent):
+            rounds_seen.append(event)
+        if isinstance(event, TokenEvent):
+            tokens.append(event.token)
+        if isinstance(event, GenerationResult):
+            result = event
+    assert result.finish_reason == "cancelled"
+    assert len(rounds_seen) == 3 and result.tokens == tokens and tokens
+
+
+def test_cancel_during_prefill(tiny_pair: ModelPair) -> None:
+    params = GREEDY.replace(prefill_step_size=8)
+    events = list(generate_stream(tiny_pair, "word " * 60, params, cancel=lambda: True))
+    assert isinstance(events[0], PrefillEvent)
+    assert events[-1].finish_reason == "cancelled" and events[-1].tokens == []
+
+
+def test_prefill_reports_progress_in_chunks_for_both_models(tiny_pair: ModelPair) -> None:
+    events = list(generate_stream(tiny_pair, "word " * 60, GREEDY.replace(prefill_step_size=16, max_tokens=2)))
+    progress = [e for e in events if isinstance(e, PrefillEvent)]
+    for model in ("target", "draft"):
+        mine = [e.processed for e in progress if e.model == model]
+        assert len(mine) >= 4 and mine == sorted(mine)
+        assert mine[-1] == progress[0].total - 1  # the last prompt token goes into the first round
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_a_follow_up_turn_only_processes_the_new_question(tiny_pair: ModelPair, mode: str) -> None:
+    """The answer comes back as the ids generated for it, so the whole earlier conversation is in the cache."""
+    first = [{"role": "user", "content": "Tell me about speculative decoding. " * 8}]
+    params = GREEDY.replace(mode=mode, max_tokens=40)
+    reply = generate(first, tiny_pair, params)
+    assert reply.stats.cached_prompt_tokens == 0 and reply.finish_reason == "length"
+    follow_up = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "And why?"}]
+    follow_up_ids = tiny_pair.prompt_ids(follow_up)
+    first_ids = tiny_pair.prompt_ids(first)
+    assert follow_up_ids[: len(first_ids) + len(reply.tokens)] == first_ids + reply.tokens
+    second = generate(follow_up, tiny_pair, params.replace(max_tokens=5))
+    assert second.stats.cached_prompt_tokens >= len(first_ids) + len(reply.tokens) - 1
+
+
+def test_answers_the_template_rewrites_are_tokenized_as_text(tiny_pair: ModelPair) -> None:
+    reply = generate("Hello", tiny_pair, GREEDY.replace(max_tokens=10))
+    edited = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": reply.text + " (edited)"},
+              {"role": "user", "content": "Go on"}]
+    tokenizer = tiny_pair.tokenizer
+    assert tiny_pair.prompt_ids(edited) == list(tokenizer.apply_chat_template(edited, add_generation_prompt=True))
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_seeded_sampling_is_reproducible_with_a_fixed_draft_length(tiny_pair: ModelPair, mode: str) -> None:
+    params = GenerationParams(temperature=1.0, max_tokens=30, seed=42, num_draft=3, adaptive=False, mode=mode)
+    assert generate(PROMPT, tiny_pair, params).tokens == generate(PROMPT, tiny_pair, params).tokens
+
+
+def test_summary_line(tiny_pair: ModelPair) -> None:
+    result = generate(PROMPT, tiny_pair, GREEDY.replace(max_tokens=30))
+    s = result.stats
+    assert result.summary().startswith(f"{s.generation_tps:.1f} tok/s, {s.acceptance_rate:.0%} of {s.drafted} drafted")
+    assert f"{s.tokens_per_pass:.1f} tokens per pass" in result.summary()
+
+
+def test_generate_loads_models_by_name(tiny_dirs) -> None:
+    target, draft = tiny_dirs
+    result = generate(PROMPT, target=str(target), draft=str(draft), params=GREEDY.replace(max_tokens=4))
+    assert len(result.tokens) == 4

@@ -1,0 +1,113 @@
+"""The adaptive policy picks the draft length with the best predicted tokens per second, 0 included."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.decoding.policy import AdaptiveDraftLength, FixedDraftLength, RoundCosts, expected_tokens
+
+
+def test_expected_tokens() -> None:
+    assert expected_tokens(0.0, 4) == 1.0
+    assert expected_tokens(1.0, 4) == 5.0
+    assert expected_tokens(0.5, 2) == pytest.approx(1 + 0.5 + 0.25)
+
+
+def feed(policy: AdaptiveDraftLength, rounds: int, k: int, accepted: int, draft_s: float, verify: dict[int, float]) -> None:
+    for _ in range(rounds):
+        policy.observe(RoundCosts("model", k, accepted, draft_s, verify[k + 1]))
+
+
+def test_first_round_drafts_to_learn() -> None:
+    assert AdaptiveDraftLength(16, first_draft=5).choose("model", available=16) == 5
+    assert AdaptiveDraftLength(16, first_draft=5).choose("lookup", available=2) == 2
+
+
+def test_a_useless_draft_falls_back_to_standard_decoding() -> None:
+    policy = AdaptiveDraftLength(6)
+    feed(policy, 10, 4, 0, draft_s=0.01, verify={5: 0.05})
+    assert policy.acceptance("model") < 0.1
+    assert policy.choose("model", 6) == 0
+
+
+def test_a_good_cheap_draft_on_a_flat_verify_cost_drafts_long() -> None:
+    policy = AdaptiveDraftLength(8)
+    flat = {w: 0.050 + 0.001 * (w - 1) for w in range(1, 10)}
+    for k in (2, 8, 4, 0):
+        feed(policy, 5, k, k, draft_s=0.002, verify=flat)
+    assert policy.choose("model", 8) == 8
+
+
+def test_a_compute_bound_verify_makes_even_good_drafts_lose() -> None:
+    """When verifying K tokens costs K+1 target steps (the reference-BLAS CPU), no K pays."""
+    policy = AdaptiveDraftLength(8)
+    linear = {w: 0.05 * w for w in range(1, 10)}
+    for k in (4, 2, 0):
+        feed(policy, 5, k, max(k - 1, 0), draft_s=0.005, verify=linear)
+    assert policy.choose("model", 8) == 0
+
+
+def test_verify_time_is_fitted_across_widths() -> None:
+    policy = AdaptiveDraftLength(8)
+    policy.observe(RoundCosts("model", 0, 0, 0.0, 0.10))
+    policy.observe(RoundCosts("model", 4, 2, 0.01, 0.18))
+    assert policy.verify_time(3) == pytest.approx(0.14)
+    assert policy.verify_time(1) == pytest.approx(0.10)
+
+
+def test_a_noisy_slow_plain_step_does_not_make_a_useless_draft_look_worth_it() -> None:
+    """Measured once slow (0.117 s) and a K=1 verify fast (0.088 s): the line never has t(2) < t(1)."""
+    policy = AdaptiveDraftLength(8)
+    policy.observe(RoundCosts("none", 0, 0, 0.0, 0.117))
+    feed(policy, 10, 1, 0, draft_s=0.005, verify={2: 0.088})
+    assert policy.verify_time(2) >= policy.verify_time(1)
+    assert policy.choose("model", 8) == 0
+
+
+def test_counts_decay_so_a_long_stretch_without_drafts_widens_the_estimate() -> None:
+    policy = AdaptiveDraftLength(4)
+    feed(policy, 10, 4, 0, draft_s=0.01, verify={5: 0.05})
+    low = policy.acceptance("model")
+    for _ in range(300):
+        policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
+    assert policy.acceptance("model") > 3 * low
+
+
+def test_stop_threshold_is_the_marginal_cost_in_target_steps() -> None:
+    policy = AdaptiveDraftLength(4)
+    assert policy.stop_threshold("model") is None
+    policy.observe(RoundCosts("model", 0, 0, 0.0, 0.10))
+    policy.observe(RoundCosts("model", 4, 4, 0.01, 0.18))
+    assert policy.stop_threshold("model") == pytest.approx((0.01 + 0.02) / 0.10)
+
+
+def test_one_slow_round_does_not_make_plain_steps_look_expensive() -> None:
+    """Measured on tiny models: a 20 ms hiccup among 1.3 ms plain steps made K=1 look worth drafting."""
+    policy = AdaptiveDraftLength(8)
+    for seconds in (0.0013, 0.0013, 0.020, 0.0014, 0.0013):
+        policy.observe(RoundCosts("none", 0, 0, None, seconds))
+    feed(policy, 5, 1, 1, draft_s=0.001, verify={2: 0.0019})
+    assert policy.verify_time(1) == pytest.approx(0.0013, rel=0.1)
+    assert policy.choose("model", 8) == 0  # 1.75 tokens in 2.9 ms loses to 1 token in 1.3 ms
+
+
+def test_a_plain_step_measured_only_cold_is_capped_by_wider_verifies() -> None:
+    """Measured on tiny models: the one plain step timed (right after prefill) took 3.0 ms, verifying two
+    tokens 1.8 ms; a pass over fewer tokens cannot cost more."""
+    policy = AdaptiveDraftLength(8)
+    policy.observe(RoundCosts("none", 0, 0, None, 0.0030))
+    for accepted in (1, 0) * 5:  # about half the drafts accepted, as measured
+        policy.observe(RoundCosts("model", 1, accepted, 0.0013, 0.0018))
+    assert policy.verify_time(1) <= 0.0018
+    assert policy.choose("model", 8) == 0  # 1.5 tokens in 3.1 ms loses to 1 token in at most 1.8 ms
+
+
+def test_untimed_verifies_leave_the_verify_model_alone() -> None:
+    policy = AdaptiveDraftLength(4)
+    policy.observe(RoundCosts("lookup", 3, 3, 0.0, None))
+    assert policy.verify_time(4) is None and policy.acceptance("lookup") == pytest.approx(3.5 / 5)
+
+
+def test_fixed_policy_always_drafts_k() -> None:
+    fixed = FixedDraftLength(3)
+    assert fixed.choose("model", 10) == 3 and fixed.choose("lookup", 2) == 2 and fixed.stop_threshold("model") is None

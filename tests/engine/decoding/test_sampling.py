@@ -1,0 +1,77 @@
+"""The warp gives the distribution mlx-lm's sampler draws from, for draft and target alike."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from mlx_lm.sample_utils import make_logits_processors, make_sampler
+
+from engine.params import GenerationParams
+from engine.decoding.sampling import Warper
+
+LOGITS = mx.array([[2.0, 1.5, 0.3, -1.0, 0.9, 0.0, -2.0, 1.1]])
+
+
+def probs(params: GenerationParams, logits: mx.array = LOGITS) -> np.ndarray:
+    return np.exp(np.array(Warper(params, logits.shape[-1]).logprobs(logits)[0]))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [dict(temperature=1.0, top_p=1.0), dict(temperature=0.7, top_p=0.8), dict(temperature=1.3, top_k=3),
+     dict(temperature=0.9, min_p=0.2), dict(temperature=0.6, top_p=0.9, top_k=5, min_p=0.05)],
+)
+def test_samples_match_mlx_lm_sampler_draw_for_draw(settings: dict) -> None:
+    """Same seed, same draws: our warped distribution is the one mlx-lm's sampler samples from."""
+    params = GenerationParams(**{"top_p": 1.0, **settings})
+    sampler = make_sampler(params.temperature, params.top_p, params.min_p, top_k=params.top_k)
+    logprobs = LOGITS - mx.logsumexp(LOGITS, axis=-1, keepdims=True)
+    warper = Warper(params, LOGITS.shape[-1])
+    for seed in range(200):
+        mx.random.seed(seed)
+        theirs = sampler(logprobs).item()
+        mx.random.seed(seed)
+        ours = warper.choose(LOGITS)[0].item()
+        assert ours == theirs, seed
+
+
+def test_filters_keep_what_they_should() -> None:
+    assert np.count_nonzero(probs(GenerationParams(temperature=1.0, top_p=1.0, top_k=3))) == 3
+    kept = probs(GenerationParams(temperature=1.0, top_p=0.5))
+    full = probs(GenerationParams(temperature=1.0, top_p=1.0))
+    assert full[kept > 0].sum() >= 0.5 and np.count_nonzero(kept) < 8
+    assert np.isclose(probs(GenerationParams(temperature=1.0, top_p=1.0)).sum(), 1.0)
+
+
+def test_temperature_sharpens_and_flattens() -> None:
+    cold = probs(GenerationParams(temperature=0.3, top_p=1.0))
+    hot = probs(GenerationParams(temperature=2.0, top_p=1.0))
+    assert cold.max() > probs(GenerationParams(temperature=1.0, top_p=1.0)).max() > hot.max()
+
+
+def test_greedy_chooses_the_argmax_without_a_distribution() -> None:
+    token, logprobs = Warper(GenerationParams(temperature=0.0), 8).choose(LOGITS)
+    assert token.item() == 0 and logprobs is None
+
+
+def test_penalty_rows_see_the_draft_tokens_before_them() -> None:
+    """Row i of a verify pass is penalised as standard decoding would be, with drafts 0..i-1 in its history."""
+    params = GenerationParams(temperature=0.0, repetition_penalty=1.5, repetition_context_size=4)
+    warper = Warper(params, 8)
+    logits = mx.broadcast_to(LOGITS, (3, 8))
+    history, drafts = mx.array([0, 1]), mx.array([4, 7])
+    got = np.array(warper.penalize(logits, history, drafts))
+    processor = make_logits_processors(repetition_penalty=1.5, repetition_context_size=4)[0]
+    for i, seen in enumerate([[0, 1], [0, 1, 4], [0, 1, 4, 7]]):
+        expected = np.array(processor(mx.array(seen), mx.array(LOGITS)))[0]
+        np.testing.assert_allclose(got[i], expected, rtol=1e-6)
+
+
+def test_fit_width_brings_a_padded_or_short_vocabulary_to_the_target_width() -> None:
+    warper = Warper(GenerationParams(temperature=1.0), 6)
+    wide = warper.fit_width(mx.zeros((2, 9)))
+    narrow = warper.fit_width(mx.zeros((2, 4)))
+    assert wide.shape == (2, 6) and narrow.shape == (2, 6)
+    assert np.isneginf(np.array(narrow)[:, 4:]).all()
+    assert np.exp(np.array(warper.logprobs(narrow)))[:, 4:].sum() == 0.0

@@ -1,0 +1,192 @@
+"""Speculative decoding emits what the target alone would: token for token when greedy, in distribution otherwise."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from engine.decoding.cached_model import CachedModel
+from engine.decoding.generation import generate, generate_stream
+from engine.models.loading import LoadedModel
+from engine.decoding.pair import ModelPair
+from engine.params import GenerationParams
+from engine.decoding.sampling import Warper
+from engine.decoding.speculative import round_origins
+from tests.helpers import chi_square, chi_square_critical, split_events
+
+PROMPTS = [
+    "What is speculative decoding?",
+    "def fibonacci(n):",
+    "The capital of France is",
+]
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40)
+
+
+def greedy_standard(pair: ModelPair, prompt: str) -> list[int]:
+    return generate(prompt, pair, GREEDY.replace(mode="standard")).tokens
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_greedy_speculative_is_token_identical_to_standard(tiny_pair: ModelPair, k: int) -> None:
+    for prompt in PROMPTS:
+        expected = greedy_standard(tiny_pair, prompt)
+        result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, adaptive=False))
+        assert result.tokens == expected, (k, prompt)
+        assert result.stats.drafted > 0
+
+
+@pytest.mark.parametrize("drafter", ["lookup", "model+lookup"])
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_every_drafter_and_policy_keeps_greedy_output_identical(tiny_pair: ModelPair, drafter: str, adaptive: bool) -> None:
+    prompt = "Repeat this: the cat sat on the mat, the cat sat on the mat, the cat sat on the"
+    expected = greedy_standard(tiny_pair, prompt)
+    result = generate(prompt, tiny_pair, GREEDY.replace(drafter=drafter, adaptive=adaptive, num_draft=5))
+    assert result.tokens == expected
+
+
+def test_draft_equal_to_target_accepts_every_greedy_draft(tiny_target: LoadedModel) -> None:
+    pair = ModelPair(tiny_target, tiny_target)
+    result = generate(PROMPTS[0], pair, GREEDY.replace(max_tokens=60, num_draft=4, adaptive=False))
+    assert result.stats.drafted > 40
+    assert result.stats.acceptance_rate == 1.0
+
+
+def test_draft_equal_to_target_accepts_every_sampled_draft(tiny_target: LoadedModel) -> None:
+    """Rejection sampling accepts d with probability min(1, p(d)/q(d)) = 1 when q = p; sample-and-match would
+    accept only with probability sum(p^2)."""
+    pair = ModelPair(tiny_target, tiny_target)
+    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=60, num_draft=4, adaptive=False, seed=11)
+    result = generate(PROMPTS[0], pair, params)
+    assert result.stats.drafted > 40
+    assert result.stats.acceptance_rate == 1.0
+
+
+def test_round_events_and_origins_agree(tiny_pair: ModelPair) -> None:
+    params = GenerationParams(temperature=0.8, max_tokens=50, num_draft=4, adaptive=False, seed=2)
+    tokens, rounds, result = split_events(generate_stream(tiny_pair, PROMPTS[0], params))
+    assert [t.origin for t in tokens] == result.origins
+    for r in rounds:
+        mine = [t.origin for t in tokens if t.round == r.round]
+        assert mine == round_origins(r.drafted, r.accepted)[: r.emitted]
+    assert sum(r.accepted for r in rounds) == result.origins.count("accepted") == result.stats.accepted
+    assert {"accepted", "corrected", "bonus"} <= set(result.origins)
+
+
+def test_round_origins() -> None:
+    assert round_origins(0, 0) == ["target"]
+    assert round_origins(3, 1) == ["accepted", "corrected"]
+    assert round_origins(3, 3) == ["accepted"] * 3 + ["bonus"]
+
+
+def _next_token_distribution(pair: ModelPair, context: list[int], params: GenerationParams) -> np.ndarray:
+    """The target's warped distribution after `context`, computed directly from one forward pass."""
+    cached = CachedModel(pair.target.model)
+    logits = cached.forward(mx.array(context, dtype=mx.uint32), ids=list(context))[-1:]
+    return np.exp(np.array(Warper(params, pair.vocab_width).logprobs(logits)[0], dtype=np.float64))
+
+
+@pytest.mark.statistical
+def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: ModelPair) -> None:
+    """The first two tokens of many speculative samples match the target's exact distributions.
+
+    The first token is tested against p(x1 | prompt); the second against its marginal sum_x1 p(x1) p(x2 | x1),
+    which covers drafts accepted after an accepted draft, corrections and bonus tokens.
+    """
+    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
+    prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
+    p1 = _next_token_distribution(tiny_pair, prompt_ids, params)
+    p2 = np.zeros_like(p1)
+    for x1 in np.nonzero(p1 > 1e-4)[0]:
+        p2 += p1[x1] * _next_token_distribution(tiny_pair, prompt_ids + [int(x1)], params)
+
+    n = 1500
+    mx.random.seed(2024)
+    firsts: Counter = Counter()
+    seconds: Counter = Counter()
+    for _ in range(n):
+        tokens = generate(prompt_ids, tiny_pair, params).tokens
+        firsts[tokens[0]] += 1
+        seconds[tokens[1]] += 1
+    for observed, expected in ((firsts, p1), (seconds, p2)):
+        stat, df = chi_square(observed, dict(enumerate(expected)), n)
+        assert stat < chi_square_critical(df), (stat, df)
+
+
+@pytest.fixture(scope="module")
+def smollm_drafts(smollm: LoadedModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, LoadedModel]:
+    """Drafts for SmolLM2-135M-Instruct: itself, its first 8 of 30 layers, and a random model."""
+    from engine.models.loading import load_model
+    from tests.real_models import random_model_like, truncated_copy
+
+    root = tmp_path_factory.mktemp("smollm-drafts")
+    return {
+        "itself": smollm,
+        "truncated": load_model(str(truncated_copy(smollm.path, root / "truncated", keep_layers=8))),
+        "random": load_model(str(random_model_like(smollm.path, root / "random"))),
+    }
+
+
+@pytest.mark.real_weights
+@pytest.mark.parametrize(
+    "draft_name, ks, prompts",
+    [
+        ("truncated", range(1, 9), ["Write a Python function that reverses a string."]),
+        ("itself", (2, 6), ["What is the capital of France?", "Write a Python function that reverses a string."]),
+        ("random", (3, 8), ["What is the capital of France?", "Write a Python function that reverses a string."]),
+    ],
+)
+def test_real_model_greedy_speculative_is_token_identical_to_standard(
+    smollm: LoadedModel, smollm_drafts: dict[str, LoadedModel], draft_name: str, ks, prompts: list[str]
+) -> None:
+    pair = ModelPair(smollm, smollm_drafts[draft_name])
+    params = GREEDY.replace(max_tokens=20)
+    for prompt in prompts:
+        expected = generate(prompt, pair, params.replace(mode="standard")).tokens
+        for k in ks:
+            result = generate(prompt, pair, params.replace(num_draft=k, adaptive=False))
+            assert result.tokens == expected, (draft_name, k, prompt)
+            if draft_name == "itself":
+                assert result.stats.acceptance_rate == 1.0
+
+
+def test_surviving_prefix_drops_the_low_confidence_tail() -> None:
+    from engine.decoding.draft_model import surviving_prefix
+
+    def keep(confidences: list[float], stop_below: float) -> int:
+        return int(surviving_prefix(mx.array(confidences), stop_below).item())
+
+    assert keep([0.9, 0.9, 0.5, 0.9], 0.5) == 2  # 0.81 then 0.405 < 0.5
+    assert keep([0.1, 0.9], 0.5) == 1  # the first token is always verified
+    assert keep([0.99, 0.99, 0.99], 0.5) == 3
+
+
+def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeypatch) -> None:
+    """Drafting queues its work and returns lazy arrays; the round's verdict is the only read."""
+    from engine.decoding.policy import FixedDraftLength
+    from engine.decoding.draft_model import DraftModelDrafter
+    from engine.decoding.sampling import Warper
+    from engine.decoding.speculative import SpeculativeDecoder
+
+    params = GenerationParams(temperature=0.7, seed=3)
+    warper = Warper(params, tiny_pair.vocab_width)
+    context = tiny_pair.prompt_ids("Hello")
+    tiny_pair.target_cache.catch_up(context)
+    tiny_pair.draft_cache.catch_up(context)  # the prompt's prefill is done before rounds start
+    reads = []
+    for name in ("item", "tolist"):
+        real = getattr(mx.array, name)
+        monkeypatch.setattr(mx.array, name, lambda self, real=real, name=name: reads.append(name) or real(self))
+    real_eval = mx.eval
+    monkeypatch.setattr(mx, "eval", lambda *a: reads.append("eval") or real_eval(*a))
+    decoder = SpeculativeDecoder(tiny_pair.target_cache, warper, FixedDraftLength(6), DraftModelDrafter(tiny_pair.draft_cache))
+    draft = decoder.model_drafter.draft(context, 6, warper, stop_below=0.3, timed=False)
+    assert reads == [] and draft.count == 6 and draft.probs.shape[0] == 6
+    decoder.model_drafter.resolve(draft.tokens.tolist())
+    decoder.start(context)
+    decoder._drafted_rounds = 99  # not a timed round
+    reads.clear()
+    result = decoder.round(context, 20)
+    assert reads == ["tolist"] and 1 <= len(result.tokens) <= 7

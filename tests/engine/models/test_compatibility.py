@@ -1,0 +1,121 @@
+"""A draft must map the same strings to the same ids as the target; other differences are warnings."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.models.compatibility import check_tokenizers
+from engine.errors import IncompatiblePairError
+from engine.models.loading import load_model
+from engine.decoding.pair import ModelPair
+
+
+class FakeTokenizer:
+    def __init__(self, vocab: dict[str, int], specials=(), eos="</s>", template="T") -> None:
+        self.vocab, self.all_special_tokens, self.eos_token, self.bos_token, self.chat_template = vocab, list(specials), eos, None, template
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    def get_added_vocab(self) -> dict[str, int]:
+        return {s: self.vocab[s] for s in self.all_special_tokens if s in self.vocab}
+
+
+BASE = {"a": 0, "b": 1, "c": 2, "</s>": 3}
+
+
+def test_identical_vocabularies_are_compatible_even_with_different_embedding_padding(tiny_target, tiny_draft) -> None:
+    check = check_tokenizers(tiny_target.tokenizer, tiny_draft.tokenizer)
+    assert check.compatible and not check.reasons and not check.warnings
+
+
+def test_same_size_but_renumbered_is_refused() -> None:
+    check = check_tokenizers(FakeTokenizer(BASE), FakeTokenizer({"a": 1, "b": 0, "c": 2, "</s>": 3}))
+    assert not check.compatible
+    assert "2 tokens have different ids (e.g. 'a' is 0 for the target, 1 for the draft)" in check.reasons[0]
+
+
+def test_missing_tokens_are_refused() -> None:
+    check = check_tokenizers(FakeTokenizer(BASE), FakeTokenizer({"a": 0, "b": 1, "</s>": 3, "z": 2}))
+    assert not check.compatible
+    assert any("1 target tokens are missing from the draft ('c')" in r for r in check.reasons)
+    assert any("1 draft tokens are missing from the target ('z')" in r for r in check.reasons)
+
+
+def test_special_token_and_template_differences_are_warnings() -> None:
+    target = FakeTokenizer({**BASE, "<|x|>": 4}, specials=["<|x|>", "</s>"])
+    draft = FakeTokenizer({**BASE, "<|y|>": 4}, specials=["<|y|>", "</s>"], eos="<|y|>", template="U")
+    check = check_tokenizers(target, draft)
+    assert check.compatible
+    assert any("special tokens differ" in w for w in check.warnings)
+    assert any("eos_token differs" in w for w in check.warnings)
+    assert any("chat templates differ" in w for w in check.warnings)
+
+
+def test_a_pair_with_a_foreign_tokenizer_is_refused_naming_both_models(tiny_target, other_tokenizer_model) -> None:
+    other = load_model(str(other_tokenizer_model))
+    with pytest.raises(IncompatiblePairError) as error:
+        ModelPair(tiny_target, other)
+    message = str(error.value)
+    assert str(other_tokenizer_model) in message and str(tiny_target.name) in message
+    assert "have different ids" in message or "missing from" in message
+
+
+@pytest.fixture(scope="module")
+def tiny_mamba(tiny_dirs, tmp_path_factory) -> Path:
+    """A tiny random Mamba (recurrent, its cache cannot rewind) with the tiny tokenizer."""
+    import json
+
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import mamba
+
+    out = tmp_path_factory.mktemp("mamba")
+    vocab = json.loads((tiny_dirs[0] / "config.json").read_text())["vocab_size"]
+    config = {"model_type": "mamba", "vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64, "state_size": 4,
+              "num_hidden_layers": 1, "conv_kernel": 4, "use_bias": False, "use_conv_bias": True, "time_step_rank": 4}
+    model = mamba.Model(mamba.ModelArgs.from_dict(config))
+    mx.save_safetensors(str(out / "model.safetensors"), dict(tree_flatten(model.parameters())))
+    (out / "config.json").write_text(json.dumps(config))
+    for f in tiny_dirs[0].iterdir():
+        if f.name.startswith(("tokenizer", "chat_template", "special")):
+            shutil.copy(f, out / f.name)
+    return out
+
+
+def test_recurrent_models_are_refused_for_speculation_and_work_standard(tiny_dirs, tiny_mamba) -> None:
+    from engine.models.compatibility import can_rewind, check_pair
+    from engine.errors import UnsupportedModelError
+    from engine.decoding.generation import generate
+    from engine.params import GenerationParams
+
+    assert can_rewind(tiny_dirs[0]) and not can_rewind(tiny_mamba)
+    check = check_pair(str(tiny_dirs[0]), str(tiny_mamba))
+    assert not check.compatible and "the draft has recurrent layers whose cache cannot rewind" in check.explain("t", "d")
+
+    pair = ModelPair(load_model(str(tiny_mamba)))
+    with pytest.raises(UnsupportedModelError, match="recurrent layers.*Use standard decoding with it"):
+        generate("Hi", pair, GenerationParams(drafter="lookup", max_tokens=4))
+    assert len(generate("Hi", pair, GenerationParams(mode="standard", max_tokens=4)).tokens) == 4
+
+
+@pytest.mark.real_weights
+def test_real_tokenizers_smollm2_against_itself_and_against_renumbered_ids(smollm_dir: Path, tmp_path: Path) -> None:
+    import json
+
+    from engine.models.compatibility import check_pair
+
+    assert check_pair(str(smollm_dir), str(smollm_dir)).compatible
+    renumbered = tmp_path / "renumbered"
+    shutil.copytree(smollm_dir, renumbered, ignore=shutil.ignore_patterns("*.safetensors"))
+    (renumbered / "model.safetensors").symlink_to(smollm_dir / "model.safetensors")
+    tokenizer = json.loads((renumbered / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    vocab["Ġthe"], vocab["Ġand"] = vocab["Ġand"], vocab["Ġthe"]
+    (renumbered / "tokenizer.json").write_text(json.dumps(tokenizer))
+    check = check_pair(str(smollm_dir), str(renumbered))
+    assert not check.compatible
+    assert f"2 tokens have different ids (e.g. 'Ġthe' is {vocab['Ġand']} for the target, {vocab['Ġthe']} for the draft)" in check.reasons[0]

@@ -1,0 +1,69 @@
+"""Finding and loading models: each way a name can be wrong gets a one-line error that says what to do."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import mlx.core as mx
+import pytest
+
+from engine.errors import ModelNotFoundError, NotAModelError, UnsupportedModelError
+from engine.models.loading import load_model, looks_like_path, resolve_model_path
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match=r"No model at .*nowhere: the path does not exist"):
+        resolve_model_path(str(tmp_path / "nowhere"))
+
+
+def test_folder_without_a_model(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(NotAModelError, match="has no config.json and no \\*.safetensors weights"):
+        resolve_model_path(str(tmp_path))
+
+
+def test_folder_with_config_but_no_weights(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(NotAModelError, match="has no \\*.safetensors weights"):
+        resolve_model_path(str(tmp_path))
+
+
+def test_a_file_that_is_not_gguf(tmp_path: Path) -> None:
+    f = tmp_path / "model.bin"
+    f.write_bytes(b"\0")
+    with pytest.raises(NotAModelError, match="is a file, not a model"):
+        resolve_model_path(str(f))
+
+
+def test_a_repo_id_that_is_not_downloaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotFoundError, match="is not downloaded. Download it first: `specchat-cli download"):
+        resolve_model_path("mlx-community/Nope-0.5B-4bit")
+
+
+def test_an_architecture_mlx_lm_cannot_run(tiny_dirs, tmp_path: Path) -> None:
+    model = shutil.copytree(tiny_dirs[0], tmp_path / "m")
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "model_type": "quantum_llm"}))
+    with pytest.raises(UnsupportedModelError, match="'quantum_llm' model, which this mlx-lm cannot run"):
+        load_model(str(model))
+
+
+def test_paths_and_repo_ids_are_told_apart() -> None:
+    assert looks_like_path("./model") and looks_like_path("~/m") and looks_like_path("/a/b") and looks_like_path("x.gguf")
+    assert not looks_like_path("mlx-community/Qwen2.5-0.5B-Instruct-4bit")
+
+
+def test_half_precision_weights_compute_in_float32_on_the_cpu(tiny_dirs, tmp_path: Path) -> None:
+    """MLX's CPU matmul uses BLAS only in float32, so bf16 weights are widened there."""
+    from mlx.utils import tree_flatten
+
+    model = shutil.copytree(tiny_dirs[0], tmp_path / "bf16")
+    weights = mx.load(str(model / "model.safetensors"))
+    mx.save_safetensors(str(model / "model.safetensors"), {k: v.astype(mx.bfloat16) for k, v in weights.items()})
+    loaded = load_model(str(model))
+    assert {v.dtype for _, v in tree_flatten(loaded.model.parameters())} == {mx.float32}
+    assert loaded.context_length == 1024

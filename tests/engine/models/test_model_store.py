@@ -1,0 +1,75 @@
+"""Models on disk: the HF cache (listed and deleted through huggingface_hub), LM Studio's folder, remembered models."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.models.downloads import download_model
+from engine.errors import ModelNotFoundError
+from engine.models.model_store import (
+    all_local_models,
+    cached_models,
+    delete_cached_model,
+    forget_model,
+    lm_studio_models,
+    remember_model,
+    remembered_models,
+)
+
+
+def test_cached_models_are_listed_with_sizes_and_deleted(fake_hub) -> None:
+    download_model("test/tiny-target")
+    download_model("test/tiny-draft")
+    listed = {m.name: m for m in cached_models()}
+    assert set(listed) == {"test/tiny-target", "test/tiny-draft"}
+    assert listed["test/tiny-target"].size_bytes > listed["test/tiny-draft"].size_bytes > 0
+    assert all(m.complete and m.source == "hf-cache" for m in listed.values())
+    freed = delete_cached_model("test/tiny-draft")
+    assert freed == listed["test/tiny-draft"].size_bytes
+    assert [m.name for m in cached_models()] == ["test/tiny-target"]
+    with pytest.raises(ModelNotFoundError, match="is not in the Hugging Face cache"):
+        delete_cached_model("test/tiny-draft")
+
+
+def test_an_interrupted_download_is_listed_as_incomplete_and_can_be_deleted(fake_hub) -> None:
+    from tests.engine.models.test_downloads import cancelled_download
+
+    cancelled_download(fake_hub)
+    [big] = [m for m in cached_models() if m.name == "test/big"]
+    assert not big.complete
+    delete_cached_model("test/big")
+    assert not any(m.name == "test/big" for m in cached_models())
+
+
+def test_lm_studio_folder_offers_mlx_folders_and_gguf_files(tmp_path: Path, tiny_dirs) -> None:
+    root = tmp_path / "lmstudio"
+    shutil.copytree(tiny_dirs[0], root / "mlx-community" / "tiny-4bit")
+    (root / "bartowski" / "Some-GGUF").mkdir(parents=True)
+    (root / "bartowski" / "Some-GGUF" / "some-Q4_K_M.gguf").write_bytes(b"GGUF")
+    (root / "junk" / "empty").mkdir(parents=True)
+    found = {Path(m.name).name: m for m in lm_studio_models((root, tmp_path / "missing"))}
+    assert set(found) == {"tiny-4bit", "some-Q4_K_M.gguf"}
+    assert all(m.source == "lm-studio" for m in found.values())
+
+
+def test_opened_models_are_remembered_across_sessions(isolated_home, tiny_dirs, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    shutil.copytree(tiny_dirs[1], gone)
+    remember_model(tiny_dirs[1])
+    remember_model(gone)
+    remember_model(tiny_dirs[0])
+    assert [m.path for m in remembered_models()] == [tiny_dirs[0], gone, tiny_dirs[1]]
+    shutil.rmtree(gone)
+    forget_model(tiny_dirs[1])
+    assert [m.path for m in remembered_models()] == [tiny_dirs[0]]
+    assert (isolated_home / "app-data" / "models.json").exists()
+
+
+def test_all_local_models_lists_each_model_once(fake_hub, tiny_dirs) -> None:
+    download_model("test/tiny-target")
+    remember_model(tiny_dirs[1])
+    names = [m.name for m in all_local_models()]
+    assert names.count("test/tiny-target") == 1 and str(tiny_dirs[1].resolve()) in names

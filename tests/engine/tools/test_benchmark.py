@@ -1,0 +1,57 @@
+"""The benchmark: alternating modes in one process, paired ratios, and mlx-lm as a reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.tools.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
+from engine.decoding.pair import ModelPair
+from engine.params import GenerationParams
+
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=12, num_draft=3)
+
+
+def test_modes_run_alternating_with_standard_first(tiny_pair: ModelPair) -> None:
+    order = []
+    prompts = [tiny_pair.prompt_ids("Hello"), tiny_pair.prompt_ids("def f(x):")]
+    runs = run_benchmark(tiny_pair, prompts, ["standard", "speculative", "prompt-lookup"], GREEDY, 2, on_run=order.append)
+    assert [(r.iteration, r.prompt_index, r.mode) for r in order] == [
+        (i, p, m) for i in range(2) for p in range(2) for m in ("standard", "speculative", "prompt-lookup")
+    ]
+    assert all(r.identical_to_standard for r in runs)
+
+
+def test_mlx_lm_references_produce_the_same_greedy_tokens(tiny_pair: ModelPair) -> None:
+    runs = run_benchmark(tiny_pair, [tiny_pair.prompt_ids("Hello")], ["standard", "mlx-lm-standard", "mlx-lm-speculative"], GREEDY)
+    assert all(r.identical_to_standard for r in runs)
+    assert {r.tokens for r in runs} == {12}
+    spec = next(r for r in runs if r.mode == "mlx-lm-speculative")
+    assert spec.tokens_per_pass > 1.0 and spec.acceptance_rate is not None
+
+
+def test_summary_uses_paired_ratios() -> None:
+    runs = [Run("standard", 0, 0, 10, 10.0, None, 1.0, True), Run("standard", 1, 0, 10, 20.0, None, 1.0, True),
+            Run("speculative", 0, 0, 10, 15.0, 0.5, 2.0, True), Run("speculative", 1, 0, 10, 20.0, 0.7, 2.5, False),
+            Run("mlx-lm-speculative", 0, 0, 10, 10.0, 0.3, 1.5, True), Run("mlx-lm-speculative", 1, 0, 10, 10.0, 0.3, 1.5, True)]
+    s = summarize(runs)
+    assert s["speculative"]["speedup_vs_standard"] == pytest.approx((1.5 + 1.0) / 2)
+    assert s["speculative"]["ratio_vs_mlx_lm"] == pytest.approx((1.5 + 2.0) / 2)
+    assert s["speculative"]["acceptance_rate"] == pytest.approx(0.6)
+    assert s["speculative"]["identical_to_standard"] is False
+    assert s["standard"]["ratio_vs_mlx_lm"] is None
+    assert "speculative" in format_table(s) and "NO" in format_table(s)
+
+
+def test_check_modes() -> None:
+    assert check_modes(["speculative", "standard", "speculative"], has_draft=True) == ["standard", "speculative"]
+    with pytest.raises(ValueError, match="Unknown benchmark mode"):
+        check_modes(["fast"], has_draft=True)
+    with pytest.raises(ValueError, match="needs a draft model"):
+        check_modes(["adaptive"], has_draft=False)
+    assert check_modes(["prompt-lookup"], has_draft=False) == ["standard", "prompt-lookup"]
+
+
+def test_a_follow_up_turn_finds_the_first_turn_in_the_prompt_cache(tiny_pair: ModelPair) -> None:
+    timing = measure_follow_up(tiny_pair, "Summarise: " + "the cat sat on the mat. " * 20, "Shorter?", GREEDY)
+    first_turn_tokens = len(tiny_pair.prompt_ids("Summarise: " + "the cat sat on the mat. " * 20))
+    assert first_turn_tokens <= timing.second_turn_cached_tokens < timing.second_turn_prompt_tokens

@@ -1,0 +1,133 @@
+"""specchat-cli: the JSON contracts and a clear one-line error with a non-zero exit for each bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.tools.cli import main
+
+STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
+              "ttft_s", "total_s", "peak_memory_gb"}
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def tiny_args(tiny_dirs, *extra: str) -> list[str]:
+    return ["generate", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1]), *extra]
+
+
+def test_generate_json_contract(tiny_dirs) -> None:
+    code, out = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--chat", "--max-tokens", "12", "--json", "--no-adaptive"))
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) >= {"text", "tokens", "origins", "stats"}
+    assert len(data["tokens"]) == len(data["origins"]) == 12
+    # A round with one token of budget left drafts nothing: only the last token may come from the target alone.
+    assert set(data["origins"][:-1]) <= {"accepted", "corrected", "bonus"}
+    assert data["origins"][-1] in {"accepted", "corrected", "bonus", "target"}
+    assert STATS_KEYS <= set(data["stats"])
+
+
+def test_generate_streams_text_and_stats(tiny_dirs) -> None:
+    code, out = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--max-tokens", "8", "--stats", "--mode", "standard"))
+    assert code == 0
+    assert out.splitlines()[-1].endswith("8 tokens, first after " + out.splitlines()[-1].split("first after ")[-1])
+    assert "standard decoding" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--target", "/no/such/model", "--prompt", "hi"], "No model at /no/such/model: the path does not exist"),
+        (["--target", "{tmp}", "--prompt", "hi"], "is not a model folder"),
+        (["--target", "{target}", "--draft", "{other}", "--prompt", "hi"], "cannot draft for"),
+        (["--target", "{target}", "--num-draft", "0", "--prompt", "hi"], "Draft length (num_draft) must be at least 1"),
+        (["--target", "{target}", "--temp", "-1", "--prompt", "hi"], "Temperature must be 0 (greedy) or more"),
+        (["--target", "{target}", "--prompt", " "], "The prompt is empty"),
+        (["--target", "{target}", "--prompt", "{long}"], "reads at most 1024. Shorten it"),
+    ],
+)
+def test_bad_input_gives_one_line_and_a_non_zero_exit(argv, message, tiny_dirs, other_tokenizer_model, tmp_path, capsys) -> None:
+    values = {"tmp": str(tmp_path), "target": str(tiny_dirs[0]), "other": str(other_tokenizer_model), "long": "word " * 1100}
+    code, _ = run(["generate", *[a.format(**values) for a in argv]])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_benchmark_json_contract(tiny_dirs) -> None:
+    code, out = run(["benchmark", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1]), "--modes", "speculative",
+                     "--prompt", "Hello", "--prompt", "def f(x):", "--max-tokens", "16", "--iterations", "2", "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert {r["mode"] for r in data["runs"]} == {"standard", "speculative"}  # standard always runs as the baseline
+    assert len(data["runs"]) == 2 * 2 * 2
+    assert set(data["runs"][0]) >= {"mode", "prompt_index", "iteration", "tokens", "generation_tps", "acceptance_rate",
+                                    "tokens_per_pass", "identical_to_standard"}
+    assert all(r["identical_to_standard"] for r in data["runs"])
+    for summary in data["summary"].values():
+        assert set(summary) >= {"median_tps", "speedup_vs_standard", "acceptance_rate", "tokens_per_pass"}
+    assert data["summary"]["standard"]["speedup_vs_standard"] == 1.0
+
+
+def test_benchmark_refuses_unknown_modes_and_modes_needing_a_draft(tiny_dirs, capsys) -> None:
+    assert run(["benchmark", "--target", str(tiny_dirs[0]), "--modes", "warp"])[0] == 1
+    assert "Unknown benchmark mode 'warp'" in capsys.readouterr().err
+    assert run(["benchmark", "--target", str(tiny_dirs[0]), "--modes", "speculative"])[0] == 1
+    assert "needs a draft model" in capsys.readouterr().err
+
+
+def test_list_models_shows_the_catalog(isolated_home) -> None:
+    code, out = run(["list-models"])
+    assert code == 0
+    assert "Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit" in out and out.startswith("*")
+
+
+def test_import_gguf_of_a_missing_file(tmp_path: Path, capsys) -> None:
+    assert run(["import-gguf", str(tmp_path / "x.gguf"), str(tmp_path / "out")])[0] == 1
+    assert "No GGUF file at" in capsys.readouterr().err
+
+
+def test_python_dash_m_engine_runs_the_cli(tiny_dirs) -> None:
+    done = subprocess.run([sys.executable, "-m", "engine", "generate", "--target", str(tiny_dirs[0]), "--prompt", "x",
+                           "--max-tokens", "3", "--json", "--mode", "standard"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["tokens"]) == 3
+
+
+def test_download_models_delete_round_trip(fake_hub, capsys) -> None:
+    code, out = run(["download", "test/tiny-target"])
+    assert code == 0 and "test/tiny-target is in " in out
+    assert "100.0%" in capsys.readouterr().err  # the terminal progress bar finished
+    code, out = run(["models"])
+    assert "test/tiny-target" in out and " GB  " in out
+    code, out = run(["delete", "test/tiny-target"])
+    assert code == 0 and out.startswith("Deleted test/tiny-target, freeing ")
+    assert "test/tiny-target" not in run(["models"])[1]
+
+
+def test_download_errors_are_one_line(fake_hub, capsys) -> None:
+    assert run(["download", "test/gated"])[0] == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: test/gated is gated") and err.count("\n") == 1
+
+
+def test_check_pair_prints_the_verdict_and_reasons(tiny_dirs, other_tokenizer_model) -> None:
+    code, out = run(["check-pair", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1])])
+    assert code == 0 and out.startswith("compatible: ")
+    code, out = run(["check-pair", "--target", str(tiny_dirs[0]), "--draft", str(other_tokenizer_model)])
+    assert code == 1 and out.startswith("incompatible: ") and "target tokens are missing from the draft" in out
+
+
+def test_list_models_shows_download_state_and_fit(isolated_home) -> None:
+    code, out = run(["list-models"])
+    assert code == 0 and "GB to download" in out and "needs" in out and "this machine gives models about" in out
