@@ -142,9 +142,8 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def generate(self, request: GenerationRequest) -> None:
-        import mlx.core as mx
-
         from engine.decoding.generation import generate_stream
+        from engine.models.memory import peak_memory_gb
 
         if self.pair is None:
             self.errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
@@ -168,7 +167,7 @@ class EngineWorker(QObject):
                 batch.append(event)
                 now = time.monotonic()
                 if now - last_emit >= BATCH_INTERVAL_S:
-                    batch.append(MemoryReading(mx.get_peak_memory() / 1e9))
+                    batch.append(MemoryReading(peak_memory_gb()))
                     self.yielded.emit(request.request_id, batch)
                     batch, last_emit = [], now
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt

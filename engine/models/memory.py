@@ -30,6 +30,13 @@ def usable_memory_gb() -> float:
     return CPU_SHARE * physical_memory_gb()
 
 
+def peak_memory_gb() -> float:
+    """The most memory MLX has held since the current generation began (the stats panel's "Peak memory")."""
+    import mlx.core as mx
+
+    return mx.get_peak_memory() / 1e9
+
+
 def folder_size_gb(path: Path) -> float:
     """On-disk size of a model's weights (a folder's *.safetensors, or a file)."""
     if path.is_file():
