@@ -17,6 +17,16 @@ DrafterKind = Literal["model", "lookup", "model+lookup"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup")
+# The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
+# settings dialog's spin boxes take their limits from here.
+RANGES: dict[str, tuple[int, int | None]] = {
+    "num_draft": (1, 64),
+    "max_draft": (1, 64),
+    "top_k": (0, None),
+    "max_tokens": (1, None),
+    "repetition_context_size": (1, None),
+    "prefill_step_size": (1, None),
+}
 
 
 @dataclass(frozen=True)
@@ -92,31 +102,34 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"mode must be one of {', '.join(MODES)}, not {p.mode!r}.")
     if p.drafter not in DRAFTERS:
         problems.append(f"drafter must be one of {', '.join(DRAFTERS)}, not {p.drafter!r}.")
-    if not isinstance(p.num_draft, int) or p.num_draft < 1:
-        problems.append(f"Draft length (num_draft) must be at least 1, not {p.num_draft!r}.")
-    elif p.num_draft > 64:
-        problems.append(f"Draft length (num_draft) must be at most 64, not {p.num_draft}.")
-    if not isinstance(p.max_draft, int) or not 1 <= p.max_draft <= 64:
-        problems.append(f"max_draft must be between 1 and 64, not {p.max_draft!r}.")
+    problems += [problem for name in RANGES if (problem := _out_of_range(name, getattr(p, name)))]
     if p.temperature < 0:
         problems.append(f"Temperature must be 0 (greedy) or more, not {p.temperature}.")
     if not 0 < p.top_p <= 1:
         problems.append(f"top_p must be in (0, 1] (1 switches it off), not {p.top_p}.")
-    if not isinstance(p.top_k, int) or p.top_k < 0:
-        problems.append(f"top_k must be a whole number, 0 or more (0 switches it off), not {p.top_k!r}.")
     if not 0 <= p.min_p <= 1:
         problems.append(f"min_p must be in [0, 1] (0 switches it off), not {p.min_p}.")
     if p.repetition_penalty <= 0:
         problems.append(f"repetition_penalty must be above 0 (1 switches it off), not {p.repetition_penalty}.")
-    if p.repetition_context_size < 1:
-        problems.append(f"repetition_context_size must be at least 1, not {p.repetition_context_size}.")
-    if not isinstance(p.max_tokens, int) or p.max_tokens < 1:
-        problems.append(f"max_tokens must be at least 1, not {p.max_tokens!r}.")
-    if p.prefill_step_size < 1:
-        problems.append(f"prefill_step_size must be at least 1, not {p.prefill_step_size}.")
     if any(not s for s in p.stop):
         problems.append("Stop strings must not be empty.")
     return problems
+
+
+_LABELS = {"num_draft": "Draft length (num_draft)", "top_k": "top_k (0 switches it off)"}
+
+
+def _out_of_range(name: str, value: object) -> str | None:
+    """A sentence if a whole-number setting is not a whole number within its range."""
+    low, high = RANGES[name]
+    label = _LABELS.get(name, name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"{label} must be a whole number, not {value!r}."
+    if value < low:
+        return f"{label} must be at least {low}, not {value}."
+    if high is not None and value > high:
+        return f"{label} must be at most {high}, not {value}."
+    return None
 
 
 PRESETS: dict[str, GenerationParams] = {

@@ -40,10 +40,12 @@ class CachedModel:
         cache: its mlx-lm prompt cache (one entry per layer).
         tokens: the ids in the cache, in order.
         trimmable: whether the cache can drop its last entries (False for recurrent/SSM layers).
+        prefill_step_size: prompt tokens per forward pass when catching up on a long stretch of context.
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, prefill_step_size: int = 512) -> None:
         self.model = model
+        self.prefill_step_size = prefill_step_size
         self.cache = make_prompt_cache(model)
         self.tokens: list[int] = []
         self.trimmable = can_trim_prompt_cache(self.cache)
@@ -66,25 +68,23 @@ class CachedModel:
         else:
             self.reset()
 
-    def catch_up(self, context: list[int], max_tail: int = 1, step_size: int = 512) -> list[int]:
+    def catch_up(self, context: list[int], max_tail: int = 1) -> list[int]:
         """Make the cache hold all of `context` but a short tail, and return that tail (1 to `max_tail` ids).
 
         The caller feeds the tail to its next forward pass, whose last logits then follow the whole context.
         """
-        steps = self.catch_up_steps(context, max_tail, step_size)
+        steps = self.catch_up_steps(context, max_tail)
         while True:
             try:
                 next(steps)
             except StopIteration as done:
                 return done.value
 
-    def catch_up_steps(
-        self, context: list[int], max_tail: int = 1, step_size: int = 512
-    ) -> Generator[tuple[int, int], None, list[int]]:
+    def catch_up_steps(self, context: list[int], max_tail: int = 1) -> Generator[tuple[int, int], None, list[int]]:
         """`catch_up` one prefill chunk at a time, yielding (tokens cached, len(context)) after each chunk.
 
         What the cache already shares with `context` is kept; what differs is trimmed; what is missing beyond
-        the tail is prefilled in chunks of `step_size`, evaluating each chunk so memory stays flat. Returns the
+        the tail is prefilled in chunks of `prefill_step_size`, evaluating each chunk so memory stays flat. Returns the
         tail.
         """
         assert not self._pending, "resolve() the pending tokens before catching up"
@@ -93,7 +93,7 @@ class CachedModel:
         position = len(self.tokens)
         end = len(context) - min(len(context) - position, max(max_tail, 1))
         while position < end:
-            chunk = context[position : min(position + step_size, end)]
+            chunk = context[position : min(position + self.prefill_step_size, end)]
             self.model(mx.array(chunk, dtype=mx.uint32)[None], cache=self.cache)
             mx.eval([c.state for c in self.cache])
             self.tokens.extend(chunk)

@@ -8,54 +8,25 @@ on the device, how many leading tokens to verify: while the product of its confi
 probabilities), its estimate that every token so far survives, stays above what one more verify slot costs.
 The tail after that is verified as if never drafted. (Stopping the draft model itself early would need a
 host read per step; the policy's K bounds the steps spent on a dropped tail.)
+
+The policy needs the draft's cost apart from the verify's, so some rounds are timed (the first TIMED_FIRST,
+then one in TIMED_EVERY): they wait for the draft before the verify pass is queued.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import mlx.core as mx
 
 from .cached_model import CachedModel
+from .draft import NO_DRAFT, Draft
+from .policy import DraftPolicy
 from .sampling import Warper
 
 # The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks.
 CATCH_UP_TAIL = 8
-
-
-@dataclass
-class Draft:
-    """A proposal for one round.
-
-    Attributes:
-        tokens: (K,) the proposed ids, lazy for a draft model.
-        count: K, known on the host.
-        probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
-            point-mass proposals (prompt lookup).
-        keep: (lazy) how many leading tokens to verify; None for all of them.
-        source: "model", "lookup", "lookup+copying" or "none".
-        draft_s: host seconds spent proposing (device time too when `timed`).
-        catch_up_s: seconds of that spent prefilling context the draft model had missed.
-        timed: whether the host waited for the draft, so that draft_s is its cost.
-    """
-
-    tokens: mx.array
-    count: int
-    probs: mx.array | None
-    source: str
-    keep: mx.array | None = None
-    draft_s: float = 0.0
-    catch_up_s: float = 0.0
-    timed: bool = False
-
-
-NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none")
-
-
-def point_draft(ids: list[int], source: str, draft_s: float) -> Draft:
-    """A draft proposed on the host without distributions (prompt lookup)."""
-    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True)
+TIMED_FIRST, TIMED_EVERY = 3, 8
 
 
 def surviving_prefix(confidences: mx.array, stop_below: float) -> mx.array:
@@ -70,36 +41,51 @@ class DraftModelDrafter:
 
     Args:
         cached: the draft model and its cache.
-        prefill_step_size: chunk size when the draft must catch up on a long stretch of context.
+        warper: the sampling warp shared with the target.
+        policy: chooses how many tokens to draft.
     """
 
     source = "model"
 
-    def __init__(self, cached: CachedModel, prefill_step_size: int = 512) -> None:
+    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy) -> None:
         self.cached = cached
-        self.prefill_step_size = prefill_step_size
+        self.warper = warper
+        self.policy = policy
+        self._drafted_rounds = 0
+        self._last_k = 0
 
-    def draft(
-        self,
-        context: list[int],
-        k: int,
-        warper: Warper,
-        stop_below: float | None = None,
-        timed: bool = False,
-    ) -> Draft:
+    def start(self, context: list[int]) -> None:
+        """The draft model was prefilled with the target, or catches up in its first draft."""
+        self._drafted_rounds = 0
+        self._last_k = 0
+
+    @property
+    def idle(self) -> bool:
+        """The policy gave it nothing to draft last time (one more observation rarely changes that)."""
+        return self._last_k == 0
+
+    def propose(self, context: list[int], limit: int) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, limit)
+        if not k:
+            return NO_DRAFT
+        timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
+        self._drafted_rounds += 1
+        return self.draft(context, k, self.policy.stop_threshold(self.source), timed)
+
+    def draft(self, context: list[int], k: int, stop_below: float | None = None, timed: bool = False) -> Draft:
         """Draft `k` tokens after `context`, without waiting for the device (unless `timed`).
 
         Args:
             context: the tokens so far (prompt and output).
             k: how many tokens to draft.
-            warper: the sampling warp shared with the target.
             stop_below: verify only the leading tokens whose confidence product stays at or above this
                 (None: all of them).
             timed: wait for the draft to finish, so that its cost can be measured.
         """
         start = time.perf_counter()
-        tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL, step_size=self.prefill_step_size)
+        tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL)
         catch_up_s = time.perf_counter() - start
+        warper = self.warper
         history = mx.array(context, dtype=mx.uint32) if warper.uses_history else None
 
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
@@ -133,6 +119,7 @@ class DraftModelDrafter:
         draft.draft_s = time.perf_counter() - start
         return draft
 
-    def resolve(self, ids: list[int]) -> None:
-        """Record the ids of the draft tokens fed back into the draft model (all but the last)."""
-        self.cached.resolve(ids[: max(len(ids) - 1, 0)])
+    def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
+        """Record the ids of the draft tokens that were fed back into the draft model (all but the last)."""
+        if draft.source == self.source:
+            self.cached.resolve(ids[: max(len(ids) - 1, 0)])

@@ -2,25 +2,29 @@
 
 This is the loop around the rounds: it validates the request, prefills the prompt (reporting progress), runs
 rounds of the chosen decoder, turns tokens into text, ends on EOS, stop strings, the token budget, the
-context limit or cancellation (checked between rounds), and totals the statistics.
+context limit or cancellation (checked between rounds), and totals the statistics. What a generation has
+produced so far lives in one `_Answer`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 import mlx.core as mx
 
-from .policy import AdaptiveDraftLength, FixedDraftLength
-from .cached_model import CachedModel, common_prefix_length
-from .chat import Message
-from .draft_model import DraftModelDrafter
 from ..errors import InvalidParameterError, PromptError
 from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, PrefillEvent, RoundEvent, TokenEvent
-from .pair import ModelPair
 from ..params import GenerationParams
+from .cached_model import CachedModel, common_prefix_length
+from .chat import Message
+from .draft import Drafter
+from .draft_model import DraftModelDrafter
+from .pair import ModelPair
+from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
+from .rounds import Decoder, Round
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
 from .standard import StandardDecoder
@@ -55,21 +59,119 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[
     return caches
 
 
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> SpeculativeDecoder | StandardDecoder:
+def _policy(params: GenerationParams) -> DraftPolicy:
+    if params.adaptive:
+        return AdaptiveDraftLength(max(params.max_draft, params.num_draft), first_draft=params.num_draft)
+    return FixedDraftLength(params.num_draft)
+
+
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decoder:
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
     if params.mode == "standard":
-        return StandardDecoder(pair.target_cache, warper, params.prefill_step_size)
-    policy = (
-        AdaptiveDraftLength(max(params.max_draft, params.num_draft), first_draft=params.num_draft)
-        if params.adaptive
-        else FixedDraftLength(params.num_draft)
-    )
-    model_drafter = (
-        DraftModelDrafter(pair.draft_cache, params.prefill_step_size)
-        if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None
-        else None
-    )
-    lookup_drafter = PromptLookupDrafter() if params.drafter in ("lookup", "model+lookup") else None
-    return SpeculativeDecoder(pair.target_cache, warper, policy, model_drafter, lookup_drafter, params.prefill_step_size)
+        return StandardDecoder(pair.target_cache, warper)
+    policy = _policy(params)
+    drafters: list[Drafter] = []
+    if params.drafter in ("lookup", "model+lookup"):
+        drafters.append(PromptLookupDrafter(policy))
+    if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
+        drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters)
+
+
+@dataclass
+class _Answer:
+    """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended."""
+
+    context: list[int]
+    params: GenerationParams
+    context_limit: int
+    tokenizer: Any  # mlx-lm's TokenizerWrapper
+    stats: GenerationStats
+    start: float
+    tokens: list[int] = field(default_factory=list)
+    origins: list[Origin] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)
+    finish: FinishReason = "length"
+
+    def __post_init__(self) -> None:
+        self.eos = self.tokenizer.eos_token_ids
+        self.detokenizer = self.tokenizer.detokenizer
+        self.stops = StopStrings(self.params.stop)
+
+    def budget(self) -> int:
+        """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
+        budget = min(self.params.max_tokens - self.stats.generated_tokens, self.context_limit - len(self.context))
+        if budget <= 0:
+            self.finish = "length" if self.stats.generated_tokens >= self.params.max_tokens else "context"
+        return budget
+
+    def take(self, r: Round) -> Iterator[Event]:
+        """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
+        kept = 0
+        for token, origin in zip(r.tokens, r.origins):
+            if token in self.eos:
+                self.finish = "stop"
+                break
+            self.context.append(token)
+            kept += 1
+            self.stats.generated_tokens += 1
+            self.detokenizer.add_token(token)
+            yield from self._emit(self.stops.push(TokenEvent(token, self.detokenizer.last_segment, origin, self.stats.rounds)))
+            if self.stops.stopped:
+                self.finish = "stop"
+                break
+        self.stats.drafted += r.drafted
+        self.stats.accepted += r.accepted
+        yield RoundEvent(self.stats.rounds, r.drafted, r.accepted, kept, r.drafter, r.draft_s, r.verify_s)
+        self.stats.rounds += 1
+
+    def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
+        for event in events:
+            if not self.tokens:
+                self.stats.ttft_s = time.perf_counter() - self.start
+            self.tokens.append(event.token)
+            self.origins.append(event.origin)
+            self.pieces.append(event.text)
+            yield event
+
+    def flush(self) -> Iterator[TokenEvent]:
+        """At the end: release text held back for a stop string that never completed, and the detokenizer's rest."""
+        if not self.stops.stopped:
+            yield from self._emit(self.stops.flush())
+            self.detokenizer.finalize()
+            self.pieces.append(self.detokenizer.last_segment)
+
+    def result(self) -> GenerationResult:
+        self.stats.total_s = time.perf_counter() - self.start
+        self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
+        self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
+        return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats)
+
+
+def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:
+    """Run rounds until something ends the generation."""
+    decoder.start(answer.context)
+    while answer.finish != "stop":
+        if cancelled():
+            answer.finish = "cancelled"
+            break
+        budget = answer.budget()
+        if budget <= 0:
+            break
+        yield from answer.take(decoder.round(answer.context, budget))
+    yield from answer.flush()
+
+
+def _prefill(
+    pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel
+) -> Generator[PrefillEvent, None, bool]:
+    """Prefill the prompt into the models that will read it, chunk by chunk; returns whether it finished."""
+    for name, cache in _caches_to_prefill(pair, params):
+        for processed, total in cache.catch_up_steps(prompt_ids):
+            yield PrefillEvent(processed, total, name)
+            if cancelled():
+                return False
+    return True
 
 
 def generate_stream(
@@ -103,45 +205,25 @@ def generate_stream(
     _check_request(pair, prompt_ids, params)
     if params.seed is not None:
         mx.random.seed(params.seed)
+    pair.set_prefill_step_size(params.prefill_step_size)
 
-    tokenizer = pair.tokenizer
     warper = Warper(params, pair.vocab_width)
-    decoder = _decoder(pair, params, warper)
-    stats = GenerationStats(prompt_tokens=len(prompt_ids))
-    tokens: list[int] = []
-    origins: list[Origin] = []
-    pieces: list[str] = []
-    finish: FinishReason = "length"
     mx.reset_peak_memory()
-    start = time.perf_counter()
-
+    stats = GenerationStats(prompt_tokens=len(prompt_ids))
+    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
+    answer = _Answer(list(prompt_ids), params, pair.context_length, pair.tokenizer, stats, time.perf_counter())
     try:
-        target = pair.target_cache
-        stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(target.tokens, prompt_ids))
-        for name, cache in _caches_to_prefill(pair, params):
-            for processed, total in cache.catch_up_steps(prompt_ids, step_size=params.prefill_step_size):
-                yield PrefillEvent(processed, total, name)
-                if cancelled():
-                    finish = "cancelled"
-                    break
-            if finish == "cancelled":
-                break
-        stats.prompt_s = time.perf_counter() - start
-        if finish != "cancelled":
-            finish = yield from _rounds(
-                decoder, prompt_ids, params, pair, tokenizer, cancelled, stats, tokens, origins, pieces, start
-            )
+        prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
+        stats.prompt_s = time.perf_counter() - answer.start
+        if prefilled:
+            yield from _rounds(_decoder(pair, params, warper), answer, cancelled)
+        else:
+            answer.finish = "cancelled"
     finally:
-        for cache in (pair.target_cache, pair.draft_cache):
-            if cache is not None:
-                cache.discard_pending()
-
-    stats.total_s = time.perf_counter() - start
-    stats.generation_s = stats.total_s - stats.prompt_s
-    stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-    text = "".join(pieces)
-    pair.remember_answer(text, tokens)
-    yield GenerationResult(text, tokens, origins, params.mode, finish, stats)
+        pair.discard_pending()
+    result = answer.result()
+    pair.remember_answer(result.text, result.tokens)
+    yield result
 
 
 def generate(
@@ -170,70 +252,3 @@ def generate(
         result = event
     assert isinstance(result, GenerationResult)
     return result
-
-
-def _rounds(
-    decoder: SpeculativeDecoder | StandardDecoder,
-    prompt_ids: list[int],
-    params: GenerationParams,
-    pair: ModelPair,
-    tokenizer,  # noqa: ANN001 - mlx-lm's TokenizerWrapper
-    cancelled: Cancel,
-    stats: GenerationStats,
-    tokens: list[int],
-    origins: list[Origin],
-    pieces: list[str],
-    start: float,
-) -> Iterator[Event]:
-    """Run rounds until something ends the generation; fill `tokens`, `origins`, `pieces`; return why it ended."""
-    context = list(prompt_ids)
-    context_limit = pair.context_length
-    eos = tokenizer.eos_token_ids
-    detokenizer = tokenizer.detokenizer
-    stops = StopStrings(params.stop)
-    decoder.start(context)
-    finish: FinishReason = "length"
-
-    def emit(events: list[TokenEvent]) -> Iterator[TokenEvent]:
-        for event in events:
-            if not tokens:
-                stats.ttft_s = time.perf_counter() - start
-            tokens.append(event.token)
-            origins.append(event.origin)
-            pieces.append(event.text)
-            yield event
-
-    while True:
-        if cancelled():
-            finish = "cancelled"
-            break
-        budget = min(params.max_tokens - stats.generated_tokens, context_limit - len(context))
-        if budget <= 0:
-            finish = "length" if stats.generated_tokens >= params.max_tokens else "context"
-            break
-        r = decoder.round(context, budget)
-        kept = 0
-        for token, origin in zip(r.tokens, r.origins):
-            if token in eos:
-                finish = "stop"
-                break
-            context.append(token)
-            kept += 1
-            stats.generated_tokens += 1
-            detokenizer.add_token(token)
-            yield from emit(stops.push(TokenEvent(token, detokenizer.last_segment, origin, stats.rounds)))
-            if stops.stopped:
-                finish = "stop"
-                break
-        stats.drafted += r.drafted
-        stats.accepted += r.accepted
-        yield RoundEvent(stats.rounds, r.drafted, r.accepted, kept, r.drafter, r.draft_s, r.verify_s)
-        stats.rounds += 1
-        if finish == "stop":
-            break
-
-    if not stops.stopped:
-        yield from emit(stops.flush())
-        detokenizer.finalize()
-        pieces.append(detokenizer.last_segment)
-    return finish

@@ -82,6 +82,25 @@ class ModelPair:
             self._vocab_width = int(logits.shape[-1])
         return self._vocab_width
 
+    def caches(self) -> list[CachedModel]:
+        """The prompt caches of the models loaded (the target's first)."""
+        return [c for c in (self.target_cache, self.draft_cache) if c is not None]
+
+    def set_prefill_step_size(self, tokens: int) -> None:
+        """Prompt tokens per forward pass from now on, for both models."""
+        for cache in self.caches():
+            cache.prefill_step_size = tokens
+
+    def discard_pending(self) -> None:
+        """After an interrupted generation: caches fed tokens whose ids were never read start over."""
+        for cache in self.caches():
+            cache.discard_pending()
+
+    def reset_caches(self) -> None:
+        """Forget every cached prompt, as a freshly loaded pair would have none."""
+        for cache in self.caches():
+            cache.reset()
+
     def require_rewindable(self) -> None:
         """Refuse speculation for models whose caches cannot drop rejected positions (recurrent/SSM layers)."""
         for model, cache in ((self.target, self.target_cache), (self.draft, self.draft_cache)):

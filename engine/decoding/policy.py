@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Protocol
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5
@@ -84,6 +85,25 @@ class RoundCosts:
     accepted: int
     draft_token_s: float | None
     verify_s: float | None
+
+
+class DraftPolicy(Protocol):
+    """Chooses how many tokens each round drafts, and learns from what rounds cost.
+
+    Attributes:
+        max_draft: the most any round may draft.
+    """
+
+    max_draft: int
+
+    def choose(self, source: str, available: int) -> int:
+        """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step."""
+
+    def stop_threshold(self, source: str) -> float | None:
+        """A draft model's confidence below which the rest of its draft is not worth verifying (None: keep all)."""
+
+    def observe(self, costs: RoundCosts) -> None:
+        """Learn from one round."""
 
 
 class FixedDraftLength:
@@ -211,5 +231,3 @@ class AdaptiveDraftLength:
             self._verify.setdefault(costs.drafted + 1, _Recent()).add(costs.verify_s)
             self._fitted = None
 
-
-DraftPolicy = FixedDraftLength | AdaptiveDraftLength

@@ -10,8 +10,16 @@ however long the conversation is.
 
 from __future__ import annotations
 
+import time
+
+from .draft import NO_DRAFT, Draft, point_draft
+from .policy import DraftPolicy
+
 MAX_NGRAM = 4
 MIN_NGRAM = 2
+# Prompt lookup's acceptance is bursty: once a copy is under way it tends to go on. The policy keeps a
+# separate estimate for rounds that follow a fully accepted lookup round.
+LOOKUP, LOOKUP_COPYING = "lookup", "lookup+copying"
 
 
 class NgramIndex:
@@ -55,22 +63,34 @@ class NgramIndex:
 
 
 class PromptLookupDrafter:
-    """Drafts from the context itself; its q is a point mass on each proposed token."""
+    """Drafts from the context itself; its q is a point mass on each proposed token.
 
-    source = "lookup"
+    Args:
+        policy: chooses how many of the found tokens to draft.
+    """
 
-    def __init__(self) -> None:
+    # Its drafts cost nothing and need no queued pass: a target pass queued early serves them as p_1.
+    idle = True
+
+    def __init__(self, policy: DraftPolicy) -> None:
+        self.policy = policy
         self.index = NgramIndex()
+        self._copying = False
 
     def start(self, context: list[int]) -> None:
         """Index a new generation's context (the prompt)."""
         self.index = NgramIndex()
         self.index.extend(context)
+        self._copying = False
 
-    def observe(self, context: list[int]) -> None:
-        """Index what the last round appended to the context."""
+    def propose(self, context: list[int], limit: int) -> Draft:
+        start = time.perf_counter()
         self.index.extend(context[len(self.index.tokens) :])
+        candidates = self.index.continuation(limit)
+        source = LOOKUP_COPYING if self._copying else LOOKUP
+        k = self.policy.choose(source, len(candidates)) if candidates else 0
+        return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
 
-    def candidates(self, max_tokens: int) -> list[int]:
-        """The proposal available now (possibly empty)."""
-        return self.index.continuation(max_tokens)
+    def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
+        """A copy is under way while lookup's drafts are accepted whole."""
+        self._copying = draft.drafter == "lookup" and accepted == draft.count

@@ -13,7 +13,7 @@ import mlx.core as mx
 
 from .cached_model import CachedModel
 from .sampling import Warper
-from .speculative import Round
+from .rounds import Round
 
 
 class StandardDecoder:
@@ -22,21 +22,17 @@ class StandardDecoder:
     Args:
         target: the target model and its cache.
         warper: the sampling warp.
-        prefill_step_size: prompt tokens per prefill pass.
     """
 
-    max_draft = 0
-
-    def __init__(self, target: CachedModel, warper: Warper, prefill_step_size: int = 512) -> None:
+    def __init__(self, target: CachedModel, warper: Warper) -> None:
         self.target = target
         self.warper = warper
-        self.prefill_step_size = prefill_step_size
         self._queued: mx.array | None = None
         self._history: mx.array | None = None
 
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target) and queue its first token."""
-        tail = self.target.catch_up(context, step_size=self.prefill_step_size)
+        tail = self.target.catch_up(context)
         if self.warper.uses_history:
             self._history = mx.array(context[: len(context) - len(tail)], dtype=mx.uint32)
         self._queued = self._step(mx.array(tail, dtype=mx.uint32), tail)

@@ -244,22 +244,15 @@ class FollowUpTiming:
 
 def measure_follow_up(pair: ModelPair, question: str, follow_up: str, params: GenerationParams) -> FollowUpTiming:
     """A two-turn chat: the second turn should only process what the first did not (prompt caching)."""
-    _empty_caches(pair)
+    pair.reset_caches()
     turn = [{"role": "user", "content": question}]
     first = _final(generate_stream(pair, turn, params))
     turn += [{"role": "assistant", "content": first.text}, {"role": "user", "content": follow_up}]
     second = _final(generate_stream(pair, turn, params))
-    _empty_caches(pair)
+    pair.reset_caches()
     uncached = _final(generate_stream(pair, turn, params))
     return FollowUpTiming(first.stats.ttft_s, second.stats.ttft_s, uncached.stats.ttft_s,
                           second.stats.prompt_tokens, second.stats.cached_prompt_tokens)
-
-
-def _empty_caches(pair: ModelPair) -> None:
-    """Forget every cached prompt, as a freshly loaded pair would have none."""
-    for cache in (pair.target_cache, pair.draft_cache):
-        if cache is not None:
-            cache.reset()
 
 
 def _final(events) -> GenerationResult:  # noqa: ANN001

@@ -16,7 +16,7 @@ from typing import Sequence, TextIO
 from .benchmark import ALL_MODES
 from ..errors import SpecChatError
 from ..models.app_paths import RESOURCES
-from ..params import DRAFTERS, MODES, GenerationParams
+from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
 DEFAULT_PROMPTS = RESOURCES / "prompts" / "benchmark.json"
 
@@ -24,43 +24,53 @@ ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\03
 RESET = "\033[0m"
 
 
-def _add_sampling_options(p: argparse.ArgumentParser) -> None:
+# CLI option -> GenerationParams field. Options left out take the chosen preset's value, so the defaults have
+# one source: the dataclass (the "default" preset) and the presets derived from it.
+SAMPLING_OPTIONS = {
+    "num_draft": "num_draft",
+    "max_draft": "max_draft",
+    "temp": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "repetition_penalty": "repetition_penalty",
+    "seed": "seed",
+    "max_tokens": "max_tokens",
+}
+
+
+def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
     p.add_argument("--draft", help="draft model (same tokenizer as the target)")
-    p.add_argument("--num-draft", type=int, default=4, help="draft length K (adaptive: of the first round)")
+    p.add_argument(
+        "--preset", choices=PRESETS, default=preset, help=f"starting point for every option not given (default: {preset})"
+    )
+    p.add_argument("--num-draft", type=int, help="draft length K (adaptive: of the first round)")
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
-    p.add_argument("--max-draft", type=int, default=16, help="adaptive: the most a round may draft")
+    p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
         "--drafter", choices=DRAFTERS, help="where drafts come from (default: model with --draft, else lookup)"
     )
-    p.add_argument("--temp", type=float, default=0.0, help="temperature (0 = greedy)")
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--min-p", type=float, default=0.0)
-    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--min-p", type=float)
+    p.add_argument("--repetition-penalty", type=float)
     p.add_argument("--seed", type=int)
-    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--max-tokens", type=int)
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 
 
 def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
-    drafter = args.drafter or ("model" if args.draft else "lookup")
-    values: dict[str, object] = dict(
-        drafter=drafter,
-        num_draft=args.num_draft,
-        adaptive=not args.no_adaptive,
-        max_draft=args.max_draft,
-        temperature=args.temp,
-        top_p=args.top_p,
-        top_k=args.top_k,
-        min_p=args.min_p,
-        repetition_penalty=args.repetition_penalty,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-    )
+    """The preset, with every option the user gave on top."""
+    values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
+    values = {k: v for k, v in values.items() if v is not None}
+    values["drafter"] = args.drafter or ("model" if args.draft else "lookup")
+    if args.no_adaptive:
+        values["adaptive"] = False
     values.update(overrides)
-    return GenerationParams(**values)  # type: ignore[arg-type]
+    return GenerationParams.preset(args.preset, **values)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("generate", help="generate a reply")
-    _add_sampling_options(g)
+    _add_sampling_options(g, preset="default")
     g.add_argument("--mode", choices=MODES, default="speculative")
     g.add_argument("--prompt", required=True)
     g.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
@@ -76,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
 
+    # Greedy by default: the benchmark checks every mode's output against standard decoding's, token for token.
     b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
-    _add_sampling_options(b)
+    _add_sampling_options(b, preset="greedy")
     b.add_argument("--modes", default="standard,speculative", help="comma-separated: " + ", ".join(ALL_MODES))
     b.add_argument("--prompt", action="append", default=[], help="a prompt (repeatable)")
     b.add_argument(
@@ -130,9 +141,7 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
             result = event
     assert result is not None
     if args.json:
-        data = result.as_dict()
-        data["stats"] = {k: v for k, v in data["stats"].items()}
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        out.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
     else:
         out.write("\n")
         if args.stats:

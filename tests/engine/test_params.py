@@ -14,7 +14,9 @@ from engine.params import PRESETS, GenerationParams
         ({"num_draft": 0}, "Draft length (num_draft) must be at least 1, not 0."),
         ({"temperature": -0.5}, "Temperature must be 0 (greedy) or more, not -0.5."),
         ({"top_p": 0.0}, "top_p must be in (0, 1]"),
-        ({"top_k": -1}, "top_k must be a whole number"),
+        ({"top_k": -1}, "top_k (0 switches it off) must be at least 0, not -1."),
+        ({"num_draft": 65}, "Draft length (num_draft) must be at most 64, not 65."),
+        ({"max_draft": 2.5}, "max_draft must be a whole number, not 2.5."),
         ({"min_p": 1.5}, "min_p must be in [0, 1]"),
         ({"max_tokens": 0}, "max_tokens must be at least 1"),
         ({"mode": "turbo"}, "mode must be one of speculative, standard"),
@@ -36,6 +38,10 @@ def test_presets() -> None:
     assert GenerationParams.preset("greedy", max_tokens=9).max_tokens == 9
     with pytest.raises(InvalidParameterError, match="Unknown preset 'wild'"):
         GenerationParams.preset("wild")
+
+
+def test_the_default_preset_is_the_dataclass_defaults() -> None:
+    assert GenerationParams.preset("default") == GenerationParams()
 
 
 def test_replace_validates() -> None:

@@ -21,9 +21,9 @@ def test_common_prefix_length(a: list[int], b: list[int], expected: int) -> None
 
 def test_catch_up_prefills_all_but_the_tail_in_chunks() -> None:
     model = ScriptedModel([1], prompt_length=0, vocab_size=10)
-    cached = CachedModel(model)
+    cached = CachedModel(model, prefill_step_size=4)
     context = list(range(10))
-    steps = list(cached.catch_up_steps(context, step_size=4))
+    steps = list(cached.catch_up_steps(context))
     assert steps == [(4, 10), (8, 10), (9, 10)]
     assert model.calls == [4, 4, 1] and cached.tokens == context[:9]
 

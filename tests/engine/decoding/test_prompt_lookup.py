@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engine.decoding.draft import NO_DRAFT
+from engine.decoding.policy import FixedDraftLength
 from engine.decoding.prompt_lookup import NgramIndex, PromptLookupDrafter
 
 
@@ -40,8 +42,8 @@ def test_incremental_indexing_equals_indexing_at_once() -> None:
 
 
 def test_drafter_follows_the_context() -> None:
-    drafter = PromptLookupDrafter()
+    drafter = PromptLookupDrafter(FixedDraftLength(3))
     drafter.start([10, 11, 12, 13, 14, 10, 11])
-    assert drafter.candidates(3) == [12, 13, 14]
-    drafter.observe([10, 11, 12, 13, 14, 10, 11, 12, 99])
-    assert drafter.candidates(3) == []
+    draft = drafter.propose([10, 11, 12, 13, 14, 10, 11], 3)
+    assert draft.tokens.tolist() == [12, 13, 14] and draft.source == "lookup" and draft.probs is None
+    assert drafter.propose([10, 11, 12, 13, 14, 10, 11, 12, 99], 3) is NO_DRAFT

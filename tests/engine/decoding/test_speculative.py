@@ -14,7 +14,7 @@ from engine.models.loading import LoadedModel
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
 from engine.decoding.sampling import Warper
-from engine.decoding.speculative import round_origins
+from engine.decoding.rounds import round_origins
 from tests.helpers import chi_square, chi_square_critical, split_events
 
 PROMPTS = [
@@ -181,12 +181,13 @@ def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeyp
         monkeypatch.setattr(mx.array, name, lambda self, real=real, name=name: reads.append(name) or real(self))
     real_eval = mx.eval
     monkeypatch.setattr(mx, "eval", lambda *a: reads.append("eval") or real_eval(*a))
-    decoder = SpeculativeDecoder(tiny_pair.target_cache, warper, FixedDraftLength(6), DraftModelDrafter(tiny_pair.draft_cache))
-    draft = decoder.model_drafter.draft(context, 6, warper, stop_below=0.3, timed=False)
+    drafter = DraftModelDrafter(tiny_pair.draft_cache, warper, FixedDraftLength(6))
+    decoder = SpeculativeDecoder(tiny_pair.target_cache, warper, FixedDraftLength(6), [drafter])
+    draft = drafter.draft(context, 6, stop_below=0.3, timed=False)
     assert reads == [] and draft.count == 6 and draft.probs.shape[0] == 6
-    decoder.model_drafter.resolve(draft.tokens.tolist())
+    drafter.settle(draft, draft.tokens.tolist(), 0)
     decoder.start(context)
-    decoder._drafted_rounds = 99  # not a timed round
+    drafter._drafted_rounds = 99  # not a timed round
     reads.clear()
     result = decoder.round(context, 20)
     assert reads == ["tolist"] and 1 <= len(result.tokens) <= 7

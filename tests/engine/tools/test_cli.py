@@ -131,3 +131,20 @@ def test_check_pair_prints_the_verdict_and_reasons(tiny_dirs, other_tokenizer_mo
 def test_list_models_shows_download_state_and_fit(isolated_home) -> None:
     code, out = run(["list-models"])
     assert code == 0 and "GB to download" in out and "needs" in out and "this machine gives models about" in out
+
+
+def test_options_left_out_come_from_the_preset() -> None:
+    from engine.params import GenerationParams
+    from engine.tools.cli import _params, build_parser
+
+    parser = build_parser()
+    generate_args = parser.parse_args(["generate", "--target", "t", "--prompt", "p"])
+    assert _params(generate_args) == GenerationParams.preset("default").replace(drafter="lookup")
+    benchmark_args = parser.parse_args(["benchmark", "--target", "t", "--draft", "d"])
+    assert _params(benchmark_args) == GenerationParams.preset("greedy").replace(drafter="model")
+    given = parser.parse_args(
+        ["generate", "--target", "t", "--prompt", "p", "--preset", "creative", "--max-tokens", "7", "--no-adaptive", "--temp", "0"]
+    )
+    assert _params(given) == GenerationParams.preset("creative").replace(
+        drafter="lookup", max_tokens=7, adaptive=False, temperature=0.0
+    )

@@ -1,0 +1,50 @@
+"""What a round emits, and the protocol of the decoders that run rounds (speculative and standard).
+
+The generation loop (`generation.py`) knows only this: it asks a decoder for one round at a time and turns the
+round's tokens into events. A standard step is a round that drafted nothing, so one loop serves both modes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..events import Origin
+
+
+@dataclass
+class Round:
+    """What one round emitted and what it cost.
+
+    Attributes:
+        tokens: the ids emitted, the accepted draft tokens first.
+        origins: one per token (see `round_origins`).
+        drafted: draft tokens verified (0 for a plain step).
+        accepted: of those, how many the target accepted.
+        drafter: "model", "lookup" or "none".
+        draft_s, verify_s: host seconds spent drafting and verifying.
+    """
+
+    tokens: list[int]
+    origins: list[Origin]
+    drafted: int
+    accepted: int
+    drafter: str
+    draft_s: float
+    verify_s: float
+
+
+def round_origins(drafted: int, accepted: int) -> list[Origin]:
+    """Origins of a round's tokens: the accepted drafts, then a correction, a bonus, or a plain target token."""
+    last: Origin = "target" if drafted == 0 else ("bonus" if accepted == drafted else "corrected")
+    return ["accepted"] * accepted + [last]
+
+
+class Decoder(Protocol):
+    """Runs the rounds of one generation."""
+
+    def start(self, context: list[int]) -> None:
+        """Begin after `context`, whose prompt part the target has prefilled."""
+
+    def round(self, context: list[int], budget: int) -> Round:
+        """One round after `context`, emitting at most `budget` tokens."""
