@@ -169,11 +169,9 @@ class MessageWidget(QFrame):
     """One message: who said it, its text, and for answers a stats line.
 
     Signals:
-        copy_requested(): the Copy button was clicked.
         regenerate_requested(): the Regenerate button was clicked (last answer only).
     """
 
-    copy_requested = Signal()
     regenerate_requested = Signal()
 
     def __init__(self, role: str, parent: QWidget | None = None) -> None:
@@ -216,7 +214,6 @@ class MessageWidget(QFrame):
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
-        self.copy_requested.emit()
 
     def finish(self, text: str, summary: str, markdown: bool) -> None:
         """The answer is complete: keep its text, show its stats line, render Markdown if wanted.
@@ -280,13 +277,12 @@ class ChatView(QScrollArea):
         self._update_regenerate()
         return message
 
-    def remove_last(self) -> None:
-        if self.messages:
-            message = self.messages.pop()
-            self.column.removeWidget(message)
-            message.deleteLater()
-            self._update_regenerate()
-            self.placeholder.setVisible(not self.messages)
+    def remove_message(self, message: MessageWidget) -> None:
+        self.messages.remove(message)
+        self.column.removeWidget(message)
+        message.deleteLater()
+        self._update_regenerate()
+        self.placeholder.setVisible(not self.messages)
 
     def _update_regenerate(self) -> None:
         for index, message in enumerate(self.messages):

@@ -23,18 +23,18 @@ class DownloadWorker(QObject):
     """Downloads models one after another.
 
     Signals:
-        progress(DownloadProgress): bytes, speed and time left, about ten times a second.
-        finished(str, str): a repo id and its local folder.
-        failed(str, str): a repo id and a readable message.
-        cancelled(str): a repo id whose download was cancelled (it resumes next time).
-        hub_checked(bool, str): whether the hub answered, and a message for the user if not.
+        download_progress(DownloadProgress): bytes, speed and time left, about ten times a second.
+        download_finished(str, str): a repo id and its local folder.
+        download_errored(str, str): a repo id and a readable message.
+        download_cancelled(str): a repo id whose download was cancelled (it resumes next time).
+        hub_check_finished(bool, str): whether the hub answered, and a message for the user if not.
     """
 
-    progress = Signal(object)
-    finished = Signal(str, str)
-    failed = Signal(str, str)
-    cancelled = Signal(str)
-    hub_checked = Signal(bool, str)
+    download_progress = Signal(object)
+    download_finished = Signal(str, str)
+    download_errored = Signal(str, str)
+    download_cancelled = Signal(str)
+    hub_check_finished = Signal(bool, str)
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,14 +51,14 @@ class DownloadWorker(QObject):
         self._cancel.clear()
         for repo_id in repo_ids:
             try:
-                path = download_model(repo_id, progress=self.progress.emit, cancel=self._cancel.is_set)
+                path = download_model(repo_id, progress=self.download_progress.emit, cancel=self._cancel.is_set)
             except DownloadCancelled:
-                self.cancelled.emit(repo_id)
+                self.download_cancelled.emit(repo_id)
                 return
             except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
-                self.failed.emit(repo_id, readable_error(error))
+                self.download_errored.emit(repo_id, readable_error(error))
                 return
-            self.finished.emit(repo_id, str(path))
+            self.download_finished.emit(repo_id, str(path))
 
     @Slot()
     def check_hub(self) -> None:
@@ -70,10 +70,10 @@ class DownloadWorker(QObject):
             pass
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
-            self.hub_checked.emit(
+            self.hub_check_finished.emit(
                 False,
                 f"The Hugging Face hub cannot be reached ({reason}). Showing the models on this computer: "
                 "open a model folder or a GGUF file, or connect to download.",
             )
             return
-        self.hub_checked.emit(True, "")
+        self.hub_check_finished.emit(True, "")

@@ -1,16 +1,15 @@
 """The main window: conversations, the chat column, the live speculation panel, and the controls.
 
-The window never touches MLX. It sends requests to the engine worker (loading, generating) and the download
-worker, and turns their events into text, colours and numbers. An answer is saved while it streams, so Stop
-or a crash keeps what was generated.
+A view over the `ChatSession`: it forwards the user's actions to the session and shows what the session
+reports (the streaming answer as coloured tokens, stats, errors). It never touches MLX, and keeps no state
+the session has: which answer runs, and for which conversation, is the session's to know.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -18,7 +17,6 @@ from PySide6.QtWidgets import (
     QInputDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -27,22 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.models.app_paths import data_dir
 from engine.events import GenerationResult, TokenEvent
-from engine.params import GenerationParams
 
 from .chat_view import ChatView, MessageWidget, TokenRun
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
-from .conversations import ConversationStore
-from .download_worker import DownloadWorker
 from .pair_picker import PairPickerDialog
-from .settings import AppSettings
+from .session import ChatSession, StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
-from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
-
-SAVE_INTERVAL_S = 1.0
+from .worker import PairInfo
 
 
 class ChatInput(QPlainTextEdit):
@@ -66,79 +58,32 @@ class ChatInput(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
-class _Requests(QObject):
-    """Signals from the window to the workers (queued into their threads)."""
-
-    load = Signal(str, str)
-    generate = Signal(object)
-
-
 class MainWindow(QMainWindow):
     """SpecChat's window.
 
-    Worker signals are only ever connected to bound methods of this window (or its dialogs): PySide6 runs a
-    plain function or lambda in the emitting thread, which must never touch widgets.
-
-    Signals (all emitted on the GUI thread):
-        pair_loaded(PairInfo): a pair finished loading.
-        events_received(int, list): a batch of engine events for a request.
-        answer_finished(GenerationResult): a chat answer is complete (stopped ones included).
-        answer_failed(str): a chat answer failed; the message is shown in the window.
-
     Attributes:
-        engine, downloads: the workers (each on its own QThread).
-        store: the saved conversations.
-        settings: what is remembered across launches.
-        pair: what is loaded (None until a pair is).
-        conversation_id: the conversation shown.
-        active_request: the chat request being generated (None when idle).
+        session: the state and actions the window shows.
+        conversation_id: the conversation shown (None: a new chat, not saved until its first message).
+        answer_view: the message widget the streaming answer goes into, when its conversation is shown.
+        compare_dialog: the last Compare.
     """
-
-    pair_loaded = Signal(object)
-    events_received = Signal(int, object)
-    answer_finished = Signal(object)
-    answer_failed = Signal(str)
 
     def __init__(self, open_picker_if_needed: bool = True) -> None:
         super().__init__()
         self.setWindowTitle("SpecChat")
         self.resize(1280, 800)
-        self.settings = AppSettings()
-        self.store = ConversationStore(data_dir() / "conversations.sqlite3")
-        self.params = self.settings.params()
-        self.system_prompt = self.settings.system_prompt()
-        self.pair: PairInfo | None = None
+        self.session = ChatSession(self)
         self.conversation_id: int | None = None
-        self.active_request: int | None = None
-        self.answer: MessageWidget | None = None
-        self.answer_message_id: int | None = None
-        self._next_request = 0
-        self._last_save = 0.0
+        self.answer_view: MessageWidget | None = None
         self.compare_dialog: CompareDialog | None = None
-        self._shutting_down = False
-        self._shut_down = False  # the store is closed: late events are ignored
-
-        self.engine = EngineWorker()
-        self.downloads = DownloadWorker()
-        self.engine_thread = start_in_thread(self.engine, "engine")
-        self.download_thread = start_in_thread(self.downloads, "downloads")
-        self.requests = _Requests()
-        self.requests.load.connect(self.engine.load)
-        self.requests.generate.connect(self.engine.generate)
-        self.engine.loaded.connect(self._on_loaded)
-        self.engine.load_failed.connect(self._on_load_failed)
-        self.engine.progress.connect(self._on_load_progress)
-        self.engine.yielded.connect(self._on_events)
-        self.engine.finished.connect(self._on_finished)
-        self.engine.errored.connect(self._on_error)
-
         self._build()
-        self.picker = PairPickerDialog(self.engine, self.downloads, self)
-        self.picker.pair_chosen.connect(self.load_pair)
+        self._connect_session()
+        self.picker = PairPickerDialog(self.session.engine, self.session.downloads, self)
+        self.picker.pair_chosen.connect(self.session.load_pair)
         self.conversations.refresh()
-        saved = self.settings.pair()
+        saved = self.session.settings.pair()
         if saved:
-            self.load_pair(*saved)
+            self.session.load_pair(*saved)
         elif open_picker_if_needed:
             QTimer.singleShot(0, self.open_picker)
 
@@ -149,12 +94,12 @@ class MainWindow(QMainWindow):
         toolbar.setMovable(False)
         self.addToolBar(toolbar)
         self.models_action = QAction("Models…", self, triggered=self.open_picker)
-        self.speculative_action = QAction("Speculative", self, checkable=True, checked=self.params.mode == "speculative")
+        self.speculative_action = QAction("Speculative", self, checkable=True, checked=self.session.mode == "speculative")
         self.speculative_action.setToolTip("On: speculative decoding. Off: standard decoding (the target alone).")
         self.speculative_action.toggled.connect(self._mode_toggled)
         self.compare_action = QAction("Compare", self, triggered=self.compare)
         self.compare_action.setToolTip("Run the last prompt both ways and compare the speeds")
-        self.markdown_action = QAction("Markdown", self, checkable=True, checked=self.settings.show_markdown())
+        self.markdown_action = QAction("Markdown", self, checkable=True, checked=self.session.settings.show_markdown())
         self.markdown_action.setToolTip("Show finished answers as Markdown (off: keep the coloured tokens)")
         self.markdown_action.toggled.connect(self._markdown_toggled)
         self.settings_action = QAction("Settings…", self, triggered=self.open_settings)
@@ -167,7 +112,7 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(spacer)
         toolbar.addWidget(self.pair_label)
 
-        self.conversations = ConversationList(self.store)
+        self.conversations = ConversationList(self.session.store)
         self.conversations.opened.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_conversation)
         self.conversations.rename_requested.connect(self.rename_conversation)
@@ -204,6 +149,21 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(splitter)
         self.statusBar().showMessage("Choose models to start (Models…)")
 
+    def _connect_session(self) -> None:
+        s = self.session
+        s.pair_loading.connect(self._on_loading)
+        s.pair_loaded.connect(self._on_loaded)
+        s.pair_failed.connect(self._on_load_failed)
+        s.load_progress.connect(self._on_load_progress)
+        s.answer_started.connect(self._on_answer_started)
+        s.answer_events.connect(self._on_answer_events)
+        s.answer_finished.connect(self._on_answer_finished)
+        s.answer_failed.connect(self._on_answer_failed)
+        s.compare_events.connect(self._on_compare_events)
+        s.compare_finished.connect(self._on_compare_finished)
+        s.compare_failed.connect(self._on_compare_failed)
+        s.busy_changed.connect(self._update_controls)
+
     # --- models ------------------------------------------------------------------------------------------
 
     def open_picker(self) -> None:
@@ -212,27 +172,18 @@ class MainWindow(QMainWindow):
         self.picker.show()
         self.picker.raise_()
 
-    def load_pair(self, target: str, draft: str) -> None:
-        """Load a pair on the engine worker, cancelling a running answer first."""
-        self.stop()
-        self.pair = None
+    def _on_loading(self, message: str) -> None:
         self.pair_label.setText("Loading…")
-        self.statusBar().showMessage(f"Loading {target}" + (f" with draft {draft}" if draft else "") + "…")
+        self.statusBar().showMessage(message)
         self._update_controls()
-        self.requests.load.emit(target, draft)
 
     def _on_loaded(self, info: PairInfo) -> None:
-        if self._shut_down:
-            return
-        self.pair = info
-        self.settings.save_pair(info.target, info.draft)
         label = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else " (prompt lookup)")
         self.pair_label.setText(label)
         self.statusBar().showMessage(
             f"Loaded {label}. " + ("Warnings: " + "; ".join(info.warnings) if info.warnings else ""), 10000
         )
         self._update_controls()
-        self.pair_loaded.emit(info)
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
         self.statusBar().showMessage(f"{stage}: {done}/{total}")
@@ -245,17 +196,19 @@ class MainWindow(QMainWindow):
     # --- conversations -------------------------------------------------------------------------------------
 
     def new_conversation(self) -> None:
-        self.stop()
+        self.session.stop()
         self.conversation_id = None
+        self.answer_view = None
         self.chat.clear()
         self.conversations.refresh()
 
     def open_conversation(self, conversation_id: int) -> None:
-        self.stop()
+        self.session.stop()
         self.conversation_id = conversation_id
+        self.answer_view = None
         self.chat.clear()
         markdown = self.markdown_action.isChecked()
-        for stored in self.store.messages(conversation_id):
+        for stored in self.session.store.messages(conversation_id):
             widget = self.chat.add_message(stored.role)
             widget.message_id = stored.id
             if stored.role == "assistant":
@@ -268,43 +221,31 @@ class MainWindow(QMainWindow):
         self.conversations.refresh(conversation_id)
 
     def rename_conversation(self, conversation_id: int) -> None:
-        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", text=self.store.title(conversation_id))
+        store = self.session.store
+        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", text=store.title(conversation_id))
         if ok:
-            self.store.rename(conversation_id, title)
+            store.rename(conversation_id, title)
             self.conversations.refresh(self.conversation_id)
 
     def delete_conversation(self, conversation_id: int) -> None:
         if conversation_id == self.conversation_id:
             self.new_conversation()
-        self.store.delete(conversation_id)
+        self.session.store.delete(conversation_id)
         self.conversations.refresh(self.conversation_id)
 
     def export_conversation(self, conversation_id: int, path: str | None = None) -> None:
+        store = self.session.store
         if path is None:
-            default = str(Path.home() / f"{self.store.title(conversation_id)}.md")
+            default = str(Path.home() / f"{store.title(conversation_id)}.md")
             path, _ = QFileDialog.getSaveFileName(self, "Export as Markdown", default, "Markdown (*.md)")
         if path:
-            Path(path).write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
+            Path(path).write_text(store.export_markdown(conversation_id), encoding="utf-8")
             self.statusBar().showMessage(f"Exported to {path}", 5000)
-
-    def _history(self) -> list[dict[str, str]]:
-        return [{"role": m.role, "content": m.text} for m in self.chat.messages if m.text or m.role == "user"]
 
     # --- generating --------------------------------------------------------------------------------------
 
-    def current_params(self) -> GenerationParams:
-        mode = "speculative" if self.speculative_action.isChecked() else "standard"
-        params = self.params.replace(mode=mode)
-        if mode == "speculative" and self.pair is not None and not self.pair.draft and params.drafter != "lookup":
-            params = params.replace(drafter="lookup")  # no draft model loaded: prompt lookup is what can draft
-        return params
-
-    def _request(self, messages: list[dict[str, str]], params: GenerationParams) -> GenerationRequest:
-        self._next_request += 1
-        return GenerationRequest(self._next_request, messages, params, self.system_prompt)
-
     def _send_or_stop(self) -> None:
-        if self.active_request is not None:
+        if self.session.busy:
             self.stop()
         else:
             self.send()
@@ -312,122 +253,67 @@ class MainWindow(QMainWindow):
     def send(self) -> None:
         """Send the typed message (Enter or the Send button)."""
         text = self.input.toPlainText().strip()
-        if not text or self.active_request is not None:
+        if not text or self.session.busy:
             return
-        if self.pair is None:
+        if self.session.pair is None:
             self.show_error("No models are loaded yet: choose a pair with Models… (or wait for the loading to finish).")
             return
         self.hide_error()
         self.input.clear()
+        self.chat.add_message("user", text)
         if self.conversation_id is None:
-            self.conversation_id = self.store.create(text[:60])
-        user = self.chat.add_message("user", text)
-        user.message_id = self.store.add_message(self.conversation_id, "user", text)
+            self.conversation_id = self.session.new_conversation(text)
+        self.session.send(self.conversation_id, text)
         self.conversations.refresh(self.conversation_id)
-        self._start_answer()
-
-    def _start_answer(self) -> None:
-        params = self.current_params()
-        request = self._request(self._history(), params)
-        self.answer = self.chat.add_message("assistant")
-        self.answer.regenerate_requested.connect(self.regenerate)
-        self.answer_message_id = self.store.add_message(self.conversation_id, "assistant", "")
-        self.answer.message_id = self.answer_message_id
-        self.active_request = request.request_id
-        self.stats.reset(params.mode)
-        self._last_save = time.monotonic()
-        self._update_controls()
-        self.requests.generate.emit(request)
 
     def regenerate(self) -> None:
         """Generate the last answer again."""
-        if self.active_request is not None or not self.chat.messages or self.chat.messages[-1].role != "assistant":
+        last = self.chat.messages[-1] if self.chat.messages else None
+        if self.conversation_id is None or self.session.busy or last is None or last.role != "assistant":
             return
-        last = self.chat.messages[-1]
-        self.store.delete_message(getattr(last, "message_id"))
-        self.chat.remove_last()
-        self._start_answer()
+        self.chat.remove_message(last)
+        self.session.regenerate(self.conversation_id)
 
     def stop(self) -> None:
         """Stop the running answer within one round (what was generated is kept)."""
-        if self.active_request is not None:
-            self.engine.cancel(self.active_request)
-            self.send_button.setText("Stopping…")
-
-    def _route(self, request_id: int) -> str | None:
-        """Who an engine event is for: "compare", "chat", or None (a stale request, or the window closed)."""
-        if self._shut_down:
-            return None
-        if self.compare_dialog is not None and self.compare_dialog.side_of(request_id):
-            return "compare"
-        if request_id == self.active_request and self.answer is not None:
-            return "chat"
-        return None
-
-    def _on_events(self, request_id: int, events: list[object]) -> None:
-        route = self._route(request_id)
-        if route:
-            self.events_received.emit(request_id, events)
-        if route == "compare":
-            self.compare_dialog.add_events(request_id, events)
-        if route != "chat":
-            return
-        tokens = [e for e in events if isinstance(e, TokenEvent)]
-        if tokens:
-            self.answer.body.append_tokens(tokens)
-            self.answer.text += "".join(t.text for t in tokens)
-        self.stats.add_events(events)
-        if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
-            self._save_answer(finish="")
-
-    def _save_answer(self, finish: str, summary: str = "") -> None:
-        if self.answer is None or self.answer_message_id is None:
-            return
-        runs = [[r.text, r.origin, r.round] for r in self.answer.body.runs]
-        self.store.update_message(self.answer_message_id, self.answer.text, runs, summary, finish)
-        self._last_save = time.monotonic()
-
-    def _on_finished(self, request_id: int, result: GenerationResult) -> None:
-        route = self._route(request_id)
-        if route == "compare":
-            self.compare_dialog.finish(request_id, result)
-        if route != "chat":
-            return
-        summary = result.summary() + (" (stopped)" if result.finish_reason == "cancelled" else "")
-        self.answer.finish(result.text, summary, self.markdown_action.isChecked())
-        self._save_answer(result.finish_reason, summary)
-        self.stats.finish(result)
-        self._idle()
-        self.answer_finished.emit(result)
-
-    def _on_error(self, request_id: int, message: str) -> None:
-        route = self._route(request_id)
-        if route == "compare":
-            self.compare_dialog.fail(request_id, message)
-        if route != "chat":
-            return
-        if self.answer.text:
-            self.answer.finish(self.answer.text, "(interrupted by an error)", self.markdown_action.isChecked())
-            self._save_answer("error", "(interrupted by an error)")
-        else:
-            self.store.delete_message(self.answer_message_id)
-            self.chat.remove_last()
-        self.show_error(message)
-        self._idle()
-        self.answer_failed.emit(message)
-
-    def _idle(self) -> None:
-        self.active_request = None
-        self.answer = None
-        self.answer_message_id = None
+        self.session.stop()
         self._update_controls()
+
+    def _on_answer_started(self, answer: StreamingAnswer) -> None:
+        self.answer_view = None
+        if answer.conversation_id == self.conversation_id:
+            self.answer_view = self.chat.add_message("assistant")
+            self.answer_view.message_id = answer.message_id
+            self.answer_view.regenerate_requested.connect(self.regenerate)
+        self.stats.reset(answer.mode)
+
+    def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
+        self.stats.add_events(events)
+        if self.answer_view is not None:
+            self.answer_view.body.append_tokens([e for e in events if isinstance(e, TokenEvent)])
+            self.answer_view.text = answer.text
+
+    def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
+        self.stats.finish(result)
+        if self.answer_view is not None:
+            self.answer_view.finish(result.text, summary, self.markdown_action.isChecked())
+        self.answer_view = None
+
+    def _on_answer_failed(self, answer: StreamingAnswer, message: str) -> None:
+        if self.answer_view is not None:
+            if answer.text:
+                self.answer_view.finish(answer.text, "(interrupted by an error)", self.markdown_action.isChecked())
+            else:
+                self.chat.remove_message(self.answer_view)
+        self.answer_view = None
+        self.show_error(message)
 
     def compare(self) -> None:
         """Run the last prompt (or the typed one) both ways and show the speeds side by side."""
-        if self.pair is None or self.active_request is not None:
+        if self.session.pair is None or self.session.busy:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
-        history = self._history()
+        history = self.session.history(self.conversation_id)
         typed = self.input.toPlainText().strip()
         if typed:
             history.append({"role": "user", "content": typed})
@@ -436,44 +322,50 @@ class MainWindow(QMainWindow):
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return
-        params = self.current_params()
-        standard = self._request(history, params.replace(mode="standard"))
-        speculative = self._request(history, params.replace(mode="speculative"))
-        self.compare_dialog = CompareDialog(history[-1]["content"], {"standard": standard.request_id, "speculative": speculative.request_id}, self)
+        requests = self.session.compare(history)
+        self.compare_dialog = CompareDialog(history[-1]["content"], requests, self)
         self.compare_dialog.show()
-        self.requests.generate.emit(standard)
-        self.requests.generate.emit(speculative)
+
+    def _on_compare_events(self, request_id: int, events: list[object]) -> None:
+        if self.compare_dialog is not None:
+            self.compare_dialog.add_events(request_id, events)
+
+    def _on_compare_finished(self, request_id: int, result: GenerationResult) -> None:
+        if self.compare_dialog is not None:
+            self.compare_dialog.finish(request_id, result)
+
+    def _on_compare_failed(self, request_id: int, message: str) -> None:
+        if self.compare_dialog is not None:
+            self.compare_dialog.fail(request_id, message)
 
     # --- controls and settings ----------------------------------------------------------------------------
 
-    def _update_controls(self) -> None:
-        busy = self.active_request is not None
-        self.send_button.setText("Stop" if busy else "Send")
-        self.send_button.setEnabled(busy or self.pair is not None)
-        self.compare_action.setEnabled(self.pair is not None and not busy)
+    def _update_controls(self, *_: object) -> None:
+        busy = self.session.busy
+        stopping = busy and self.session.answer.stopping
+        self.send_button.setText("Stopping…" if stopping else ("Stop" if busy else "Send"))
+        self.send_button.setEnabled((busy and not stopping) or self.session.pair is not None)
+        self.compare_action.setEnabled(self.session.pair is not None and not busy)
 
     def _mode_toggled(self, on: bool) -> None:
-        self.params = self.params.replace(mode="speculative" if on else "standard")
-        self.settings.save_params(self.params)
+        self.session.set_mode("speculative" if on else "standard")
 
     def _markdown_toggled(self, on: bool) -> None:
-        self.settings.save_show_markdown(on)
+        self.session.settings.save_show_markdown(on)
         for message in self.chat.messages:
-            if message.role == "assistant" and message is not self.answer:
+            if message.role == "assistant" and message is not self.answer_view:
                 message.render(on)
 
     def open_settings(self) -> None:
-        dialog = SettingsDialog(self.current_params(), self.system_prompt, self)
+        """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
+        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
 
-    def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
+    def apply_settings(self, params, system_prompt: str) -> None:  # noqa: ANN001 - GenerationParams
         """Use new settings from the next answer on, and remember them."""
-        self.params = params
-        self.system_prompt = system_prompt
+        self.session.apply_settings(params, system_prompt)
         self.speculative_action.setChecked(params.mode == "speculative")
-        self.settings.save_params(params)
-        self.settings.save_system_prompt(system_prompt)
 
     def show_error(self, message: str) -> None:
         self.error_banner.setText(message)
@@ -485,21 +377,9 @@ class MainWindow(QMainWindow):
     # --- shutting down -------------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Cancel what runs, quit and wait for both worker threads (no "QThread destroyed while running"),
-        deliver the events they sent on the way out (a stopped answer is saved whole), then close the store."""
-        if self._shutting_down:
-            return
-        self._shutting_down = True
-        self.engine.cancel(self._next_request)
-        self.downloads.cancel()
-        stop_thread(self.engine_thread)
-        stop_thread(self.download_thread)
-        QCoreApplication.sendPostedEvents(self)
+        """Stop the session's workers (saving a running answer) and deliver what they sent to the dialogs."""
+        self.session.shutdown()
         QCoreApplication.sendPostedEvents(self.picker)
-        if self.answer is not None:
-            self._save_answer("cancelled", "(interrupted)")
-        self.store.close()
-        self._shut_down = True
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         self.shutdown()

@@ -91,13 +91,13 @@ class PairPickerDialog(QDialog):
 
         self.download_requested.connect(downloads.download)
         self.hub_check_requested.connect(downloads.check_hub)
-        downloads.progress.connect(self._on_progress)
-        downloads.finished.connect(self._on_downloaded)
-        downloads.failed.connect(self._on_download_failed)
-        downloads.cancelled.connect(self._on_download_cancelled)
-        downloads.hub_checked.connect(self._on_hub_checked)
+        downloads.download_progress.connect(self._on_progress)
+        downloads.download_finished.connect(self._on_downloaded)
+        downloads.download_errored.connect(self._on_download_failed)
+        downloads.download_cancelled.connect(self._on_download_cancelled)
+        downloads.hub_check_finished.connect(self._on_hub_checked)
         self.drafts_check_requested.connect(engine.check_drafts)
-        engine.drafts_checked.connect(self._on_drafts_checked)
+        engine.drafts_check_finished.connect(self._on_drafts_checked)
         self.refresh()
 
     # --- recommended pairs -------------------------------------------------------------------------------

@@ -85,14 +85,14 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     try:
         results: list[object] = []
         failures: list[str] = []
-        window.answer_finished.connect(results.append)
-        window.answer_failed.connect(failures.append)
+        window.session.answer_finished.connect(lambda answer, result, summary: results.append(result))
+        window.session.answer_failed.connect(lambda answer, message: failures.append(message))
         window.show()
-        window.load_pair(target, draft or "")
-        if not _wait(app, lambda: window.pair is not None or not window.error_banner.isHidden(), TIMEOUT_S):
+        window.session.load_pair(target, draft or "")
+        if not _wait(app, lambda: window.session.pair is not None or not window.error_banner.isHidden(), TIMEOUT_S):
             print("self-test failed: the models did not load in time")
             return 1
-        if window.pair is None:
+        if window.session.pair is None:
             print(f"self-test failed: {window.error_banner.text()}")
             return 1
         # Greedy with a fixed draft length, so that drafts happen whatever the hardware's costs.
@@ -112,7 +112,8 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
         if reason:
             print(f"self-test failed: {reason}")
             return 1
-        pair = window.pair.target_name + (f" with draft {window.pair.draft_name}" if window.pair.draft_name else "")
+        info = window.session.pair
+        pair = info.target_name + (f" with draft {info.draft_name}" if info.draft_name else "")
         print(
             f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown "
             f"({time.monotonic() - started:.1f} s)"

@@ -16,9 +16,16 @@ from PySide6.QtWidgets import (
 )
 
 from engine.errors import InvalidParameterError
-from engine.params import GenerationParams
+from engine.params import RANGES, GenerationParams
 
 DRAFTERS = [("Draft model", "model"), ("Prompt lookup (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
+UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
+
+
+def whole_number_box(name: str, value: int) -> QSpinBox:
+    """A spin box for a whole-number setting, limited to the range the engine validates (params.RANGES)."""
+    low, high = RANGES[name]
+    return QSpinBox(minimum=low, maximum=UNBOUNDED if high is None else high, value=value)
 
 
 class SettingsDialog(QDialog):
@@ -29,19 +36,19 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self._base = params
         form = QFormLayout(self)
-        self.num_draft = QSpinBox(minimum=1, maximum=16, value=params.num_draft)
+        self.num_draft = whole_number_box("num_draft", params.num_draft)
         self.adaptive = QCheckBox("Adaptive: choose each round's draft length (0 when speculation loses)")
         self.adaptive.setChecked(params.adaptive)
-        self.max_draft = QSpinBox(minimum=1, maximum=64, value=params.max_draft)
+        self.max_draft = whole_number_box("max_draft", params.max_draft)
         self.drafter = QComboBox()
         for label, value in DRAFTERS:
             self.drafter.addItem(label, value)
         self.drafter.setCurrentIndex([v for _, v in DRAFTERS].index(params.drafter))
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.05, decimals=2, value=params.temperature)
         self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2, value=params.top_p)
-        self.top_k = QSpinBox(minimum=0, maximum=1000, value=params.top_k)
+        self.top_k = whole_number_box("top_k", params.top_k)
         self.min_p = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.01, decimals=2, value=params.min_p)
-        self.max_tokens = QSpinBox(minimum=1, maximum=32768, value=params.max_tokens)
+        self.max_tokens = whole_number_box("max_tokens", params.max_tokens)
         self.system_prompt = QPlainTextEdit(system_prompt)
         self.system_prompt.setPlaceholderText("Optional instructions sent before every conversation")
         self.system_prompt.setMaximumHeight(90)

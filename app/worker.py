@@ -4,11 +4,13 @@ MLX streams belong to the thread that made them, so loading and generating both 
 only sends requests (queued signals) and receives events. Token events are batched, at most about 60 emits
 a second, so a fast model cannot flood the GUI's event loop. Cancellation does not queue behind the running
 generation: `cancel()` is called directly from the GUI thread and is seen between rounds.
+
+Worker signals (here and in `download_worker.py`) are named `<task>_<event>`, the event one of `progress`,
+`yielded` (a batch of results), `finished`, `errored` or `cancelled`.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import traceback
@@ -22,7 +24,6 @@ from engine.events import GenerationResult
 from engine.params import GenerationParams
 
 BATCH_INTERVAL_S = 1 / 60
-log = logging.getLogger("specchat")
 
 
 @dataclass
@@ -85,22 +86,22 @@ class EngineWorker(QObject):
     """Loads models and generates, on its own thread.
 
     Signals:
-        loaded(PairInfo): a pair finished loading.
-        load_failed(str): loading failed; the message says why and what to do.
-        progress(str, int, int): a loading stage (e.g. a GGUF import) with done and total.
-        yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
-        finished(int, GenerationResult): a request is done (including cancelled ones).
-        errored(int, str): a request failed; the message says why and what to do.
-        drafts_checked(str, list): DraftVerdicts for a target's candidate drafts.
+        load_progress(str, int, int): a loading stage (e.g. a GGUF import) with done and total.
+        load_finished(PairInfo): a pair finished loading.
+        load_errored(str): loading failed; the message says why and what to do.
+        generation_yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
+        generation_finished(int, GenerationResult): a request is done (including cancelled ones).
+        generation_errored(int, str): a request failed; the message says why and what to do.
+        drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
-    loaded = Signal(object)
-    load_failed = Signal(str)
-    progress = Signal(str, int, int)
-    yielded = Signal(int, object)
-    finished = Signal(int, object)
-    errored = Signal(int, str)
-    drafts_checked = Signal(str, object)
+    load_progress = Signal(str, int, int)
+    load_finished = Signal(object)
+    load_errored = Signal(str)
+    generation_yielded = Signal(int, object)
+    generation_finished = Signal(int, object)
+    generation_errored = Signal(int, str)
+    drafts_check_finished = Signal(str, object)
 
     def __init__(self) -> None:
         super().__init__()
@@ -124,12 +125,12 @@ class EngineWorker(QObject):
 
         self.pair = None  # free the previous pair first
         try:
-            pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.progress.emit(stage, done, total))
+            pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.load_progress.emit(stage, done, total))
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
-            self.load_failed.emit(readable_error(error))
+            self.load_errored.emit(readable_error(error))
             return
         self.pair = pair
-        self.loaded.emit(
+        self.load_finished.emit(
             PairInfo(
                 target=target,
                 draft=draft or None,
@@ -146,7 +147,7 @@ class EngineWorker(QObject):
         from engine.models.memory import peak_memory_gb
 
         if self.pair is None:
-            self.errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
+            self.generation_errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
             return
         batch: list[object] = []
         last_emit = time.monotonic()
@@ -161,19 +162,19 @@ class EngineWorker(QObject):
             for event in stream:
                 if isinstance(event, GenerationResult):
                     if batch:
-                        self.yielded.emit(request.request_id, batch)
-                    self.finished.emit(request.request_id, event)
+                        self.generation_yielded.emit(request.request_id, batch)
+                    self.generation_finished.emit(request.request_id, event)
                     return
                 batch.append(event)
                 now = time.monotonic()
                 if now - last_emit >= BATCH_INTERVAL_S:
                     batch.append(MemoryReading(peak_memory_gb()))
-                    self.yielded.emit(request.request_id, batch)
+                    self.generation_yielded.emit(request.request_id, batch)
                     batch, last_emit = [], now
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             if batch:
-                self.yielded.emit(request.request_id, batch)
-            self.errored.emit(request.request_id, readable_error(error))
+                self.generation_yielded.emit(request.request_id, batch)
+            self.generation_errored.emit(request.request_id, readable_error(error))
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
@@ -190,7 +191,7 @@ class EngineWorker(QObject):
                 except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
                     self._verdicts[key] = DraftVerdict(name, False, readable_error(error))
             verdicts.append(self._verdicts[key])
-        self.drafts_checked.emit(target, verdicts)
+        self.drafts_check_finished.emit(target, verdicts)
 
 
 def start_in_thread(worker: QObject, name: str) -> QThread:

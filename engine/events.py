@@ -14,8 +14,6 @@ from typing import Literal, Union
 Origin = Literal["accepted", "corrected", "bonus", "target"]
 FinishReason = Literal["stop", "length", "cancelled", "context"]
 
-ORIGINS: tuple[str, ...] = ("accepted", "corrected", "bonus", "target")
-
 
 @dataclass(frozen=True)
 class PrefillEvent:

@@ -280,6 +280,39 @@ def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker
     return pointer
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a download will fetch: the files a model needs, in order, their sizes, and which are cached."""
+
+    revision: str
+    files: list[str]
+    sizes: dict[str, int]
+    have: set[str]
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes[f] for f in self.files)
+
+    @property
+    def done(self) -> int:
+        return sum(self.sizes[f] for f in self.have)
+
+
+def _plan(repo_id: str, cache_dir: Path, endpoint: str) -> _Plan:
+    """Ask the hub for the repo's files; refuse what is not an MLX model; note what the cache has."""
+    from huggingface_hub import HfApi
+
+    info = HfApi(endpoint=endpoint).model_info(repo_id, files_metadata=True)
+    sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or []}
+    check_mlx_model_files(repo_id, list(sizes))
+    files = needed_files(list(sizes))
+    # config.json first: a model mlx-lm cannot run is refused before gigabytes of weights arrive.
+    files.sort(key=lambda f: (f != "config.json", f.endswith(".safetensors"), f))
+    revision = info.sha or "main"
+    have = {f for f in files if _snapshot_file(cache_dir, repo_id, revision, f).exists()}
+    return _Plan(revision, files, sizes, have)
+
+
 def download_model(
     repo_id: str,
     progress: ProgressCallback | None = None,
@@ -297,10 +330,8 @@ def download_model(
     Raises:
         DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError.
     """
-    from huggingface_hub import HfApi
     from huggingface_hub import constants as hub_constants
 
-    cancel = cancel or (lambda: False)
     if allow_network is None:
         allow_network = not offline()
     if not allow_network:
@@ -309,41 +340,35 @@ def download_model(
             raise DownloadError(f"{repo_id} is not downloaded, and SpecChat is offline. Connect and download it first.")
         return cached
 
-    cache_dir = hub_cache_dir()
-    endpoint = hub_endpoint()
+    cache_dir, endpoint = hub_cache_dir(), hub_endpoint()
     hub_constants.DOWNLOAD_CHUNK_SIZE = CHUNK_BYTES
     needed_bytes = 0
     try:
-        info = HfApi(endpoint=endpoint).model_info(repo_id, files_metadata=True)
-        sizes = {s.rfilename: int(s.size or 0) for s in info.siblings or []}
-        check_mlx_model_files(repo_id, list(sizes))
-        files = needed_files(list(sizes))
-        # config.json first: a model mlx-lm cannot run is refused before gigabytes of weights arrive.
-        files.sort(key=lambda f: (f != "config.json", f.endswith(".safetensors"), f))
-        revision = info.sha or "main"
-        have = [f for f in files if _snapshot_file(cache_dir, repo_id, revision, f).exists()]
-        total = sum(sizes[f] for f in files)
-        done = sum(sizes[f] for f in have)
-        needed_bytes = total - done
+        plan = _plan(repo_id, cache_dir, endpoint)
+        needed_bytes = plan.total - plan.done
         if needed_bytes > shutil.disk_usage(_existing_parent(cache_dir)).free:
             raise OSError(errno.ENOSPC, "not enough space")
-        tracker = _Tracker(repo_id, total, done, progress, cancel)
-        folder = _snapshot_file(cache_dir, repo_id, revision, "config.json").parent
-        for file in files:
-            if file in have:
-                continue
-            tracker.file = file
-            path = _fetch_file(repo_id, file, cache_dir, endpoint, tracker)
-            folder = path.parents[file.count("/")]
-            if file == "config.json":
-                check_architecture(repo_id, path)
-        tracker.done = total
-        tracker.emit()
-        return folder
+        return _fetch_missing(repo_id, plan, cache_dir, endpoint, _Tracker(repo_id, plan.total, plan.done, progress, cancel or (lambda: False)))
     except (DownloadCancelled, DownloadError, NotAModelError, UnsupportedModelError, ModelNotFoundError):
         raise
     except Exception as error:  # noqa: BLE001 - every other failure is translated into a sentence
         raise _translate(repo_id, error, needed_bytes) from error
+
+
+def _fetch_missing(repo_id: str, plan: _Plan, cache_dir: Path, endpoint: str, tracker: _Tracker) -> Path:
+    """Transfer the files the cache lacks, checking the architecture as soon as config.json is in; the folder."""
+    folder = _snapshot_file(cache_dir, repo_id, plan.revision, "config.json").parent
+    for file in plan.files:
+        if file in plan.have:
+            continue
+        tracker.file = file
+        path = _fetch_file(repo_id, file, cache_dir, endpoint, tracker)
+        folder = path.parents[file.count("/")]
+        if file == "config.json":
+            check_architecture(repo_id, path)
+    tracker.done = plan.total
+    tracker.emit()
+    return folder
 
 
 def _existing_parent(path: Path) -> Path:

@@ -112,14 +112,32 @@ def _remembered_file() -> Path:
     return data_dir() / "models.json"
 
 
-def remembered_models() -> list[LocalModel]:
-    """Models the user opened from a folder or file, still on disk, most recent first."""
+def _read_remembered() -> list[dict]:
     try:
-        entries = json.loads(_remembered_file().read_text())
+        return json.loads(_remembered_file().read_text())
     except (OSError, json.JSONDecodeError):
         return []
+
+
+def _write_remembered(entries: list[dict]) -> None:
+    """Replace models.json whole (a temporary file renamed over it), so a failed write never leaves half a list."""
+    path = _remembered_file()
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(json.dumps(entries, indent=2))
+        tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise SpecChatError(
+            f"Cannot save the list of opened models in {path.parent} ({e.strerror or e}). "
+            "Free some disk space or fix the folder's permissions, then try again."
+        ) from e
+
+
+def remembered_models() -> list[LocalModel]:
+    """Models the user opened from a folder or file, still on disk, most recent first."""
     models = []
-    for entry in entries:
+    for entry in _read_remembered():
         path = Path(entry["path"])
         if path.exists():
             models.append(LocalModel(entry["path"], path, _folder_bytes(path), "opened"))
@@ -129,24 +147,15 @@ def remembered_models() -> list[LocalModel]:
 def remember_model(path: Path) -> None:
     """Add a folder or GGUF file to the remembered models (moving it to the front)."""
     path = path.expanduser().resolve()
-    try:
-        entries = json.loads(_remembered_file().read_text())
-    except (OSError, json.JSONDecodeError):
-        entries = []
-    entries = [e for e in entries if e.get("path") != str(path)]
+    entries = [e for e in _read_remembered() if e.get("path") != str(path)]
     entries.insert(0, {"path": str(path), "added": time.time()})
-    tmp = _remembered_file().with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries, indent=2))
-    tmp.replace(_remembered_file())
+    _write_remembered(entries)
 
 
 def forget_model(path: Path) -> None:
+    """Remove a folder or GGUF file from the remembered models."""
     path = path.expanduser().resolve()
-    try:
-        entries = json.loads(_remembered_file().read_text())
-    except (OSError, json.JSONDecodeError):
-        return
-    _remembered_file().write_text(json.dumps([e for e in entries if e.get("path") != str(path)], indent=2))
+    _write_remembered([e for e in _read_remembered() if e.get("path") != str(path)])
 
 
 def all_local_models() -> list[LocalModel]:

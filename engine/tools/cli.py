@@ -170,25 +170,30 @@ def _benchmark_prompts(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
-    from .benchmark import (
-        check_modes,
-        format_table,
-        machine_info,
-        measure_follow_up,
-        run_benchmark,
-        summarize,
-        summarize_by_category,
-    )
-
     params = _params(args)
     if args.iterations < 1:
         raise SpecChatError(f"--iterations must be at least 1, not {args.iterations}.")
+    report = _benchmark_report(args, params)
+    if args.plot:
+        _plot_speedups(report, args.plot)
+    if args.json:
+        out.write(json.dumps(report) + "\n")
+    else:
+        _print_benchmark(report, out)
+    return 0
+
+
+def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dict[str, object]:
+    """Run the chosen modes on the prompts, alternating, and total the runs (the `--json` contract)."""
+    from ..decoding.pair import ModelPair
+    from .benchmark import check_modes, machine_info, measure_follow_up, run_benchmark, summarize, summarize_by_category
+
     try:
         modes = check_modes(args.modes.split(","), has_draft=bool(args.draft))
     except ValueError as e:
         raise SpecChatError(str(e)) from e
     prompts = _benchmark_prompts(args)
-    pair = _load_pair(args)
+    pair = ModelPair.load(args.target, args.draft)
     prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p, _ in prompts]
 
     def progress(run) -> None:  # noqa: ANN001
@@ -212,30 +217,34 @@ def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
         longest = max(range(len(prompts)), key=lambda i: len(prompt_ids[i]))
         timing = measure_follow_up(pair, prompts[longest][0], "Now say that again in one sentence.", params.replace(mode="standard"))
         report["follow_up"] = dataclasses.asdict(timing)
-    if args.plot:
-        from .svg_chart import bar_chart
+    return report
 
-        groups = {"all prompts": report["summary"], **report["categories"]}  # type: ignore[dict-item]
-        speedups = {
-            g: {m: s["speedup_vs_standard"] for m, s in summary.items() if s["speedup_vs_standard"] is not None}
-            for g, summary in groups.items()
-        }
-        bar_chart("Tokens per second relative to standard decoding", speedups, 1.0, args.plot)
-    if args.json:
-        out.write(json.dumps(report) + "\n")
-        return 0
-    out.write(format_table(report["summary"]) + "\n")  # type: ignore[arg-type]
-    for category, summary in report["categories"].items():  # type: ignore[union-attr]
+
+def _plot_speedups(report: dict, path: Path) -> None:
+    from .svg_chart import bar_chart
+
+    groups = {"all prompts": report["summary"], **report["categories"]}
+    speedups = {
+        g: {m: s["speedup_vs_standard"] for m, s in summary.items() if s["speedup_vs_standard"] is not None}
+        for g, summary in groups.items()
+    }
+    bar_chart("Tokens per second relative to standard decoding", speedups, 1.0, path)
+
+
+def _print_benchmark(report: dict, out: TextIO) -> None:
+    from .benchmark import format_table
+
+    out.write(format_table(report["summary"]) + "\n")
+    for category, summary in report["categories"].items():
         out.write(f"\n{category}\n" + format_table(summary) + "\n")
-    if args.follow_up:
+    if "follow_up" in report:
         f = report["follow_up"]
         out.write(
             f"\nfollow-up turn: first token after {f['second_turn_ttft_s']:.2f} s with the prompt cache "
             f"({f['second_turn_cached_tokens']} of {f['second_turn_prompt_tokens']} prompt tokens cached), "
             f"{f['second_turn_uncached_ttft_s']:.2f} s without; first turn {f['first_turn_ttft_s']:.2f} s\n"
         )
-    out.write(f"measured on {', '.join(f'{k} {v}' for k, v in report['machine'].items())}\n")  # type: ignore[union-attr]
-    return 0
+    out.write(f"measured on {', '.join(f'{k} {v}' for k, v in report['machine'].items())}\n")
 
 
 def cmd_list_models(args: argparse.Namespace, out: TextIO) -> int:

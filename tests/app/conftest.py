@@ -32,13 +32,13 @@ def make_window(qtbot, isolated_home: Path, tiny_dirs):
         qtbot.addWidget(window)
         windows.append(window)
         if settings.pair():
-            qtbot.waitUntil(lambda: window.pair is not None or not window.error_banner.isHidden(), timeout=30_000)
+            qtbot.waitUntil(lambda: window.session.pair is not None or not window.error_banner.isHidden(), timeout=30_000)
         return window
 
     yield make
     for window in windows:
         window.close()
-        assert window.engine_thread.isFinished() and window.download_thread.isFinished()
+        assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
 
 
 def send_and_wait(qtbot, window: MainWindow, text: str, timeout: int = 60_000):
@@ -46,7 +46,7 @@ def send_and_wait(qtbot, window: MainWindow, text: str, timeout: int = 60_000):
 
     Tests wait on the window's own signals: worker signals are emitted on the worker's thread.
     """
-    with qtbot.waitSignal(window.answer_finished, timeout=timeout) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=timeout) as blocker:
         window.input.setPlainText(text)
         window.input.submitted.emit()
-    return blocker.args[0]
+    return blocker.args[1]  # (answer, result, summary)

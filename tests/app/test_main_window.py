@@ -10,7 +10,7 @@ from PySide6.QtGui import QTextCursor
 
 from app.main_window import MainWindow
 from app.palette import origin_colour
-from engine.events import TokenEvent
+from engine.events import RoundEvent, TokenEvent
 from tests.app.conftest import send_and_wait
 
 
@@ -31,7 +31,7 @@ def test_an_answer_streams_as_coloured_tokens_with_the_right_origins(make_window
     window = make_window(max_tokens=60)
     window.markdown_action.setChecked(False)  # keep the coloured view after the answer
     batches: list[list[object]] = []
-    window.events_received.connect(lambda request, events: batches.append(events))
+    window.session.answer_events.connect(lambda answer, events: batches.append(events))
     result = send_and_wait(qtbot, window, "What is speculative decoding?")
     streamed = [e for batch in batches for e in batch if isinstance(e, TokenEvent)]
     assert [e.origin for e in streamed] == result.origins
@@ -77,16 +77,16 @@ def test_the_stats_panel_and_the_stats_line_follow_the_answer(make_window, qtbot
 
 def test_stop_ends_the_answer_and_keeps_what_was_generated(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.events_received, timeout=30_000):
+    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
         window.input.setPlainText("Tell me a long story")
         window.send()
-    with qtbot.waitSignal(window.answer_finished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as blocker:
         window.send_button.click()  # the Send button reads Stop while generating
-    result = blocker.args[0]
+    result = blocker.args[1]
     assert result.finish_reason == "cancelled" and 0 < len(result.tokens) < 900
     answer = window.chat.messages[-1]
     assert answer.text == result.text and "(stopped)" in answer.stats.text()
-    stored = window.store.messages(window.conversation_id)[-1]
+    stored = window.session.store.messages(window.conversation_id)[-1]
     assert stored.content == result.text and stored.finish == "cancelled"
     assert window.send_button.text() == "Send"
 
@@ -94,13 +94,13 @@ def test_stop_ends_the_answer_and_keeps_what_was_generated(make_window, qtbot) -
 def test_the_toggle_switches_to_standard_decoding_without_reloading(make_window, qtbot) -> None:
     window = make_window()
     loaded = []
-    window.pair_loaded.connect(loaded.append)
+    window.session.pair_loaded.connect(loaded.append)
     send_and_wait(qtbot, window, "Hello")
     window.speculative_action.setChecked(False)
     result = send_and_wait(qtbot, window, "And again")
     assert set(result.origins) == {"target"} and result.mode == "standard"
     assert loaded == []
-    assert window.settings.params().mode == "standard"
+    assert window.session.settings.params().mode == "standard"
 
 
 def test_compare_runs_both_ways_and_shows_the_speedup(make_window, qtbot) -> None:
@@ -121,18 +121,18 @@ def test_compare_runs_both_ways_and_shows_the_speedup(make_window, qtbot) -> Non
 def test_an_engine_error_shows_a_readable_message_and_loses_nothing(make_window, qtbot) -> None:
     window = make_window()
     send_and_wait(qtbot, window, "Hello")
-    with qtbot.waitSignal(window.answer_failed, timeout=30_000):
+    with qtbot.waitSignal(window.session.answer_failed, timeout=30_000):
         window.input.setPlainText("word " * 1200)
         window.send()
     assert not window.error_banner.isHidden()
     assert window.error_banner.text().startswith("The prompt is ") and "Traceback" not in window.error_banner.text()
     assert [m.role for m in window.chat.messages] == ["user", "assistant", "user"]
-    assert window.active_request is None and window.send_button.isEnabled()
+    assert not window.session.busy and window.send_button.isEnabled()
 
 
 def test_a_model_that_cannot_load_shows_why(make_window, tmp_path: Path) -> None:
     window = make_window(pair=(str(tmp_path / "missing"), ""))
-    assert window.pair is None
+    assert window.session.pair is None
     assert "No model at" in window.error_banner.text()
     window.input.setPlainText("Hello")
     window.send()
@@ -141,16 +141,16 @@ def test_a_model_that_cannot_load_shows_why(make_window, tmp_path: Path) -> None
 
 def test_settings_and_conversations_survive_a_restart(make_window, qtbot) -> None:
     window = make_window()
-    params = window.params.replace(temperature=0.7, top_k=20, num_draft=6, max_tokens=12)
+    params = window.session.params.replace(temperature=0.7, top_k=20, num_draft=6, max_tokens=12)
     window.apply_settings(params, "Answer in French.")
     result = send_and_wait(qtbot, window, "Bonjour")
     conversation = window.conversation_id
     window.close()
 
     again = make_window(pair=None, keep_settings=True)
-    assert again.params.temperature == 0.7 and again.params.top_k == 20 and again.params.num_draft == 6
-    assert again.system_prompt == "Answer in French."
-    assert again.settings.pair() is not None
+    assert again.session.params.temperature == 0.7 and again.session.params.top_k == 20 and again.session.params.num_draft == 6
+    assert again.session.system_prompt == "Answer in French."
+    assert again.session.settings.pair() is not None
     titles = [again.conversations.list.item(i).text() for i in range(again.conversations.list.count())]
     assert titles == ["Bonjour"]
     again.open_conversation(conversation)
@@ -165,7 +165,7 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(make_window, qtbot) -> No
     qtbot.keyClick(window.input, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
     qtbot.keyClicks(window.input, "line two")
     assert window.input.toPlainText() == "line one\nline two"
-    with qtbot.waitSignal(window.answer_finished, timeout=60_000):
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
         qtbot.keyClick(window.input, Qt.Key.Key_Return)
     assert window.chat.messages[0].text == "line one\nline two" and window.input.toPlainText() == ""
 
@@ -173,11 +173,11 @@ def test_enter_sends_and_shift_enter_starts_a_new_line(make_window, qtbot) -> No
 def test_regenerate_replaces_the_last_answer(make_window, qtbot) -> None:
     window = make_window(temperature=1.0, top_p=1.0)
     send_and_wait(qtbot, window, "Hello")
-    with qtbot.waitSignal(window.answer_finished, timeout=60_000) as blocker:
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as blocker:
         window.chat.messages[-1].regenerate_button.click()
     assert len(window.chat.messages) == 2
-    stored = window.store.messages(window.conversation_id)
-    assert [m.role for m in stored] == ["user", "assistant"] and stored[1].content == blocker.args[0].text
+    stored = window.session.store.messages(window.conversation_id)
+    assert [m.role for m in stored] == ["user", "assistant"] and stored[1].content == blocker.args[1].text
 
 
 def test_copy_puts_a_message_on_the_clipboard(make_window, qtbot) -> None:
@@ -198,7 +198,7 @@ def test_markdown_toggle_switches_finished_answers_between_views(make_window, qt
     assert colour_runs(answer.body)
     window.markdown_action.setChecked(True)
     assert not colour_runs(answer.body)
-    assert window.settings.show_markdown()
+    assert window.session.settings.show_markdown()
 
 
 def test_conversations_can_be_renamed_deleted_and_exported(make_window, qtbot, tmp_path: Path, monkeypatch) -> None:
@@ -217,12 +217,12 @@ def test_conversations_can_be_renamed_deleted_and_exported(make_window, qtbot, t
 
 def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.events_received, timeout=30_000):
+    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
         window.input.setPlainText("A long story please")
         window.send()
     conversation = window.conversation_id
     window.close()
-    assert window.engine_thread.isFinished() and window.download_thread.isFinished()
+    assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
     from app.conversations import ConversationStore
     from engine.models.app_paths import data_dir
 
@@ -234,13 +234,33 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
 
 def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, qtbot, tiny_dirs) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.events_received, timeout=30_000):
+    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
         window.input.setPlainText("A long story please")
         window.send()
     finished, loaded = [], []
-    window.answer_finished.connect(finished.append)
-    window.pair_loaded.connect(loaded.append)
-    window.load_pair(str(tiny_dirs[0]), "")
+    window.session.answer_finished.connect(lambda answer, result, summary: finished.append(result))
+    window.session.pair_loaded.connect(loaded.append)
+    window.session.load_pair(str(tiny_dirs[0]), "")
     qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
     assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
-    assert window.pair.draft is None and window.pair_label.text() == "tiny-target (prompt lookup)"
+    assert window.session.pair.draft is None and window.pair_label.text() == "tiny-target (prompt lookup)"
+
+
+def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_window, qtbot, tiny_dirs, monkeypatch) -> None:
+    """With no draft model loaded answers draft by prompt lookup, but the choice of the draft model is kept for
+    the next pair that has one (opening Settings used to save "lookup" for good)."""
+    window = make_window(pair=(str(tiny_dirs[0]), ""))
+    assert window.session.pair is not None and window.session.pair.draft is None
+    assert window.session.params.drafter == "model"
+    assert window.session.effective_params().drafter == "lookup"
+    monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: 1)  # OK without changes
+    window.open_settings()
+    assert window.session.params.drafter == "model"
+    assert window.session.settings.params().drafter == "model"
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
+        window.session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
+    drafters: list[str] = []
+    window.session.answer_events.connect(lambda answer, events: drafters.extend(e.drafter for e in events if isinstance(e, RoundEvent)))
+    send_and_wait(qtbot, window, "Hello")
+    assert "model" in drafters
+    assert window.session.effective_params().drafter == "model"

@@ -89,10 +89,10 @@ def test_a_downloaded_pair_can_be_used(make_window, qtbot, catalog_hub) -> None:
     picker.download_button.click()
     qtbot.waitUntil(lambda: picker.selected_status().downloaded, timeout=30_000)
     assert picker.use_button.isEnabled()
-    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
         picker.use_button.click()
-    assert window.pair.target == "mlx-community/Qwen2.5-3B-Instruct-4bit"
-    assert window.settings.pair() == (window.pair.target, window.pair.draft)
+    assert window.session.pair.target == "mlx-community/Qwen2.5-3B-Instruct-4bit"
+    assert window.session.settings.pair() == (window.session.pair.target, window.session.pair.draft)
 
 
 def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_window, qtbot, isolated_home, tiny_dirs, other_tokenizer_model) -> None:
@@ -110,9 +110,9 @@ def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_windo
     assert offered == ["", str(tiny_dirs[1].resolve())]
     left_out = picker.left_out.item(0).text()
     assert left_out.startswith(f"other-model — {other_tokenizer_model.resolve().parent}: ") and "missing from the draft" in left_out
-    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
         picker.use_local_button.click()
-    assert window.pair.draft == str(tiny_dirs[1].resolve())
+    assert window.session.pair.draft == str(tiny_dirs[1].resolve())
 
 
 def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
@@ -159,15 +159,15 @@ def test_a_pair_that_does_not_fit_is_loaded_only_if_the_user_agrees(make_window,
     picker.refresh()
     picker.targets.setCurrentRow(0)
     picker.use_local_button.click()
-    assert window.pair is None and window.pair_label.text() == "No models loaded"
+    assert window.session.pair is None and window.pair_label.text() == "No models loaded"
     assert warnings[0].startswith("Does not fit: needs about 50.0 GB but this machine gives models about 8.0 GB.")
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    with qtbot.waitSignal(window.pair_loaded, timeout=30_000):
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
         picker.use_local_button.click()
 
 
 def test_closing_during_a_download_stops_it_cleanly(make_window, qtbot, catalog_hub) -> None:
     window, picker = start_slow_download(make_window, qtbot, catalog_hub, 300_000)
     window.close()
-    assert window.download_thread.isFinished() and window.engine_thread.isFinished()
+    assert window.session.download_thread.isFinished() and window.session.engine_thread.isFinished()
     assert not picker.selected_status().downloaded

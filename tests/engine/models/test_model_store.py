@@ -73,3 +73,25 @@ def test_all_local_models_lists_each_model_once(fake_hub, tiny_dirs) -> None:
     remember_model(tiny_dirs[1])
     names = [m.name for m in all_local_models()]
     assert names.count("test/tiny-target") == 1 and str(tiny_dirs[1].resolve()) in names
+
+
+def test_a_failed_write_keeps_the_remembered_list_whole(isolated_home, tiny_dirs, monkeypatch) -> None:
+    """Both writers (remember and forget) replace models.json whole: a disk that fills mid-write leaves the old
+    list, and the error says what to do."""
+    import errno
+
+    from engine.errors import SpecChatError
+
+    remember_model(tiny_dirs[1])
+    remember_model(tiny_dirs[0])
+    before = [m.path for m in remembered_models()]
+
+    def half_then_full(self: Path, text: str, *args, **kwargs) -> int:
+        Path.write_bytes(self, text[: len(text) // 2].encode())
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    for change in (lambda: forget_model(tiny_dirs[0]), lambda: remember_model(tiny_dirs[1])):
+        with pytest.raises(SpecChatError, match="No space left on device.*Free some disk space"):
+            change()
+        assert [m.path for m in remembered_models()] == before

@@ -1,0 +1,314 @@
+"""The chat session: everything about chatting that is not a widget.
+
+It owns the two workers (engine and downloads) and their threads, the saved conversations and settings, the
+loaded pair, the generation settings with the speculative/standard mode, and the answer being generated: its
+request id, where its events go (the chat or Compare), its text and token runs as they stream, and saving them
+while they stream so that Stop or a crash keeps what was generated. The window shows the session and forwards
+the user's actions to it; tests drive it without any widget.
+
+Worker signals are only ever connected to bound methods of QObjects living on the GUI thread (this one, the
+window, the dialogs): PySide6 runs a plain function or lambda in the emitting thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QCoreApplication, QObject, Signal
+
+from engine.events import GenerationResult, TokenEvent
+from engine.models.app_paths import data_dir
+from engine.params import GenerationParams
+
+from .conversations import ConversationStore
+from .download_worker import DownloadWorker
+from .settings import AppSettings
+from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
+
+SAVE_INTERVAL_S = 1.0
+
+
+@dataclass
+class StreamingAnswer:
+    """The answer being generated, as saved and shown.
+
+    Attributes:
+        request_id: the engine request generating it.
+        conversation_id, message_id: where it is saved.
+        mode: "speculative" or "standard".
+        text: the text so far.
+        runs: each token's [text, origin, round], to show the coloured view again.
+        stopping: Stop was asked for; the engine ends the answer within a round.
+    """
+
+    request_id: int
+    conversation_id: int
+    message_id: int
+    mode: str
+    text: str = ""
+    runs: list[list] = field(default_factory=list)
+    stopping: bool = False
+
+
+class _Requests(QObject):
+    """Signals from the session to the engine worker (queued into its thread)."""
+
+    load = Signal(str, str)
+    generate = Signal(object)
+
+
+class ChatSession(QObject):
+    """SpecChat's state and actions, without widgets.
+
+    Signals (all emitted on the GUI thread):
+        pair_loading(str): a pair started loading; the text says which.
+        pair_loaded(PairInfo): a pair finished loading.
+        pair_failed(str): a pair could not be loaded; the message says why.
+        load_progress(str, int, int): a loading stage with done and total.
+        answer_started(StreamingAnswer): a chat answer started.
+        answer_events(StreamingAnswer, list): a batch of engine events for the chat answer.
+        answer_finished(StreamingAnswer, GenerationResult, str): a chat answer is complete (stopped ones
+            included), with its stats line.
+        answer_failed(StreamingAnswer, str): a chat answer failed; the message says why.
+        compare_events(int, list), compare_finished(int, GenerationResult), compare_failed(int, str): the same
+            for the two requests of a Compare, by request id.
+        busy_changed(bool): whether an answer is being generated.
+
+    Attributes:
+        engine, downloads: the workers, each on its own QThread.
+        store: the saved conversations.
+        settings: what is remembered across launches.
+        params: the generation settings as the user chose them (see `effective_params`).
+        system_prompt: sent before every conversation when not empty.
+        pair: what is loaded (None until a pair is).
+        answer: the chat answer being generated (None when idle).
+        compare_requests: the request ids of the running or last Compare, by side.
+    """
+
+    pair_loading = Signal(str)
+    pair_loaded = Signal(object)
+    pair_failed = Signal(str)
+    load_progress = Signal(str, int, int)
+    answer_started = Signal(object)
+    answer_events = Signal(object, object)
+    answer_finished = Signal(object, object, str)
+    answer_failed = Signal(object, str)
+    compare_events = Signal(int, object)
+    compare_finished = Signal(int, object)
+    compare_failed = Signal(int, str)
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.settings = AppSettings()
+        self.store = ConversationStore(data_dir() / "conversations.sqlite3")
+        self.params = self.settings.params()
+        self.system_prompt = self.settings.system_prompt()
+        self.pair: PairInfo | None = None
+        self.answer: StreamingAnswer | None = None
+        self.compare_requests: dict[str, int] = {}
+        self._next_request = 0
+        self._last_save = 0.0
+        self._closed = False
+
+        self.engine = EngineWorker()
+        self.downloads = DownloadWorker()
+        self.engine_thread = start_in_thread(self.engine, "engine")
+        self.download_thread = start_in_thread(self.downloads, "downloads")
+        self._requests = _Requests()
+        self._requests.load.connect(self.engine.load)
+        self._requests.generate.connect(self.engine.generate)
+        self.engine.load_finished.connect(self._on_loaded)
+        self.engine.load_errored.connect(self._on_load_failed)
+        self.engine.load_progress.connect(self._on_load_progress)
+        self.engine.generation_yielded.connect(self._on_events)
+        self.engine.generation_finished.connect(self._on_finished)
+        self.engine.generation_errored.connect(self._on_error)
+
+    # --- state ---------------------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """Whether a chat answer is being generated."""
+        return self.answer is not None
+
+    @property
+    def mode(self) -> str:
+        return self.params.mode
+
+    def set_mode(self, mode: str) -> None:
+        """Speculative or standard decoding from the next answer on (remembered)."""
+        self.params = self.params.replace(mode=mode)
+        self.settings.save_params(self.params)
+
+    def effective_params(self, mode: str | None = None) -> GenerationParams:
+        """What the next answer runs with: the chosen settings, drafting by prompt lookup when no draft model
+        is loaded (the choice itself is kept, for the next pair that has one)."""
+        params = self.params.replace(mode=mode or self.params.mode)
+        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.drafter != "lookup":
+            params = params.replace(drafter="lookup")
+        return params
+
+    def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
+        """Use new settings from the next answer on, and remember them."""
+        self.params = params
+        self.system_prompt = system_prompt
+        self.settings.save_params(params)
+        self.settings.save_system_prompt(system_prompt)
+
+    def history(self, conversation_id: int | None) -> list[dict[str, str]]:
+        """A conversation as the engine reads it (answers that failed before any text are left out)."""
+        if conversation_id is None:
+            return []
+        return [
+            {"role": m.role, "content": m.content}
+            for m in self.store.messages(conversation_id)
+            if m.content or m.role == "user"
+        ]
+
+    # --- models --------------------------------------------------------------------------------------------
+
+    def load_pair(self, target: str, draft: str) -> None:
+        """Load a pair on the engine worker, stopping a running answer first."""
+        self.stop()
+        self.pair = None
+        self.pair_loading.emit(f"Loading {target}" + (f" with draft {draft}" if draft else "") + "…")
+        self._requests.load.emit(target, draft)
+
+    def _on_loaded(self, info: PairInfo) -> None:
+        if self._closed:
+            return
+        self.pair = info
+        self.settings.save_pair(info.target, info.draft)
+        self.pair_loaded.emit(info)
+
+    def _on_load_failed(self, message: str) -> None:
+        if not self._closed:
+            self.pair_failed.emit(message)
+
+    def _on_load_progress(self, stage: str, done: int, total: int) -> None:
+        if not self._closed:
+            self.load_progress.emit(stage, done, total)
+
+    # --- answers -------------------------------------------------------------------------------------------
+
+    def _new_request(self, messages: list[dict[str, str]], params: GenerationParams) -> GenerationRequest:
+        self._next_request += 1
+        return GenerationRequest(self._next_request, messages, params, self.system_prompt)
+
+    def new_conversation(self, first_message: str) -> int:
+        """A new saved conversation, titled after its first message."""
+        return self.store.create(first_message[:60])
+
+    def send(self, conversation_id: int, text: str) -> None:
+        """Save the user's message and start its answer."""
+        self.store.add_message(conversation_id, "user", text)
+        self.start_answer(conversation_id)
+
+    def start_answer(self, conversation_id: int) -> None:
+        """Answer the conversation's last user message."""
+        params = self.effective_params()
+        request = self._new_request(self.history(conversation_id), params)
+        message_id = self.store.add_message(conversation_id, "assistant", "")
+        self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode)
+        self._last_save = time.monotonic()
+        self.answer_started.emit(self.answer)
+        self.busy_changed.emit(True)
+        self._requests.generate.emit(request)
+
+    def regenerate(self, conversation_id: int) -> bool:
+        """Generate the conversation's last answer again; False when there is none or one is running."""
+        messages = self.store.messages(conversation_id)
+        if self.busy or not messages or messages[-1].role != "assistant":
+            return False
+        self.store.delete_message(messages[-1].id)
+        self.start_answer(conversation_id)
+        return True
+
+    def stop(self) -> None:
+        """Stop the running answer within one round (what was generated is kept)."""
+        if self.answer is not None:
+            self.engine.cancel(self.answer.request_id)
+            self.answer.stopping = True
+
+    def compare(self, messages: list[dict[str, str]]) -> dict[str, int]:
+        """Run a conversation both ways; the request id of each side ("standard", "speculative")."""
+        params = self.effective_params()
+        standard = self._new_request(messages, params.replace(mode="standard"))
+        speculative = self._new_request(messages, self.effective_params("speculative"))
+        self.compare_requests = {"standard": standard.request_id, "speculative": speculative.request_id}
+        self._requests.generate.emit(standard)
+        self._requests.generate.emit(speculative)
+        return dict(self.compare_requests)
+
+    def _is_answer(self, request_id: int) -> bool:
+        return not self._closed and self.answer is not None and request_id == self.answer.request_id
+
+    def _is_compare(self, request_id: int) -> bool:
+        return not self._closed and request_id in self.compare_requests.values()
+
+    def _on_events(self, request_id: int, events: list[object]) -> None:
+        if self._is_compare(request_id):
+            self.compare_events.emit(request_id, events)
+        if not self._is_answer(request_id):
+            return
+        answer = self.answer
+        tokens = [e for e in events if isinstance(e, TokenEvent)]
+        answer.text += "".join(t.text for t in tokens)
+        answer.runs += [[t.text, t.origin, t.round] for t in tokens]
+        self.answer_events.emit(answer, events)
+        if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
+            self._save(answer, finish="")
+
+    def _save(self, answer: StreamingAnswer, finish: str, summary: str = "") -> None:
+        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish)
+        self._last_save = time.monotonic()
+
+    def _on_finished(self, request_id: int, result: GenerationResult) -> None:
+        if self._is_compare(request_id):
+            self.compare_finished.emit(request_id, result)
+        if not self._is_answer(request_id):
+            return
+        answer = self.answer
+        if result.text.startswith(answer.text) and len(result.text) > len(answer.text) and answer.runs:
+            answer.runs[-1][0] += result.text[len(answer.text) :]  # what the detokenizer released at the end
+        answer.text = result.text
+        summary = result.summary() + (" (stopped)" if result.finish_reason == "cancelled" else "")
+        self._save(answer, result.finish_reason, summary)
+        self._idle()
+        self.answer_finished.emit(answer, result, summary)
+
+    def _on_error(self, request_id: int, message: str) -> None:
+        if self._is_compare(request_id):
+            self.compare_failed.emit(request_id, message)
+        if not self._is_answer(request_id):
+            return
+        answer = self.answer
+        if answer.text:
+            self._save(answer, "error", "(interrupted by an error)")
+        else:
+            self.store.delete_message(answer.message_id)
+        self._idle()
+        self.answer_failed.emit(answer, message)
+
+    def _idle(self) -> None:
+        self.answer = None
+        self.busy_changed.emit(False)
+
+    # --- shutting down -------------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Cancel what runs, quit and wait for both worker threads (no "QThread destroyed while running"),
+        deliver the events they sent on the way out (a stopped answer is saved whole), then close the store."""
+        if self._closed:
+            return
+        self.engine.cancel(self._next_request)
+        self.downloads.cancel()
+        stop_thread(self.engine_thread)
+        stop_thread(self.download_thread)
+        QCoreApplication.sendPostedEvents(self)
+        if self.answer is not None:
+            self._save(self.answer, "cancelled", "(interrupted)")
+        self.store.close()
+        self._closed = True

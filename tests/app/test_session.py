@@ -1,0 +1,106 @@
+"""The chat session without any widget: answers saved while they stream, routing between the chat and Compare,
+the mode, and settings that survive the loaded pair."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.session import ChatSession
+from app.settings import AppSettings
+from engine.events import RoundEvent, TokenEvent
+from engine.params import GenerationParams
+
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
+
+
+@pytest.fixture
+def session(qtbot, isolated_home, tiny_dirs):
+    settings = AppSettings()
+    settings.save_params(GREEDY)
+    session = ChatSession()
+    with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
+        session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
+    yield session
+    session.shutdown()
+    assert session.engine_thread.isFinished() and session.download_thread.isFinished()
+
+
+def answer(qtbot, session: ChatSession, conversation_id: int, text: str):
+    with qtbot.waitSignal(session.answer_finished, timeout=60_000) as blocker:
+        session.send(conversation_id, text)
+    return blocker.args
+
+
+def test_an_answer_is_saved_with_its_runs_and_stats_line(qtbot, session: ChatSession) -> None:
+    busy: list[bool] = []
+    session.busy_changed.connect(busy.append)
+    conversation = session.new_conversation("Hello there")
+    streaming, result, summary = answer(qtbot, session, conversation, "Hello there")
+    assert busy == [True, False] and not session.busy
+    stored = session.store.messages(conversation)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[1].content == result.text == streaming.text
+    assert [run[1] for run in stored[1].runs] == result.origins
+    assert "".join(run[0] for run in stored[1].runs) == result.text
+    assert stored[1].summary == summary == result.summary() and stored[1].finish == result.finish_reason
+    assert session.history(conversation) == [
+        {"role": "user", "content": "Hello there"},
+        {"role": "assistant", "content": result.text},
+    ]
+
+
+def test_the_answer_is_in_the_store_while_it_streams(qtbot, session: ChatSession, monkeypatch) -> None:
+    monkeypatch.setattr("app.session.SAVE_INTERVAL_S", 0.0)
+    session.apply_settings(GREEDY.replace(max_tokens=200), "")
+    saved_while_streaming: list[str] = []
+
+    def look(streaming, events) -> None:  # noqa: ANN001
+        saved_while_streaming.append(session.store.messages(streaming.conversation_id)[-1].content)
+
+    session.answer_events.connect(look)
+    conversation = session.new_conversation("Tell me a story")
+    _, result, _ = answer(qtbot, session, conversation, "Tell me a story")
+    assert len({text for text in saved_while_streaming if text}) >= 2  # the stored text grew while streaming
+    assert all(result.text.startswith(text) for text in saved_while_streaming)
+
+
+def test_compare_events_never_reach_the_chat_answer(qtbot, session: ChatSession) -> None:
+    chat_batches: list[object] = []
+    compare_tokens: dict[int, list[int]] = {}
+    finished: dict[int, object] = {}
+    session.answer_events.connect(lambda streaming, events: chat_batches.append(events))
+    session.compare_events.connect(
+        lambda request, events: compare_tokens.setdefault(request, []).extend(e.token for e in events if isinstance(e, TokenEvent))
+    )
+    session.compare_finished.connect(lambda request, result: finished.__setitem__(request, result))
+    requests = session.compare([{"role": "user", "content": "Hello"}])
+    qtbot.waitUntil(lambda: len(finished) == 2, timeout=60_000)
+    assert chat_batches == [] and not session.busy
+    assert finished[requests["standard"]].mode == "standard" and finished[requests["speculative"]].mode == "speculative"
+    for side, request in requests.items():
+        assert compare_tokens[request] == finished[request].tokens, side
+
+
+def test_stop_ends_the_answer_and_a_stale_request_is_ignored(qtbot, session: ChatSession) -> None:
+    session.apply_settings(GREEDY.replace(max_tokens=900), "")
+    conversation = session.new_conversation("A long story")
+    with qtbot.waitSignal(session.answer_events, timeout=30_000):
+        session.send(conversation, "A long story")
+    first = session.answer
+    with qtbot.waitSignal(session.answer_finished, timeout=30_000) as blocker:
+        session.stop()
+    assert blocker.args[1].finish_reason == "cancelled" and "(stopped)" in blocker.args[2]
+    late: list[object] = []
+    session.answer_events.connect(lambda streaming, events: late.append(events))
+    session._on_events(first.request_id, [RoundEvent(0, 0, 0, 1, "none", 0.0, 0.0)])  # a batch still queued
+    assert late == [] and session.store.messages(conversation)[-1].finish == "cancelled"
+
+
+def test_the_mode_is_remembered_and_lookup_stands_in_for_a_missing_draft(qtbot, session: ChatSession, tiny_dirs) -> None:
+    session.set_mode("standard")
+    assert AppSettings().params().mode == "standard" and session.effective_params().mode == "standard"
+    session.set_mode("speculative")
+    with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
+        session.load_pair(str(tiny_dirs[0]), "")
+    assert session.effective_params().drafter == "lookup"
+    assert session.params.drafter == "model" and AppSettings().params().drafter == "model"

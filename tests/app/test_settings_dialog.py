@@ -1,0 +1,26 @@
+"""The settings dialog edits GenerationParams within the engine's own ranges."""
+
+from __future__ import annotations
+
+from app.settings_dialog import SettingsDialog
+from engine.params import RANGES, GenerationParams
+
+
+def test_spin_boxes_take_their_limits_from_the_engine(qtbot) -> None:
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    for name in ("num_draft", "max_draft", "top_k", "max_tokens"):
+        box = getattr(dialog, name)
+        low, high = RANGES[name]
+        assert box.minimum() == low
+        if high is not None:
+            assert box.maximum() == high
+    dialog.num_draft.setValue(40)
+    assert dialog.params().num_draft == 40  # above the old dialog's 16, within the engine's 64
+
+
+def test_the_dialog_returns_what_it_was_given_when_nothing_changes(qtbot) -> None:
+    params = GenerationParams(drafter="model+lookup", num_draft=7, top_k=40, temperature=0.3)
+    dialog = SettingsDialog(params, "Be brief.")
+    qtbot.addWidget(dialog)
+    assert dialog.params() == params and dialog.system_prompt.toPlainText() == "Be brief."
