@@ -22,6 +22,8 @@ SAVED_PARAMS = {
     "top_k": int,
     "min_p": float,
     "max_tokens": int,
+    "repetition_penalty": float,
+    "kv_bits": lambda raw: int(raw) or None,  # saved as 0 for full precision
 }
 
 
@@ -48,7 +50,7 @@ class AppSettings:
             if raw is None:
                 continue
             try:
-                values[name] = _as_bool(raw) if kind is bool else kind(raw)
+                values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]
             except (TypeError, ValueError):
                 continue
         try:
@@ -58,7 +60,8 @@ class AppSettings:
 
     def save_params(self, params: GenerationParams) -> None:
         for name in SAVED_PARAMS:
-            self.store.setValue(f"generation/{name}", getattr(params, name))
+            value = getattr(params, name)
+            self.store.setValue(f"generation/{name}", 0 if value is None else value)
         self.store.sync()
 
     def system_prompt(self) -> str:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from engine.errors import InvalidParameterError
 from engine.params import RANGES, GenerationParams
 
+KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 DRAFTERS = [("Draft model", "model"), ("Prompt lookup (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 
@@ -49,6 +50,15 @@ class SettingsDialog(QDialog):
         self.top_k = whole_number_box("top_k", params.top_k)
         self.min_p = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.01, decimals=2, value=params.min_p)
         self.max_tokens = whole_number_box("max_tokens", params.max_tokens)
+        self.repetition_penalty = QDoubleSpinBox(
+            minimum=0.5, maximum=3.0, singleStep=0.05, decimals=2, value=params.repetition_penalty
+        )
+        self.kv_bits = QComboBox()
+        for label, value in KV_CACHE:
+            self.kv_bits.addItem(label, value)
+        self.kv_bits.setCurrentIndex([v for _, v in KV_CACHE].index(params.kv_bits))
+        self.kv_bits.setToolTip("Store the attention cache in fewer bits: longer chats in less memory, slightly "
+                                "different answers. Sliding-window layers stay in full precision.")
         self.system_prompt = QPlainTextEdit(system_prompt)
         self.system_prompt.setPlaceholderText("Optional instructions sent before every conversation")
         self.system_prompt.setMaximumHeight(90)
@@ -60,7 +70,9 @@ class SettingsDialog(QDialog):
         form.addRow("Top-p", self.top_p)
         form.addRow("Top-k (0 = off)", self.top_k)
         form.addRow("Min-p (0 = off)", self.min_p)
+        form.addRow("Repetition penalty (1 = off)", self.repetition_penalty)
         form.addRow("Max tokens", self.max_tokens)
+        form.addRow("KV cache", self.kv_bits)
         form.addRow("System prompt", self.system_prompt)
         self.error = QLabel()
         self.error.setStyleSheet("color: #b00020;")
@@ -84,6 +96,8 @@ class SettingsDialog(QDialog):
             top_k=self.top_k.value(),
             min_p=self.min_p.value(),
             max_tokens=self.max_tokens.value(),
+            repetition_penalty=self.repetition_penalty.value(),
+            kv_bits=self.kv_bits.currentData(),
         )
 
     def accept(self) -> None:

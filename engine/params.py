@@ -16,6 +16,7 @@ Mode = Literal["speculative", "standard"]
 DrafterKind = Literal["model", "lookup", "model+lookup"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
+KV_BITS: tuple[int | None, ...] = (None, 8, 4)
 DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup")
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
@@ -51,6 +52,9 @@ class GenerationParams:
             its random numbers differently, so adaptive samples vary between runs (each exactly distributed).
         stop: strings that end generation; the text stops before them.
         prefill_step_size: prompt tokens per forward pass while prefilling.
+        kv_bits: store full-attention keys and values in 8 or 4 bits (None: full precision), for long chats
+            in less memory. Draft and target use the same caches in every mode, so speculation stays exact
+            with respect to the quantized target.
     """
 
     mode: Mode = "speculative"
@@ -68,6 +72,7 @@ class GenerationParams:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     prefill_step_size: int = 512
+    kv_bits: int | None = None
 
     def __post_init__(self) -> None:
         for problem in _problems(self):
@@ -111,6 +116,8 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"min_p must be in [0, 1] (0 switches it off), not {p.min_p}.")
     if p.repetition_penalty <= 0:
         problems.append(f"repetition_penalty must be above 0 (1 switches it off), not {p.repetition_penalty}.")
+    if p.kv_bits not in KV_BITS:
+        problems.append(f"kv_bits must be 8, 4 or None (full precision), not {p.kv_bits!r}.")
     if any(not s for s in p.stop):
         problems.append("Stop strings must not be empty.")
     return problems

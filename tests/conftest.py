@@ -47,6 +47,24 @@ def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
 
 
 @pytest.fixture(scope="session")
+def family_models(tmp_path_factory: pytest.TempPathFactory):
+    """`family_models(name)`: (target, draft) LoadedModels of a tiny model family (engine/fixtures/tiny_families.py),
+    built and loaded once per session."""
+    from engine.fixtures.tiny_families import build_family
+
+    root = tmp_path_factory.mktemp("families")
+    loaded: dict[str, tuple[LoadedModel, LoadedModel]] = {}
+
+    def get(family: str) -> tuple[LoadedModel, LoadedModel]:
+        if family not in loaded:
+            target, draft = build_family(root, family)
+            loaded[family] = (load_model(str(target)), load_model(str(draft)))
+        return loaded[family]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model whose tokenizer numbers tokens differently (a smaller vocabulary trained on the same text)."""
     from engine.fixtures.tiny_models import TinySpec, build_tokenizer, random_weights, write_model

@@ -45,10 +45,26 @@ def tokenizer_metadata(tokenizer_dir: Path) -> tuple[list[str], list[str], list[
     return tokens, merges, types, vocab["<|im_end|>"]
 
 
-def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path, types: dict[str, Q], seed: int = 0) -> dict[str, np.ndarray]:
-    """Write a llama GGUF from HF-layout weights; return what each HF tensor should import as."""
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(str(path), "llama")
+HF_TO_GGUF_BLOCK = {
+    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+    "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+}
+GEMMA3_BLOCK = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+                "post_feedforward_layernorm": "post_ffw_norm"}
+TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+
+
+def _gguf_name(hf_name: str, arch: str) -> str:
+    if hf_name in TOP:
+        return TOP[hf_name]
+    layer, part = hf_name.split(".")[2], ".".join(hf_name.split(".")[3:-1])
+    blocks = {**HF_TO_GGUF_BLOCK, **(GEMMA3_BLOCK if arch == "gemma3" else {})}
+    return f"blk.{layer}.{blocks[part]}.{hf_name.rsplit('.', 1)[1]}"
+
+
+def _write_metadata(writer: gguf.GGUFWriter, arch: str, config: dict, tokenizer_dir: Path) -> None:
     writer.add_block_count(config["num_hidden_layers"])
     writer.add_context_length(config["max_position_embeddings"])
     writer.add_embedding_length(config["hidden_size"])
@@ -57,6 +73,12 @@ def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict
     writer.add_head_count_kv(config["num_key_value_heads"])
     writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
     writer.add_rope_freq_base(config["rope_theta"])
+    if "head_dim" in config:
+        writer.add_key_length(config["head_dim"])
+        writer.add_value_length(config["head_dim"])
+    if arch == "gemma3":
+        writer.add_sliding_window(config["sliding_window"])
+        writer.add_sliding_window_pattern(config["sliding_window_pattern"])
     tokens, merges, token_types, eos = tokenizer_metadata(tokenizer_dir)
     writer.add_tokenizer_model("gpt2")
     writer.add_token_list(tokens)
@@ -65,30 +87,34 @@ def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict
     writer.add_eos_token_id(eos)
     writer.add_chat_template((tokenizer_dir / "chat_template.jinja").read_text())
 
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
-    parts = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
-             "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path,
+               types: dict[str, Q] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Write a GGUF of `arch` (llama, qwen3, gemma3) from HF-layout weights as llama.cpp's converter does (llama's
+    q/k permuted, Gemma's norms stored as 1 + w, a tied lm_head left out); return what each HF tensor should
+    import as."""
+    rng = np.random.default_rng(seed)
+    types = types or {}
+    writer = gguf.GGUFWriter(str(path), arch)
+    _write_metadata(writer, arch, config, tokenizer_dir)
     expected = {}
     for hf_name, values in hf_weights.items():
-        if hf_name in names:
-            gguf_name = names[hf_name]
-        else:
-            layer, part = hf_name.split(".")[2], ".".join(hf_name.split(".")[3:-1])
-            gguf_name = f"blk.{layer}.{parts[part]}.weight"
         values = np.asarray(values, dtype=np.float32)
-        permuted = hf_name.endswith(("q_proj.weight", "k_proj.weight"))
+        permuted = arch == "llama" and hf_name.endswith(("q_proj.weight", "k_proj.weight"))
         if permuted:
             heads = config["num_attention_heads" if "q_proj" in hf_name else "num_key_value_heads"]
             values = llama_cpp_permute(values, heads)
+        shifted = arch == "gemma3" and hf_name.endswith("norm.weight")
+        if shifted:
+            values = values + 1.0
         qtype = types.get(hf_name, Q.F32) if values.ndim == 2 else Q.F32
-        if permuted:
+        if permuted or shifted:
             # Exact types only: the import must then give back the original HF weight, which checks the
-            # un-permutation without restating it here.
-            assert qtype in (Q.F32, Q.F16), "keep q/k exact in tests"
+            # undoing without restating it here.
+            assert qtype in (Q.F32, Q.F16), "keep permuted and shifted tensors exact in tests"
         data = encode_tensor(values, qtype, rng)
-        writer.add_tensor(gguf_name, data, raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
-        if permuted:
+        writer.add_tensor(_gguf_name(hf_name, arch), data, raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
+        if permuted or shifted:
             expected[hf_name] = np.asarray(hf_weights[hf_name], dtype=np.float32).astype(data.dtype).astype(np.float32)
         elif qtype in (Q.F32, Q.F16):
             expected[hf_name] = data.astype(np.float32)
@@ -100,3 +126,7 @@ def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict
     writer.close()
     return expected
 
+
+def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path, types: dict[str, Q], seed: int = 0) -> dict[str, np.ndarray]:
+    """Write a llama GGUF from HF-layout weights; return what each HF tensor should import as."""
+    return write_gguf(path, "llama", hf_weights, config, tokenizer_dir, types, seed)

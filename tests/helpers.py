@@ -18,27 +18,44 @@ class ScriptedModel:
 
     At absolute position t (t + 1 >= prompt_length) its logits put all mass on script[t + 1 - prompt_length]
     (the last script token repeats). It keeps a real mlx-lm KVCache, so trimming and prefix reuse behave as
-    for a real model, and it can be target or draft.
+    for a real model, and it can be target or draft. With `recurrent`, a second layer keeps a state as SSM
+    layers do (an ArraysCache holding a checksum of every id fed, in order), which cannot drop tokens.
     """
 
-    def __init__(self, script: Sequence[int], prompt_length: int, vocab_size: int) -> None:
+    def __init__(self, script: Sequence[int], prompt_length: int, vocab_size: int, recurrent: bool = False) -> None:
         self.script = list(script)
         self.prompt_length = prompt_length
         self.vocab_size = vocab_size
+        self.recurrent = recurrent
         self.layers = [None]  # make_prompt_cache makes one KVCache per layer
         self.calls: list[int] = []  # input lengths, to check what was recomputed
+
+    def make_cache(self) -> list:
+        from mlx_lm.models.cache import ArraysCache, KVCache
+
+        return [KVCache(), ArraysCache(1)] if self.recurrent else [KVCache()]
 
     def __call__(self, inputs: mx.array, cache: list) -> mx.array:
         length = inputs.shape[1]
         self.calls.append(length)
         dummy = mx.zeros((1, 1, length, 1))
         cache[0].update_and_fetch(dummy, dummy)
+        if self.recurrent:
+            cache[1][0] = mx.array(checksum(inputs[0].tolist(), cache[1][0]))
         end = cache[0].offset
         rows = []
         for t in range(end - length, end):
             index = min(max(t + 1 - self.prompt_length, 0), len(self.script) - 1)
             rows.append(self.script[index])
         return mx.where(mx.arange(self.vocab_size)[None, :] == mx.array(rows)[:, None], 30.0, 0.0)[None]
+
+
+def checksum(ids: list[int], previous: mx.array | None = None) -> int:
+    """The recurrent state ScriptedModel keeps: a rolling checksum of the ids fed so far, in order."""
+    state = 0 if previous is None else int(previous.item())
+    for token in ids:
+        state = (state * 31 + token + 1) % 1_000_003
+    return state
 
 
 def scripted(base: LoadedModel, script: Sequence[int], prompt_length: int, name: str = "scripted") -> LoadedModel:

@@ -1,20 +1,29 @@
-"""A model together with its KV cache and the token ids that cache holds.
+"""A model together with its cache and the token ids that cache holds.
 
 Knowing which ids are in the cache lets every caller simply ask for "the logits after this context" and pay
 only for the tokens the cache lacks. That one rule gives three features without bookkeeping of their own:
 
 - prompt caching across chat turns (the next turn shares a prefix with the last);
-- exact rewinds after rejected drafts (the cache is trimmed back to the common prefix, O(1) in mlx-lm);
+- exact rewinds after rejected drafts (the cache goes back to the common prefix);
 - a draft model catching up after rounds it sat out (it prefills what it missed).
+
+How a cache goes back depends on its layers (`caches.py`): attention caches drop positions; recurrent state
+and far rewinds of sliding windows return to a checkpoint, a snapshot taken where a rewind may later need to
+go (the start of each turn; before each verify pass on models with recurrent state), and the tokens after
+the checkpoint are fed again with the next pass. A rewind that cannot be exact starts over.
 """
 
 from __future__ import annotations
 
-from typing import Generator
+from dataclasses import dataclass
+from typing import Any, Generator
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache, trim_prompt_cache
+
+from . import caches
+
+TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 
 
 def common_prefix_length(a: list[int], b: list[int]) -> int:
@@ -32,41 +41,106 @@ def common_prefix_length(a: list[int], b: list[int]) -> int:
     return lo
 
 
+@dataclass
+class Checkpoint:
+    """Where the cache held `position` tokens, and what each layer needs to return there."""
+
+    position: int
+    saved: list[Any]
+
+
 class CachedModel:
-    """An mlx-lm model, its prompt cache, and `tokens`, the ids whose keys and values the cache holds.
+    """A model, its cache, and `tokens`, the ids whose keys, values or state the cache holds.
+
+    Args:
+        model: the mlx-lm model.
+        prefill_step_size: prompt tokens per forward pass when catching up on a long stretch of context.
+        kv_bits: quantize full-attention keys and values to 8 or 4 bits (None: full precision).
 
     Attributes:
-        model: the mlx-lm model.
-        cache: its mlx-lm prompt cache (one entry per layer).
+        cache: one entry per layer (`caches.make_cache`).
         tokens: the ids in the cache, in order.
-        trimmable: whether the cache can drop its last entries (False for recurrent/SSM layers).
-        prefill_step_size: prompt tokens per forward pass when catching up on a long stretch of context.
+        rewinds: how rewinds went, by kind ("dropped", "restored", "reset"), for tests and the benchmark.
     """
 
-    def __init__(self, model: nn.Module, prefill_step_size: int = 512) -> None:
+    def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None) -> None:
         self.model = model
         self.prefill_step_size = prefill_step_size
-        self.cache = make_prompt_cache(model)
-        self.tokens: list[int] = []
-        self.trimmable = can_trim_prompt_cache(self.cache)
-        self._pending = 0
+        self.kv_bits = kv_bits
+        self.rewinds = {"dropped": 0, "restored": 0, "reset": 0}
+        self._kv_group: int | None = None  # found once per model, the first time kv_bits are asked for
+        self.reset()
 
     def reset(self) -> None:
         """Forget everything: a fresh, empty cache."""
-        self.cache = make_prompt_cache(self.model)
-        self.tokens = []
+        if self.kv_bits and self._kv_group is None:
+            self._kv_group = caches.quantization_group(self.model) or 0  # 0: this model's keys cannot be
+        bits = self.kv_bits if self._kv_group else None
+        self.cache = caches.make_cache(self.model, bits, self._kv_group or None)
+        self.tokens: list[int] = []
         self._pending = 0
+        self._turns: list[Checkpoint] = []
+        self._round: Checkpoint | None = None
+
+    @property
+    def supported(self) -> bool:
+        """Whether every layer's cache can rewind (speculation needs it)."""
+        return all(caches.supported(layer) for layer in self.cache)
+
+    @property
+    def holds_state(self) -> bool:
+        """Whether some layer keeps recurrent state (linear attention, SSM), so rewinds return to checkpoints."""
+        return any(caches.holds_state(layer) for layer in self.cache)
+
+    def _needs_turn_checkpoints(self) -> bool:
+        return any(caches.holds_state(layer) or caches.slides(layer) for layer in self.cache)
+
+    def checkpoint_turn(self) -> None:
+        """Remember this point (a turn's prompt is in) for a later Regenerate or edit, if rewinds need it."""
+        if self._needs_turn_checkpoints() and not self._pending:
+            self._turns = [c for c in self._turns if c.position < len(self.tokens)][-(TURN_CHECKPOINTS - 1) :]
+            self._turns.append(Checkpoint(len(self.tokens), [caches.snapshot(layer, whole=True) for layer in self.cache]))
+
+    def checkpoint_round(self) -> None:
+        """Remember this point before a pass whose tokens may be rejected, if rewinds cannot simply drop them."""
+        if self.holds_state and not self._pending:
+            self._round = Checkpoint(len(self.tokens), [caches.snapshot(layer, whole=False) for layer in self.cache])
 
     def rewind_to(self, length: int) -> None:
-        """Drop cached entries past `length` (a cache that cannot trim starts over instead)."""
-        drop = len(self.tokens) - length
-        if drop <= 0:
+        """Make the cache hold exactly tokens[:length] or fewer: drop, return to a checkpoint, or start over."""
+        n = len(self.tokens) - length
+        if n <= 0:
             return
-        if self.trimmable:
-            trim_prompt_cache(self.cache, drop)
-            del self.tokens[length:]
-        else:
+        if all(caches.can_drop(layer, n) for layer in self.cache):
+            for layer in self.cache:
+                caches.drop(layer, n)
+            self._truncate(length, "dropped")
+            return
+        checkpoint = self._checkpoint_before(length)
+        if checkpoint is None:
             self.reset()
+            self.rewinds["reset"] += 1
+            return
+        back = len(self.tokens) - checkpoint.position
+        for layer, saved in zip(self.cache, checkpoint.saved):
+            caches.restore(layer, saved, back)
+        self._truncate(checkpoint.position, "restored")
+
+    def _checkpoint_before(self, length: int) -> Checkpoint | None:
+        """The latest checkpoint at or before `length` that every layer can return to."""
+        candidates = [c for c in [*self._turns, self._round] if c is not None and c.position <= length]
+        for checkpoint in sorted(candidates, key=lambda c: -c.position):
+            back = len(self.tokens) - checkpoint.position
+            if all(caches.restorable(layer, s, back) for layer, s in zip(self.cache, checkpoint.saved)):
+                return checkpoint
+        return None
+
+    def _truncate(self, length: int, kind: str) -> None:
+        del self.tokens[length:]
+        self._turns = [c for c in self._turns if c.position <= length]
+        if self._round is not None and self._round.position > length:
+            self._round = None
+        self.rewinds[kind] += 1
 
     def catch_up(self, context: list[int], max_tail: int = 1) -> list[int]:
         """Make the cache hold all of `context` but a short tail, and return that tail (1 to `max_tail` ids).
@@ -83,9 +157,9 @@ class CachedModel:
     def catch_up_steps(self, context: list[int], max_tail: int = 1) -> Generator[tuple[int, int], None, list[int]]:
         """`catch_up` one prefill chunk at a time, yielding (tokens cached, len(context)) after each chunk.
 
-        What the cache already shares with `context` is kept; what differs is trimmed; what is missing beyond
-        the tail is prefilled in chunks of `prefill_step_size`, evaluating each chunk so memory stays flat. Returns the
-        tail.
+        What the cache already shares with `context` is kept; what differs is rewound; what is missing beyond
+        the tail is prefilled in chunks of `prefill_step_size`, evaluating each chunk so memory stays flat.
+        Returns the tail.
         """
         assert not self._pending, "resolve() the pending tokens before catching up"
         assert context, "an empty context has no next-token logits"
@@ -124,4 +198,3 @@ class CachedModel:
         assert len(ids) == self._pending, (len(ids), self._pending)
         self.tokens.extend(ids)
         self._pending = 0
-

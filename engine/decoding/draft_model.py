@@ -24,8 +24,9 @@ from .draft import NO_DRAFT, Draft
 from .policy import DraftPolicy
 from .sampling import Warper
 
-# The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks.
-CATCH_UP_TAIL = 8
+# The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks (after
+# lookup drafted for a while, or a model with recurrent state returned to a checkpoint).
+CATCH_UP_TAIL = 80
 TIMED_FIRST, TIMED_EVERY = 3, 8
 
 
@@ -89,6 +90,7 @@ class DraftModelDrafter:
         history = mx.array(context, dtype=mx.uint32) if warper.uses_history else None
 
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
+        self.cached.checkpoint_round()  # what follows may be rejected
         tokens: list[mx.array] = []
         probs: list[mx.array] = []
         confidences: list[mx.array] = []

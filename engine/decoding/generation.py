@@ -33,12 +33,16 @@ from .stop_strings import StopStrings
 Cancel = Callable[[], bool]
 
 
+def _uses_draft(pair: ModelPair, params: GenerationParams) -> bool:
+    return params.mode == "speculative" and params.drafter != "lookup" and pair.draft is not None
+
+
 def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> None:
     """Refuse a request that cannot run, with what to do instead."""
-    limit = pair.context_length
+    limit, model = pair.context_limit(_uses_draft(pair, params))
     if len(prompt_ids) >= limit:
         raise PromptError(
-            f"The prompt is {len(prompt_ids)} tokens but {pair.target.display_name} reads at most {limit}. "
+            f"The prompt is {len(prompt_ids)} tokens but {model.display_name} reads at most {limit}. "
             "Shorten it, or start a new chat."
         )
     if params.mode != "speculative":
@@ -48,13 +52,13 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
-    pair.require_rewindable()
+    pair.require_speculation(_uses_draft(pair, params))
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[str, CachedModel]]:
     """The target, and the draft model too when it will draft (its first draft would otherwise prefill it)."""
     caches = [("target", pair.target_cache)]
-    if params.mode == "speculative" and params.drafter != "lookup" and pair.draft_cache is not None:
+    if _uses_draft(pair, params):
         caches.append(("draft", pair.draft_cache))
     return caches
 
@@ -171,6 +175,7 @@ def _prefill(
             yield PrefillEvent(processed, total, name)
             if cancelled():
                 return False
+        cache.checkpoint_turn()
     return True
 
 
@@ -206,12 +211,14 @@ def generate_stream(
     if params.seed is not None:
         mx.random.seed(params.seed)
     pair.set_prefill_step_size(params.prefill_step_size)
+    pair.set_kv_bits(params.kv_bits)
 
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
-    answer = _Answer(list(prompt_ids), params, pair.context_length, pair.tokenizer, stats, time.perf_counter())
+    limit = pair.context_limit(_uses_draft(pair, params))[0]
+    answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter())
     try:
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start

@@ -33,6 +33,7 @@ class ModelPair:
 
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
         self.target = target
+        self.kv_bits: int | None = None
         self.target_cache = CachedModel(target.model)
         self.draft: LoadedModel | None = None
         self.draft_cache: CachedModel | None = None
@@ -62,16 +63,27 @@ class ModelPair:
             raise IncompatiblePairError(
                 check.explain(self.target.name, draft.name) + " Pick a draft from the target's model family."
             )
-        self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model), check
+        self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model, kv_bits=self.kv_bits), check
 
     @property
     def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
         return self.target.tokenizer
 
+    def models_used(self, uses_draft: bool) -> list[tuple[LoadedModel, CachedModel]]:
+        """The models a generation reads: the target, and the draft model when it drafts."""
+        used = [(self.target, self.target_cache)]
+        if uses_draft and self.draft is not None and self.draft_cache is not None:
+            used.append((self.draft, self.draft_cache))
+        return used
+
+    def context_limit(self, uses_draft: bool = True) -> tuple[int, LoadedModel]:
+        """The longest context the models a generation reads can take, and the model that sets it."""
+        return min(((m.context_length, m) for m, _ in self.models_used(uses_draft)), key=lambda x: x[0])
+
     @property
     def context_length(self) -> int:
-        lengths = [self.target.context_length] + ([self.draft.context_length] if self.draft else [])
-        return min(lengths)
+        """The pair's limit with both models in use (what the window shows)."""
+        return self.context_limit(uses_draft=True)[0]
 
     @property
     def vocab_width(self) -> int:
@@ -101,13 +113,24 @@ class ModelPair:
         for cache in self.caches():
             cache.reset()
 
-    def require_rewindable(self) -> None:
-        """Refuse speculation for models whose caches cannot drop rejected positions (recurrent/SSM layers)."""
-        for model, cache in ((self.target, self.target_cache), (self.draft, self.draft_cache)):
-            if model is not None and cache is not None and not cache.trimmable:
+    def set_kv_bits(self, bits: int | None) -> None:
+        """Quantize full-attention keys and values to `bits` (None: full precision); caches start over on a change."""
+        if bits == self.kv_bits:
+            return
+        self.kv_bits = bits
+        for cache in self.caches():
+            cache.kv_bits = bits
+            cache.reset()
+
+    def require_speculation(self, uses_draft: bool) -> None:
+        """Refuse speculation with a model whose cache SpecChat cannot rewind, naming the mode that works."""
+        for model, cache in self.models_used(uses_draft):
+            if not cache.supported:
+                kinds = sorted({type(layer).__name__ for layer in cache.cache})
                 raise UnsupportedModelError(
-                    f"{model.name} has recurrent layers whose cache cannot rewind rejected drafts, so it cannot "
-                    "take part in speculative decoding. Use standard decoding with it."
+                    f"{model.display_name} is a {model.config.get('model_type', 'unknown')!r} model whose cache "
+                    f"({', '.join(kinds)}) SpecChat cannot rewind after a rejected draft, so it cannot take part in "
+                    "speculative decoding. Use standard decoding with it (--mode standard, or switch Speculative off)."
                 )
 
     def prompt_ids(

@@ -78,6 +78,8 @@ class RoundCosts:
             for the draft, so its cost is not known apart from the verify's).
         verify_s: wall time of the target pass (None when part of it was queued by the previous round, or
             the draft's device time is in it).
+        width: tokens the target pass read (None: drafted + 1). More when a model with recurrent state
+            returned to a checkpoint and fed the accepted tokens again.
     """
 
     source: str
@@ -85,6 +87,11 @@ class RoundCosts:
     accepted: int
     draft_token_s: float | None
     verify_s: float | None
+    width: int | None = None
+
+    @property
+    def pass_width(self) -> int:
+        return self.width if self.width is not None else self.drafted + 1
 
 
 class DraftPolicy(Protocol):
@@ -137,6 +144,7 @@ class AdaptiveDraftLength:
     _draft_cost: dict[str, _Recent] = field(default_factory=dict)
     _verify: dict[int, _Recent] = field(default_factory=dict)
     _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
+    _refed: float = 0.0  # tokens a round's pass reads beyond its draft and next token (decaying mean)
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
@@ -200,7 +208,7 @@ class AdaptiveDraftLength:
         a = self.acceptance(source)
         best_k, best_rate, previous = 0, MARGIN / base, 0.0
         for k in range(1, limit + 1):
-            rate = expected_tokens(a, k) / (k * cost + base + slope * k)
+            rate = expected_tokens(a, k) / (k * cost + base + slope * (k + self._refed))
             if rate > best_rate:
                 best_k, best_rate = k, rate
             if rate < previous:
@@ -228,6 +236,8 @@ class AdaptiveDraftLength:
         if costs.drafted and costs.draft_token_s is not None:
             self._draft_cost.setdefault(costs.source, _Recent()).add(costs.draft_token_s)
         if costs.verify_s is not None:
-            self._verify.setdefault(costs.drafted + 1, _Recent()).add(costs.verify_s)
+            self._verify.setdefault(costs.pass_width, _Recent()).add(costs.verify_s)
             self._fitted = None
+        if costs.drafted:
+            self._refed = DECAY * self._refed + (1 - DECAY) * (costs.pass_width - costs.drafted - 1)
 

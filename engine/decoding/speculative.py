@@ -31,6 +31,10 @@ from .policy import DraftPolicy, RoundCosts
 from .rounds import Round, round_origins
 from .sampling import Warper
 
+# The most context tokens a pass takes along before its own: after a model with recurrent state returns to a
+# checkpoint, the accepted drafts are fed again with the next pass instead of in a pass of their own.
+REFEED_TAIL = 80
+
 
 class SpeculativeDecoder:
     """Runs speculative rounds for one generation.
@@ -67,7 +71,7 @@ class SpeculativeDecoder:
         ids, accepted, next_id, kept = _read(draft, n, next_token)  # the round's one device read
         verify_s = time.perf_counter() - start
         self.target.resolve(fed + ids)  # 4. the caches now hold the draft; the next round rewinds them
-        self._settle(draft, ids, accepted, kept, verify_s if timed else None)
+        self._settle(draft, ids, accepted, kept, verify_s if timed else None, max(len(fed), 1) + draft.count)
         return Round(
             tokens=ids[:accepted] + [next_id],
             origins=round_origins(kept, accepted),
@@ -91,10 +95,12 @@ class SpeculativeDecoder:
         """Queue the target's pass over the draft: (K+1, V) logits, the context ids fed with the draft, and
         whether the pass's time is the verify's alone (a queued head was paid for by the previous round)."""
         if self._head is not None:
+            self.target.checkpoint_round()
             rows = mx.concatenate([self._head, self.target.forward(draft.tokens)])
             self._head = None
             return rows, [], False
-        tail = self.target.catch_up(context)
+        tail = self.target.catch_up(context, max_tail=REFEED_TAIL)
+        self.target.checkpoint_round()
         inputs = mx.concatenate([mx.array(tail, dtype=mx.uint32), draft.tokens])
         return self.target.forward(inputs)[-(draft.count + 1) :], tail, draft.timed
 
@@ -107,20 +113,22 @@ class SpeculativeDecoder:
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
         return verify_sampled(self.warper.logprobs(rows), q, draft.tokens, draft.keep)
 
-    def _settle(self, draft: Draft, ids: list[int], accepted: int, kept: int, verify_s: float | None) -> None:
-        """Tell the drafters the verdict and the policy what the round cost."""
+    def _settle(self, draft: Draft, ids: list[int], accepted: int, kept: int, verify_s: float | None, width: int) -> None:
+        """Tell the drafters the verdict and the policy what the round cost (`width`: tokens the pass read)."""
         for drafter in self.drafters:
             drafter.settle(draft, ids, accepted)
         draft_token_s = (draft.draft_s - draft.catch_up_s) / draft.count if draft.timed else None
-        self.policy.observe(RoundCosts(draft.source, kept, accepted, draft_token_s, verify_s))
+        self.policy.observe(RoundCosts(draft.source, kept, accepted, draft_token_s, verify_s, width))
 
     def _plain(self, context: list[int], budget: int) -> Round:
         """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
         start = time.perf_counter()
         head = self._head
+        width = 1
         if head is None:
-            tail = self.target.catch_up(context)
+            tail = self.target.catch_up(context, max_tail=REFEED_TAIL)
             head = self.target.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
+            width = len(tail)
         self._head = None
         if self.warper.uses_history:
             head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
@@ -134,7 +142,7 @@ class SpeculativeDecoder:
         verify_s = time.perf_counter() - start
         for drafter in self.drafters:
             drafter.settle(NO_DRAFT, [], 0)
-        self.policy.observe(RoundCosts("none", 0, 0, 0.0, verify_s))
+        self.policy.observe(RoundCosts("none", 0, 0, 0.0, verify_s, width))
         return Round([token_id], ["target"], 0, 0, "none", 0.0, verify_s)
 
 

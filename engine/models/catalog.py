@@ -24,6 +24,7 @@ class RecommendedPair:
         draft_size_gb, target_size_gb: approximate download sizes.
         memory_gb: approximate memory to load both and chat.
         num_draft: suggested draft length.
+        source: where the sizes came from (measured on the repo's page, or estimated from parameters).
     """
 
     id: str
@@ -34,6 +35,7 @@ class RecommendedPair:
     target_size_gb: float
     memory_gb: float
     num_draft: int
+    source: str = ""
 
     @property
     def download_gb(self) -> float:

@@ -89,18 +89,27 @@ def check_tokenizers(target: Any, draft: Any) -> PairCheck:
 
 
 def can_rewind(model_path: Path) -> bool:
-    """Whether a model's cache can drop rejected positions, judged from its config without loading weights.
+    """Whether a model's cache can go back after a rejected draft, judged from its config without loading weights.
 
+    Every cache type mlx-lm builds can (attention by dropping, recurrent state from a snapshot; see
+    engine/decoding/caches.py), so this answers False only for a model with a cache type mlx-lm added later.
     MLX arrays are lazy, so building the model object allocates nothing until its weights are evaluated.
     """
     import json
 
-    from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
+    from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
     from mlx_lm.utils import _get_classes
+
+    known = (ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache)
+
+    def rewindable(layer: Any) -> bool:
+        return all(rewindable(c) for c in layer.caches) if isinstance(layer, CacheList) else isinstance(layer, known)
 
     config = json.loads((model_path / "config.json").read_text())
     model_class, args_class = _get_classes(config)
-    return can_trim_prompt_cache(make_prompt_cache(model_class(args_class.from_dict(config))))
+    model = model_class(args_class.from_dict(config))
+    layers = model.make_cache() if hasattr(model, "make_cache") else [KVCache() for _ in model.layers]
+    return all(rewindable(layer) for layer in layers)
 
 
 def check_pair(target: str, draft: str) -> PairCheck:
@@ -115,6 +124,6 @@ def check_pair(target: str, draft: str) -> PairCheck:
         if not can_rewind(path):
             check.compatible = False
             check.reasons.append(
-                f"the {role} has recurrent layers whose cache cannot rewind rejected drafts (standard decoding only)"
+                f"the {role}'s cache cannot go back after a rejected draft (standard decoding only)"
             )
     return check

@@ -2,8 +2,9 @@
 
 Users have GGUF collections, and a GGUF is the one real model a package registry carries for our tests. We read
 it with the `gguf` package (which also dequantizes every block format), map llama.cpp's tensor names back to the
-Hugging Face names mlx-lm loads, undo the rotary permutation llama.cpp applies to llama's q/k projections, and
-write bf16 safetensors, a config.json and a tokenizer rebuilt from the file's metadata with its chat template.
+Hugging Face names mlx-lm loads, undo what llama.cpp's converter changed (the rotary permutation of llama's q/k
+projections; Gemma's norms, stored as 1 + w), and write bf16 safetensors, a config.json and a tokenizer rebuilt
+from the file's metadata with its chat template. Architectures: llama, qwen2, qwen3, gemma3 (`ARCHITECTURES`).
 
 A `.gguf` path is accepted wherever a model path is: `imported_model_path` converts it once into a cache folder
 keyed by the file's content, and later loads reuse that folder.
@@ -17,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,10 +26,7 @@ import numpy as np
 
 from ..errors import NotAModelError, UnsupportedModelError
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
-
-_HF_ARCHITECTURE = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}
 
 # llama.cpp name (after "blk.N.") -> Hugging Face name (after "model.layers.N.")
 _BLOCK_NAMES = {
@@ -37,6 +36,8 @@ _BLOCK_NAMES = {
     "attn_k": "self_attn.k_proj",
     "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj",
+    "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm",
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
@@ -46,6 +47,44 @@ _TOP_NAMES = {
     "output_norm": "model.norm",
     "output": "lm_head",
 }
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """How one llama.cpp architecture maps back to mlx-lm's model.
+
+    Attributes:
+        hf_class, model_type: what config.json names it.
+        block_names: names that differ from `_BLOCK_NAMES` (Gemma's four norms per block).
+        rotary_permuted: llama.cpp reorders q/k rows (llama only; the others use NeoX rotary layout).
+        norm_shift: subtracted from every norm weight (Gemma's RMSNorm multiplies by 1 + w; llama.cpp stores 1 + w).
+    """
+
+    hf_class: str
+    model_type: str
+    block_names: dict[str, str] = field(default_factory=dict)
+    rotary_permuted: bool = False
+    norm_shift: float = 0.0
+
+
+ARCHITECTURES = {
+    "llama": Architecture("LlamaForCausalLM", "llama", rotary_permuted=True),
+    "qwen2": Architecture("Qwen2ForCausalLM", "qwen2"),
+    "qwen3": Architecture("Qwen3ForCausalLM", "qwen3"),
+    "gemma3": Architecture(
+        "Gemma3ForCausalLM",
+        "gemma3_text",
+        block_names={
+            "ffn_norm": "pre_feedforward_layernorm",
+            "post_attention_norm": "post_attention_layernorm",
+            "post_ffw_norm": "post_feedforward_layernorm",
+        },
+        norm_shift=1.0,
+    ),
+}
+SUPPORTED_ARCHITECTURES = tuple(ARCHITECTURES)
+# What llama.cpp assumes for Gemma 3 files that do not say: every sixth layer global, local rotary base 10000.
+GEMMA3_SLIDING_PATTERN, GEMMA3_LOCAL_ROPE_BASE, GEMMA3_27B_BLOCKS = 6, 10000.0, 62
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -110,7 +149,7 @@ def import_gguf(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        _write_weights(reader, config, staging / "model.safetensors", progress)
+        _write_weights(reader, config, arch, staging / "model.safetensors", progress)
         (staging / "config.json").write_text(json.dumps(config, indent=2))
         _write_tokenizer(metadata, arch, staging)
         if out.exists():
@@ -141,10 +180,10 @@ def _config(metadata: dict[str, Any], reader: Any, arch: str) -> dict[str, Any]:
 
     hidden = int(get("embedding_length"))
     heads = int(get("attention.head_count"))
-    embed_rows = int(tensors["token_embd.weight"].shape[-1])
+    head_dim = int(get("attention.key_length", hidden // heads))
     config: dict[str, Any] = {
-        "architectures": [_HF_ARCHITECTURE[arch]],
-        "model_type": arch,
+        "architectures": [ARCHITECTURES[arch].hf_class],
+        "model_type": ARCHITECTURES[arch].model_type,
         "hidden_size": hidden,
         "intermediate_size": int(get("feed_forward_length")),
         "num_hidden_layers": int(get("block_count")),
@@ -153,17 +192,21 @@ def _config(metadata: dict[str, Any], reader: Any, arch: str) -> dict[str, Any]:
         "rms_norm_eps": float(get("attention.layer_norm_rms_epsilon", 1e-6)),
         "rope_theta": float(get("rope.freq_base", 10000.0)),
         "max_position_embeddings": int(get("context_length", 4096)),
-        "vocab_size": embed_rows,
+        "vocab_size": int(tensors["token_embd.weight"].shape[-1]),
         "tie_word_embeddings": "output.weight" not in tensors,
         "torch_dtype": "bfloat16",
     }
-    head_dim = get("attention.key_length")
-    if head_dim is not None and int(head_dim) != hidden // heads:
-        config["head_dim"] = int(head_dim)
+    if head_dim != hidden // heads or arch in ("qwen3", "gemma3"):
+        config["head_dim"] = head_dim
+    if arch == "gemma3":
+        config.update(_gemma3_config(get, hidden, heads, head_dim))
     for name in ("bos_token_id", "eos_token_id"):
         value = metadata.get(f"tokenizer.ggml.{name}")
         if value is not None:
             config[name] = int(value)
+    end_of_turn = metadata.get("tokenizer.ggml.eot_token_id")  # chat models end turns here (Gemma's <end_of_turn>)
+    if end_of_turn is not None and int(end_of_turn) != config.get("eos_token_id"):
+        config["eos_token_id"] = [i for i in (config.get("eos_token_id"), int(end_of_turn)) if i is not None]
     if "rope_freqs.weight" in tensors:
         raise UnsupportedModelError(
             "This GGUF uses llama-3.1-style rope frequency factors, which the importer does not reconstruct yet. "
@@ -172,13 +215,31 @@ def _config(metadata: dict[str, Any], reader: Any, arch: str) -> dict[str, Any]:
     return config
 
 
-def _hf_name(gguf_name: str) -> str | None:
+def _gemma3_config(get: Callable[[str, Any], Any], hidden: int, heads: int, head_dim: int) -> dict[str, Any]:
+    """Gemma 3's sliding windows and attention scale, with llama.cpp's defaults where the file is silent."""
+    pattern = get("attention.sliding_window_pattern", GEMMA3_SLIDING_PATTERN)
+    if isinstance(pattern, list):  # one flag per layer, True where the layer slides: its period
+        pattern = next((i + 1 for i, slides in enumerate(pattern) if not slides), len(pattern))
+    blocks = int(get("block_count"))
+    config: dict[str, Any] = {
+        "sliding_window": int(get("attention.sliding_window", 4096)),
+        "sliding_window_pattern": int(pattern),
+        "rope_local_base_freq": float(get("rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
+        # 27B scales queries by its hidden size per head, the others by the head size (as llama.cpp does).
+        "query_pre_attn_scalar": hidden // heads if blocks == GEMMA3_27B_BLOCKS else head_dim,
+    }
+    if get("rope.scaling.type") == "linear" and get("rope.scaling.factor"):
+        config["rope_scaling"] = {"rope_type": "linear", "factor": float(get("rope.scaling.factor"))}
+    return config
+
+
+def _hf_name(gguf_name: str, arch: str = "llama") -> str | None:
     """The Hugging Face tensor name for a llama.cpp one, or None for tensors mlx-lm does not load."""
     base, _, kind = gguf_name.rpartition(".")
     match = re.fullmatch(r"blk\.(\d+)\.(\w+)", base)
     if match:
         layer, part = match.groups()
-        hf = _BLOCK_NAMES.get(part)
+        hf = ARCHITECTURES[arch].block_names.get(part) or _BLOCK_NAMES.get(part)
         return f"model.layers.{layer}.{hf}.{kind}" if hf else None
     hf = _TOP_NAMES.get(base)
     return f"{hf}.{kind}" if hf else None
@@ -205,23 +266,28 @@ def _tensor_array(tensor: Any) -> np.ndarray:
     return np.asarray(values, dtype=np.float32).reshape(shape)
 
 
-def _write_weights(reader: Any, config: dict[str, Any], path: Path, progress: ProgressCallback | None) -> None:
-    """Dequantize every tensor mlx-lm needs and save them as bf16 safetensors."""
+def _write_weights(reader: Any, config: dict[str, Any], arch: str, path: Path, progress: ProgressCallback | None) -> None:
+    """Dequantize every tensor mlx-lm needs, undo llama.cpp's changes, and save them as bf16 safetensors."""
     import mlx.core as mx
 
     weights = {}
     total = len(reader.tensors)
     for index, tensor in enumerate(reader.tensors):
-        name = _hf_name(tensor.name)
+        name = _hf_name(tensor.name, arch)
         if name is not None:
-            array = _tensor_array(tensor)
-            if config["model_type"] == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
-                heads = config["num_attention_heads" if "q_proj" in name else "num_key_value_heads"]
-                array = _unpermute_rotary(array, heads)
-            weights[name] = mx.array(array).astype(mx.bfloat16)
+            weights[name] = mx.array(_as_hf(_tensor_array(tensor), name, config, ARCHITECTURES[arch])).astype(mx.bfloat16)
         if progress:
             progress(index + 1, total)
     mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
+
+
+def _as_hf(array: np.ndarray, name: str, config: dict[str, Any], architecture: Architecture) -> np.ndarray:
+    """A tensor as the Hugging Face checkpoint had it, before llama.cpp's converter changed it."""
+    if architecture.rotary_permuted and name.endswith(("q_proj.weight", "k_proj.weight")):
+        return _unpermute_rotary(array, config["num_attention_heads" if "q_proj" in name else "num_key_value_heads"])
+    if architecture.norm_shift and name.endswith("norm.weight"):
+        return array - architecture.norm_shift
+    return array
 
 
 def _write_tokenizer(metadata: dict[str, Any], arch: str, out: Path) -> None:

@@ -36,6 +36,7 @@ SAMPLING_OPTIONS = {
     "repetition_penalty": "repetition_penalty",
     "seed": "seed",
     "max_tokens": "max_tokens",
+    "kv_bits": "kv_bits",
 }
 
 
@@ -58,6 +59,7 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--repetition-penalty", type=float)
     p.add_argument("--seed", type=int)
     p.add_argument("--max-tokens", type=int)
+    p.add_argument("--kv-bits", type=int, choices=(8, 4), help="store keys and values in 8 or 4 bits (long chats)")
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 

@@ -24,3 +24,19 @@ def test_the_dialog_returns_what_it_was_given_when_nothing_changes(qtbot) -> Non
     dialog = SettingsDialog(params, "Be brief.")
     qtbot.addWidget(dialog)
     assert dialog.params() == params and dialog.system_prompt.toPlainText() == "Be brief."
+
+
+def test_kv_cache_bits_and_repetition_penalty_are_edited_and_remembered(qtbot, isolated_home) -> None:
+    from app.settings import AppSettings
+
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    assert dialog.params().kv_bits is None
+    dialog.kv_bits.setCurrentIndex(1)
+    dialog.repetition_penalty.setValue(1.3)
+    params = dialog.params()
+    assert params.kv_bits == 8 and params.repetition_penalty == 1.3
+    AppSettings().save_params(params)
+    assert AppSettings().params().kv_bits == 8 and AppSettings().params().repetition_penalty == 1.3
+    AppSettings().save_params(params.replace(kv_bits=None))
+    assert AppSettings().params().kv_bits is None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.decoding.cached_model import CachedModel, common_prefix_length
-from tests.helpers import ScriptedModel
+from tests.helpers import ScriptedModel, checksum
 
 
 @pytest.mark.parametrize(
@@ -53,14 +53,38 @@ def test_max_tail_leaves_short_gaps_for_one_forward_pass() -> None:
     assert cached.catch_up(list(range(1, 20)), max_tail=8) == list(range(12, 20))
 
 
-def test_a_cache_that_cannot_trim_starts_over() -> None:
+def test_attention_caches_rewind_by_dropping_positions() -> None:
     model = ScriptedModel([1], prompt_length=0, vocab_size=10)
     cached = CachedModel(model)
-    cached.trimmable = False
+    cached.catch_up([1, 2, 3, 4])
+    model.calls.clear()
+    assert cached.catch_up([1, 2, 9, 9]) == [9]
+    assert cached.tokens == [1, 2, 9] and model.calls == [1] and cached.cache[0].offset == 3
+    assert cached.rewinds == {"dropped": 1, "restored": 0, "reset": 0}
+
+
+def test_a_recurrent_state_without_a_checkpoint_starts_over() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10, recurrent=True)
+    cached = CachedModel(model)
     cached.catch_up([1, 2, 3, 4])
     model.calls.clear()
     cached.catch_up([1, 2, 9, 9])
     assert cached.tokens == [1, 2, 9] and model.calls == [3]
+    assert cached.rewinds["reset"] == 1 and int(cached.cache[1][0].item()) == checksum([1, 2, 9])
+
+
+def test_a_recurrent_state_returns_to_its_checkpoint_and_the_rest_is_fed_again() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10, recurrent=True)
+    cached = CachedModel(model)
+    cached.catch_up([1, 2, 3])  # holds [1, 2]
+    cached.checkpoint_round()
+    cached.forward(mx.array([3, 4, 5]), ids=[3, 4, 5])  # a verify pass; only 3 and 4 are accepted
+    model.calls.clear()
+    tail = cached.catch_up([1, 2, 3, 4, 9], max_tail=8)
+    assert cached.rewinds["restored"] == 1 and cached.tokens == [1, 2] and tail == [3, 4, 9]
+    assert int(cached.cache[1][0].item()) == checksum([1, 2]) and cached.cache[0].offset == 2 and model.calls == []
+    cached.forward(mx.array(tail), ids=tail)
+    assert int(cached.cache[1][0].item()) == checksum([1, 2, 3, 4, 9])
 
 
 def test_pending_inputs_are_recorded_once_resolved_or_discarded() -> None:

@@ -118,11 +118,40 @@ def test_speculation_with_a_draft_model_needs_one(tiny_target: LoadedModel) -> N
     assert generate(PROMPT, ModelPair(tiny_target), GREEDY.replace(drafter="lookup", max_tokens=5)).tokens
 
 
-def test_models_that_cannot_rewind_are_refused_for_speculation_only(tiny_pair: ModelPair) -> None:
-    tiny_pair.target_cache.trimmable = False
-    with pytest.raises(UnsupportedModelError, match="cannot rewind rejected drafts.*standard decoding"):
-        generate(PROMPT, tiny_pair, GREEDY)
-    assert len(generate(PROMPT, tiny_pair, GREEDY.replace(mode="standard", max_tokens=5)).tokens) == 5
+class OpaqueCache:
+    """A cache type SpecChat's rewind rule does not know (it works, but says nothing about rewinding)."""
+
+    def __init__(self) -> None:
+        from mlx_lm.models.cache import KVCache
+
+        self.inner = KVCache()
+
+    def update_and_fetch(self, keys, values):  # noqa: ANN001, ANN201
+        return self.inner.update_and_fetch(keys, values)
+
+    def make_mask(self, *args, **kwargs):  # noqa: ANN201
+        return self.inner.make_mask(*args, **kwargs)
+
+    @property
+    def offset(self) -> int:
+        return self.inner.offset
+
+    @property
+    def state(self):  # noqa: ANN201
+        return self.inner.state
+
+
+def test_a_model_whose_cache_cannot_rewind_is_refused_for_speculation_only(tiny_target, monkeypatch) -> None:
+    monkeypatch.setattr("engine.decoding.caches.make_prompt_cache", lambda model: [OpaqueCache() for _ in model.layers])
+    pair = ModelPair(tiny_target)
+    with pytest.raises(UnsupportedModelError) as error:
+        generate(PROMPT, pair, GREEDY.replace(drafter="lookup"))
+    message = str(error.value)
+    assert "tiny-target is a 'llama' model whose cache (OpaqueCache) SpecChat cannot rewind" in message
+    assert "Use standard decoding with it" in message and "\n" not in message
+    standard = GREEDY.replace(mode="standard", max_tokens=5)
+    first = generate(PROMPT, pair, standard).tokens
+    assert len(first) == 5 and generate(PROMPT, pair, standard).tokens == first  # started over, exactly
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
@@ -197,3 +226,37 @@ def test_generate_loads_models_by_name(tiny_dirs) -> None:
     target, draft = tiny_dirs
     result = generate(PROMPT, target=str(target), draft=str(draft), params=GREEDY.replace(max_tokens=4))
     assert len(result.tokens) == 4
+
+
+def test_the_context_limit_comes_from_the_models_the_mode_reads(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> None:
+    """A draft with a shorter context limits speculation with the draft model only, and the error names it."""
+    short_draft = LoadedModel("short-draft", tiny_draft.path, tiny_draft.model, tiny_draft.tokenizer,
+                              {**tiny_draft.config, "max_position_embeddings": 40})
+    pair = ModelPair(tiny_target, short_draft)
+    prompt = "word " * 30  # more than the draft's 40 tokens once templated, far less than the target's 1024
+    with pytest.raises(PromptError, match=r"The prompt is \d+ tokens but short-draft reads at most 40"):
+        generate(prompt, pair, GREEDY)
+    for params in (GREEDY.replace(mode="standard", max_tokens=5), GREEDY.replace(drafter="lookup", max_tokens=5)):
+        assert len(generate(prompt, pair, params).tokens) == 5
+
+
+@pytest.fixture(scope="module")
+def wide_head_pair(tmp_path_factory) -> ModelPair:
+    """A tiny pair whose attention heads are 32 wide, so that keys and values can be quantized in groups."""
+    from engine.fixtures.tiny_models import TinySpec, build_tiny_pair
+    from engine.models.loading import load_model
+
+    target, draft = build_tiny_pair(tmp_path_factory.mktemp("wide"), spec=TinySpec(num_heads=2, num_kv_heads=1))
+    return ModelPair(load_model(str(target)), load_model(str(draft)))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantized_kv_caches_keep_speculation_exact(wide_head_pair: ModelPair, bits: int) -> None:
+    tiny_pair = wide_head_pair
+    params = GREEDY.replace(kv_bits=bits, max_tokens=40)
+    expected = generate(PROMPT, tiny_pair, params.replace(mode="standard")).tokens
+    assert generate(PROMPT, tiny_pair, params).tokens == expected
+    assert generate(PROMPT, tiny_pair, params.replace(drafter="lookup")).tokens == expected
+    assert all(getattr(c, "bits", None) == bits for cache in tiny_pair.caches() for c in cache.cache)
+    generate(PROMPT, tiny_pair, GREEDY.replace(max_tokens=2))
+    assert not any(hasattr(c, "bits") for cache in tiny_pair.caches() for c in cache.cache)  # back to full precision

@@ -11,9 +11,13 @@ def test_the_catalog_holds_seed_000s_pairs_and_current_ones() -> None:
                           ("SmolLM2-135M", "SmolLM2-1.7B"), ("gemma-2-2b", "gemma-2-9b"), ("Qwen2.5-0.5B", "Qwen2.5-14B"),
                           ("Qwen2.5-0.5B", "Qwen2.5-32B"), ("Llama-3.2-1B", "Meta-Llama-3.1-8B"), ("Qwen2.5-Coder-0.5B", "Qwen2.5-Coder-7B")]:
         assert any(d.startswith(draft) and t.startswith(target) for d, t in names), (draft, target)
+    for draft, target in [("Qwen3-0.6B", "Qwen3-8B"), ("Qwen3-0.6B", "Qwen3-32B"), ("gemma-3-1b", "gemma-3-text-27b"),
+                          ("Qwen3.5-0.8B", "Qwen3.5-4B")]:
+        assert any(d.startswith(draft) and t.startswith(target) for d, t in names), (draft, target)
     for pair in recommended_pairs():
         assert pair.draft.startswith("mlx-community/") and pair.target.startswith("mlx-community/")
         assert pair.memory_gb > pair.download_gb > 0 and 1 <= pair.num_draft <= 8 and pair.use_case
+        assert pair.source  # every figure says where it came from
     assert default_pair() in recommended_pairs()
 
 

@@ -124,3 +124,56 @@ def test_real_smollm2_gguf_answers_paris(smollm) -> None:
     pair = ModelPair(smollm)
     result = generate("What is the capital of France?", pair, GenerationParams(mode="standard", temperature=0.0, max_tokens=24))
     assert "Paris" in result.text
+
+
+@pytest.mark.parametrize("family, arch", [("qwen3", "qwen3"), ("gemma3_text", "gemma3")])
+def test_qwen3_and_gemma3_files_import_as_the_model_they_were_made_from(family: str, arch: str, tmp_path: Path) -> None:
+    """A tiny model of the family, written as llama.cpp's converter writes it (q/k norms; Gemma's four norms per
+    block stored as 1 + w, its head tied to the embeddings, its sliding-window pattern), imports back to a model
+    that computes the same logits."""
+    from engine.fixtures.tiny_families import family_config, random_family_weights
+    from engine.fixtures.tiny_models import copy_tokenizer
+    from tests.gguf_files import write_gguf
+
+    tokenizer_dir = build_tokenizer(tmp_path / "tokenizer")
+    vocab = json.loads((tokenizer_dir / "tokenizer.json").read_text())["model"]["vocab"]
+    config = family_config(family, len(vocab), vocab["<|im_end|>"])
+    weights = random_family_weights(config, seed=1)
+    if arch == "gemma3":
+        weights.pop("lm_head.weight")  # Gemma ties its head to the embeddings
+    weights = {k: v.astype(mx.bfloat16) for k, v in weights.items()}  # what the import writes
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "config.json").write_text(json.dumps(config))
+    mx.save_safetensors(str(reference / "model.safetensors"), weights)
+    copy_tokenizer(tokenizer_dir, reference)
+    path = tmp_path / f"tiny-{arch}.gguf"
+    write_gguf(path, arch, {k: np.array(v.astype(mx.float32)) for k, v in weights.items()}, config, tokenizer_dir)
+
+    imported = load_model(str(import_gguf(path, tmp_path / "imported")))
+    assert imported.config["model_type"] == config["model_type"] and imported.config["head_dim"] == config["head_dim"]
+    if arch == "gemma3":
+        assert (imported.config["sliding_window"], imported.config["sliding_window_pattern"]) == (16, 2)
+        assert imported.config["tie_word_embeddings"] and imported.config["query_pre_attn_scalar"] == config["head_dim"]
+    ids = mx.array([[1, 50, 99, 7, 200, 13, 5, 77, 42, 300, 12, 8, 9, 10, 11, 250, 260, 270, 280, 5]])
+    expected = load_model(str(reference)).model(ids)
+    assert mx.allclose(imported.model(ids), expected, atol=1e-3).item()
+    prompt = "Hello there"
+    greedy = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=12, mode="standard")
+    assert generate(prompt, ModelPair(imported), greedy).tokens == generate(prompt, ModelPair(load_model(str(reference))), greedy).tokens
+
+
+def test_gemma3_files_without_a_pattern_get_llama_cpps_defaults() -> None:
+    """Files from before llama.cpp wrote the pattern: every sixth layer global, local rotary base 10000, and the
+    27B's attention scaled by its hidden size per head."""
+    from engine.models.gguf_import import _gemma3_config
+
+    def getter(values: dict):  # noqa: ANN202
+        return lambda key, default=None: values.get(key, default)
+
+    small = _gemma3_config(getter({"block_count": 26, "attention.sliding_window": 512}), 1152, 4, 256)
+    assert small == {"sliding_window": 512, "sliding_window_pattern": 6, "rope_local_base_freq": 10000.0, "query_pre_attn_scalar": 256}
+    large = _gemma3_config(getter({"block_count": 62, "rope.scaling.type": "linear", "rope.scaling.factor": 8.0}), 5376, 32, 128)
+    assert large["query_pre_attn_scalar"] == 168 and large["rope_scaling"] == {"rope_type": "linear", "factor": 8.0}
+    flags = _gemma3_config(getter({"block_count": 4, "attention.sliding_window_pattern": [True, True, False, True]}), 64, 4, 16)
+    assert flags["sliding_window_pattern"] == 3
