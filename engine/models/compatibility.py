@@ -43,8 +43,17 @@ def _special_tokens(tokenizer: Any) -> set[str]:
     return specials
 
 
-def _examples(items: list[str], limit: int = 3) -> str:
-    return ", ".join(repr(s) for s in items[:limit]) + (", ..." if len(items) > limit else "")
+def _readable(token: str, tokenizer: Any) -> str:
+    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces), quoted."""
+    try:
+        text = tokenizer.convert_tokens_to_string([token])
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot say shows the entry as it is
+        text = token
+    return repr(text)
+
+
+def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
+    return ", ".join(_readable(s, tokenizer) for s in items[:limit]) + (", ..." if len(items) > limit else "")
 
 
 def check_tokenizers(target: Any, draft: Any) -> PairCheck:
@@ -67,18 +76,18 @@ def check_tokenizers(target: Any, draft: Any) -> PairCheck:
     if regular_renumbered:
         s = regular_renumbered[0]
         check.reasons.append(
-            f"{len(regular_renumbered)} tokens have different ids (e.g. {s!r} is {target_vocab[s]} for the target, "
+            f"{len(regular_renumbered)} tokens have different ids (e.g. {_readable(s, target)} is {target_vocab[s]} for the target, "
             f"{draft_vocab[s]} for the draft)"
         )
     if regular_only_target:
-        check.reasons.append(f"{len(regular_only_target)} target tokens are missing from the draft ({_examples(regular_only_target)})")
+        check.reasons.append(f"{len(regular_only_target)} target tokens are missing from the draft ({_examples(regular_only_target, target)})")
     if regular_only_draft:
-        check.reasons.append(f"{len(regular_only_draft)} draft tokens are missing from the target ({_examples(regular_only_draft)})")
+        check.reasons.append(f"{len(regular_only_draft)} draft tokens are missing from the target ({_examples(regular_only_draft, draft)})")
     check.compatible = not check.reasons
 
     special_diff = [s for s in renumbered + only_target + only_draft if s in specials]
     if special_diff:
-        check.warnings.append(f"special tokens differ: {_examples(sorted(special_diff))}")
+        check.warnings.append(f"special tokens differ: {_examples(sorted(special_diff), target)}")
     for role in ("bos_token", "eos_token"):
         a, b = getattr(target, role, None), getattr(draft, role, None)
         if a != b:

@@ -81,7 +81,7 @@ def cached_repo_path(repo_id: str) -> Path | None:
 
 
 def check_model_folder(path: Path) -> None:
-    """Raise NotAModelError unless `path` holds a config.json and safetensors weights."""
+    """Raise NotAModelError unless `path` holds a config.json and complete safetensors weights."""
     missing = []
     if not (path / "config.json").is_file():
         missing.append("config.json")
@@ -92,6 +92,58 @@ def check_model_folder(path: Path) -> None:
             f"{path} is not a model folder: it has no {' and no '.join(missing)}. "
             "Pick the folder that holds config.json and the .safetensors files, or a .gguf file."
         )
+    for weights in sorted(path.glob("*.safetensors")):
+        problem = safetensors_problem(weights)
+        if problem:
+            raise NotAModelError(
+                f"{path.name}'s weights are damaged: {weights.name} {problem}. It was probably cut off while "
+                "downloading or copying: download or copy it again (or delete it from the model list)."
+            )
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """What is wrong with a safetensors file, from its header alone (no weights are read), or None.
+
+    The header is an 8-byte length and a JSON table of tensors with their byte ranges; a file cut short holds
+    fewer bytes than the table's last range ends at.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            length = int.from_bytes(f.read(8), "little")
+            if size < 8 or length <= 0 or 8 + length > size:
+                return f"has {size} bytes, too few for its own header"
+            table = json.loads(f.read(length))
+    except (OSError, ValueError) as e:
+        return f"cannot be read ({e})"
+    end = max((entry["data_offsets"][1] for name, entry in table.items() if name != "__metadata__"), default=0)
+    held = size - 8 - length
+    if held < end:
+        return f"holds {_megabytes(held)} of its {_megabytes(end)}"
+    return None
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+GGUF_MAGIC = b"GGUF"
+
+
+def check_model_path(path: Path) -> None:
+    """Raise NotAModelError unless `path` is a complete model folder or a GGUF file (checked cheaply: headers)."""
+    if path.is_dir():
+        check_model_folder(path)
+    elif path.suffix.lower() == ".gguf":
+        try:
+            with open(path, "rb") as f:
+                magic = f.read(4)
+        except OSError as e:
+            raise NotAModelError(f"{path} cannot be read ({e.strerror}). Check the file's permissions.") from e
+        if magic != GGUF_MAGIC:
+            raise NotAModelError(f"{path.name} is not a GGUF file (it does not start as one). Pick a .gguf model file.")
+    else:
+        raise NotAModelError(f"{path} is not a model: pick a model folder or a .gguf file.")
 
 
 def resolve_model_path(spec: str, progress: ProgressCallback | None = None) -> Path:
@@ -155,6 +207,8 @@ def load_model(spec: str, progress: ProgressCallback | None = None) -> LoadedMod
         raise NotAModelError(f"{spec} could not be loaded: {e}") from e
     except FileNotFoundError as e:
         raise NotAModelError(f"{spec} is incomplete: {e}. Re-download it.") from e
+    except RuntimeError as e:  # MLX's loader on a file the header check could not catch
+        raise NotAModelError(f"{spec}'s weights could not be read ({e}). Download or copy the model again.") from e
     use_float32_on_cpu(model)
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
     return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config)

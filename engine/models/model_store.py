@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .app_paths import data_dir, hub_cache_dir
 from ..errors import ModelNotFoundError, SpecChatError
-from .loading import check_model_folder
+from .loading import check_model_folder, check_model_path
 
 LM_STUDIO_FOLDERS = (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models")
 
@@ -30,6 +30,7 @@ class LocalModel:
         size_bytes: bytes on disk.
         source: "hf-cache", "lm-studio" or "opened".
         complete: whether every file a model needs is there (a cancelled download is not).
+        problem: why it cannot be used, when not complete.
     """
 
     name: str
@@ -37,6 +38,7 @@ class LocalModel:
     size_bytes: int
     source: str
     complete: bool = True
+    problem: str = ""
 
     @property
     def size_gb(self) -> float:
@@ -135,18 +137,26 @@ def _write_remembered(entries: list[dict]) -> None:
 
 
 def remembered_models() -> list[LocalModel]:
-    """Models the user opened from a folder or file, still on disk, most recent first."""
+    """Models the user opened from a folder or file, still on disk, most recent first; one that has become
+    unusable since (a damaged copy) is listed as incomplete, with the reason, so that it can be removed."""
     models = []
     for entry in _read_remembered():
         path = Path(entry["path"])
         if path.exists():
-            models.append(LocalModel(entry["path"], path, _folder_bytes(path), "opened"))
+            try:
+                check_model_path(path)
+                problem = ""
+            except SpecChatError as e:
+                problem = str(e)
+            models.append(LocalModel(entry["path"], path, _folder_bytes(path), "opened", not problem, problem))
     return models
 
 
 def remember_model(path: Path) -> None:
-    """Add a folder or GGUF file to the remembered models (moving it to the front)."""
+    """Add a folder or GGUF file to the remembered models (moving it to the front); refuse one that is not a
+    usable model, with the reason."""
     path = path.expanduser().resolve()
+    check_model_path(path)
     entries = [e for e in _read_remembered() if e.get("path") != str(path)]
     entries.insert(0, {"path": str(path), "added": time.time()})
     _write_remembered(entries)

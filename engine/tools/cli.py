@@ -82,7 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="generate a reply")
     _add_sampling_options(g, preset="default")
     g.add_argument("--mode", choices=MODES, default="speculative")
-    g.add_argument("--prompt", required=True)
+    source = g.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="the prompt; - reads it from standard input")
+    source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
     g.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
     g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
@@ -127,14 +129,26 @@ def _load_pair(args: argparse.Namespace):  # noqa: ANN202
     return ModelPair.load(args.target, args.draft)
 
 
+def _prompt_text(args: argparse.Namespace) -> str:
+    """The prompt: --prompt TEXT, --prompt - (standard input) or --prompt-file FILE."""
+    if args.prompt_file is not None:
+        try:
+            return args.prompt_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            reason = getattr(e, "strerror", None) or "it is not UTF-8 text"
+            raise SpecChatError(f"Cannot read the prompt file {args.prompt_file}: {reason}. Check the path.") from e
+    return sys.stdin.read() if args.prompt == "-" else args.prompt
+
+
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
-    from ..events import GenerationResult, TokenEvent
     from ..decoding.generation import generate_stream
+    from ..events import GenerationResult, TokenEvent
 
     params = _params(args, mode=args.mode, stop=tuple(args.stop))
+    prompt = _prompt_text(args)
     pair = _load_pair(args)
     result = None
-    for event in generate_stream(pair, args.prompt, params, chat=args.chat, system_prompt=args.system):
+    for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
         if isinstance(event, TokenEvent) and not args.json:
             colour = ORIGIN_COLOURS.get(event.origin, "") if args.color else ""
             out.write(f"{colour}{event.text}{RESET if colour else ''}")

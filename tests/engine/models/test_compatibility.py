@@ -117,4 +117,14 @@ def test_real_tokenizers_smollm2_against_itself_and_against_renumbered_ids(smoll
     (renumbered / "tokenizer.json").write_text(json.dumps(tokenizer))
     check = check_pair(str(smollm_dir), str(renumbered))
     assert not check.compatible
-    assert f"2 tokens have different ids (e.g. 'Ġthe' is {vocab['Ġand']} for the target, {vocab['Ġthe']} for the draft)" in check.reasons[0]
+    assert f"2 tokens have different ids (e.g. ' the' is {vocab['Ġand']} for the target, {vocab['Ġthe']} for the draft)" in check.reasons[0]
+
+
+def test_mismatch_reasons_show_text_not_bpe_symbols(tiny_target, other_tokenizer_model) -> None:
+    """Byte-level vocabularies write a space as 'Ġ' and a newline as 'Ċ'; a person should read ' the' and '\\n'."""
+    from engine.models.compatibility import check_tokenizers
+
+    other = load_model(str(other_tokenizer_model))
+    check = check_tokenizers(tiny_target.tokenizer, other.tokenizer)
+    text = check.explain("target", "draft")
+    assert not check.compatible and not any(symbol in text for symbol in "ĠĊĉ"), text

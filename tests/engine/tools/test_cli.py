@@ -148,3 +148,33 @@ def test_options_left_out_come_from_the_preset() -> None:
     assert _params(given) == GenerationParams.preset("creative").replace(
         drafter="lookup", max_tokens=7, adaptive=False, temperature=0.0
     )
+
+
+def test_the_prompt_comes_from_standard_input_or_a_file(tiny_dirs, tmp_path, monkeypatch) -> None:
+    args = ["--max-tokens", "4", "--mode", "standard", "--json", "--preset", "greedy"]
+    code, from_text = run(tiny_args(tiny_dirs, "--prompt", "Tell me a story", *args))
+    monkeypatch.setattr("sys.stdin", io.StringIO("Tell me a story"))
+    code_stdin, from_stdin = run(tiny_args(tiny_dirs, "--prompt", "-", *args))
+    prompt_file = tmp_path / "prompt.txt"
+    prompt_file.write_text("Tell me a story", encoding="utf-8")
+    code_file, from_file = run(tiny_args(tiny_dirs, "--prompt-file", str(prompt_file), *args))
+    assert code == code_stdin == code_file == 0
+    assert json.loads(from_text)["tokens"] == json.loads(from_stdin)["tokens"] == json.loads(from_file)["tokens"]
+
+
+def test_a_missing_prompt_file_and_damaged_weights_are_one_line_each(tiny_dirs, tmp_path, capsys) -> None:
+    """A safetensors file cut short (an interrupted copy) used to end in MLX's traceback."""
+    import shutil
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tiny_dirs[0], damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    for argv, message in [
+        (["generate", "--target", str(tiny_dirs[0]), "--prompt-file", str(tmp_path / "nope.txt")], "Cannot read the prompt file"),
+        (["generate", "--target", str(damaged), "--prompt", "hi"], "damaged's weights are damaged: model.safetensors holds"),
+        (["check-pair", "--target", str(tiny_dirs[0]), "--draft", str(damaged)], "download or copy it again"),
+    ]:
+        code, _ = run(argv)
+        err = capsys.readouterr().err
+        assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
