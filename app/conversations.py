@@ -1,7 +1,14 @@
-"""Saved conversations: SQLite in the app-data folder.
+"""Saved conversations: SQLite in the app-data folder, a tree of messages per conversation.
 
-Every write commits at once, and an answer is saved while it streams (the window saves it every second or
-so), so Stop, a crash or a power cut keeps what was generated up to then.
+Editing an earlier message or regenerating an answer adds a sibling instead of overwriting, so the old branch
+stays one click away. Each message records which of its children continues the conversation shown (`selected`),
+and the thread is the path from the first message through the selected children.
+
+Every write commits at once in WAL mode with `synchronous = NORMAL`: a commit reaches the operating system
+immediately (a crash of the app or `kill -9` loses nothing written), without waiting for the disk each time.
+The window saves an answer after every batch of tokens, so at most one round is lost. When the disk refuses a
+write (a read-only folder, a full disk), the store moves to an in-memory copy of everything so far and says so
+once: the session goes on, nothing typed is lost, and the message tells how to make saving work again.
 """
 
 from __future__ import annotations
@@ -11,13 +18,15 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY,
     title TEXT NOT NULL,
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    system_prompt TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
@@ -27,15 +36,25 @@ CREATE TABLE IF NOT EXISTS messages (
     content TEXT NOT NULL,
     runs TEXT NOT NULL DEFAULT '[]',
     summary TEXT NOT NULL DEFAULT '',
-    finish TEXT NOT NULL DEFAULT ''
+    finish TEXT NOT NULL DEFAULT '',
+    parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+    selected INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
 """
+# Databases from before branches: add the columns, and chain each conversation's messages in order.
+MIGRATIONS = (
+    ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
+    ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
+    ("messages", "selected", "ALTER TABLE messages ADD COLUMN selected INTEGER NOT NULL DEFAULT 1"),
+)
+_COLUMNS = "id, role, content, runs, summary, finish, parent_id"
+AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
 
 @dataclass
 class StoredMessage:
-    """One message as saved.
+    """One message as saved, in the thread shown.
 
     Attributes:
         role: "user" or "assistant".
@@ -43,6 +62,8 @@ class StoredMessage:
         runs: for answers, each token's [text, origin, round] (to show the coloured view again).
         summary: the answer's stats line.
         finish: how generation ended ("stop", "length", "cancelled", ...; "" while streaming or for users).
+        parent_id: the message it answers or follows (None for the first).
+        branch, branches: which of its siblings it is (from 1) and how many there are.
     """
 
     id: int
@@ -51,6 +72,9 @@ class StoredMessage:
     runs: list[list] = field(default_factory=list)
     summary: str = ""
     finish: str = ""
+    parent_id: int | None = None
+    branch: int = 1
+    branches: int = 1
 
 
 @dataclass
@@ -65,28 +89,94 @@ class ConversationStore:
 
     Args:
         path: the SQLite file (created if missing).
+        on_degraded: called once with a message if the store has to go on in memory.
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path))
+    def __init__(self, path: Path, on_degraded: Callable[[str], None] | None = None) -> None:
+        self.path = path
+        self.on_degraded = on_degraded
+        self.degraded: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path))
+            self._prepare()
+        except (sqlite3.Error, OSError) as error:
+            self.db = sqlite3.connect(":memory:")
+            self._prepare()
+            self.degraded = self._degraded_message(error)
+
+    def _prepare(self) -> None:
         self.db.execute("PRAGMA foreign_keys = ON")
         self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
         self.db.executescript(SCHEMA)
+        self._migrate()
         self.db.commit()
+
+    def _migrate(self) -> None:
+        for table, column, statement in MIGRATIONS:
+            if column not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
+                self.db.execute(statement)
+                if column == "parent_id":
+                    self.db.execute(
+                        "UPDATE messages SET parent_id = (SELECT p.id FROM messages p WHERE p.conversation_id = "
+                        "messages.conversation_id AND p.position < messages.position ORDER BY p.position DESC LIMIT 1)"
+                    )
+
+    def _degraded_message(self, error: BaseException) -> str:
+        reason = "the disk is full" if "full" in str(error).lower() else f"the data folder refuses writes ({error})"
+        return (
+            f"Conversations cannot be saved: {reason}. They are kept in memory until you quit. To save them, free "
+            f"some space or make {self.path.parent} writable, then restart SpecChat."
+        )
+
+    def _write(self, statement: str, args: tuple = ()) -> sqlite3.Cursor:
+        """Run and commit a write; if the disk refuses, continue in an in-memory copy of the database."""
+        try:
+            cursor = self.db.execute(statement, args)
+            self.db.commit()
+            return cursor
+        except sqlite3.OperationalError as error:
+            if self.degraded is not None:
+                raise
+            self._move_to_memory(error)
+            cursor = self.db.execute(statement, args)
+            self.db.commit()
+            return cursor
+
+    def _move_to_memory(self, error: sqlite3.OperationalError) -> None:
+        self.db.rollback()
+        memory = sqlite3.connect(":memory:")
+        self.db.backup(memory)
+        self.db.close()
+        self.db = memory
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.degraded = self._degraded_message(error)
+        if self.on_degraded:
+            self.on_degraded(self.degraded)
 
     def close(self) -> None:
         self.db.close()
 
+    # --- conversations ---------------------------------------------------------------------------------------
+
     def create(self, title: str = "New chat") -> int:
         now = time.time()
-        cursor = self.db.execute("INSERT INTO conversations (title, created, updated) VALUES (?, ?, ?)", (title, now, now))
-        self.db.commit()
+        cursor = self._write("INSERT INTO conversations (title, created, updated) VALUES (?, ?, ?)", (title, now, now))
         return int(cursor.lastrowid)
 
-    def conversations(self) -> list[ConversationInfo]:
-        """All conversations, most recently updated first."""
-        rows = self.db.execute("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC")
+    def conversations(self, matching: str = "") -> list[ConversationInfo]:
+        """Conversations, most recently updated first; with `matching`, those whose title or messages contain it."""
+        if not matching.strip():
+            rows = self.db.execute("SELECT id, title, updated FROM conversations ORDER BY updated DESC, id DESC")
+            return [ConversationInfo(*row) for row in rows]
+        pattern = f"%{_escape_like(matching.strip())}%"
+        rows = self.db.execute(
+            "SELECT id, title, updated FROM conversations c WHERE title LIKE ? ESCAPE '\\' OR EXISTS "
+            "(SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
+            "ORDER BY updated DESC, id DESC",
+            (pattern, pattern),
+        )
         return [ConversationInfo(*row) for row in rows]
 
     def title(self, conversation_id: int) -> str:
@@ -94,35 +184,82 @@ class ConversationStore:
         return row[0] if row else ""
 
     def rename(self, conversation_id: int, title: str) -> None:
-        self.db.execute("UPDATE conversations SET title = ? WHERE id = ?", (title.strip() or "Untitled", conversation_id))
-        self.db.commit()
+        self._write("UPDATE conversations SET title = ? WHERE id = ?", (title.strip() or "Untitled", conversation_id))
+
+    def system_prompt(self, conversation_id: int) -> str:
+        row = self.db.execute("SELECT system_prompt FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        return row[0] if row else ""
+
+    def set_system_prompt(self, conversation_id: int, text: str) -> None:
+        self._write("UPDATE conversations SET system_prompt = ? WHERE id = ?", (text, conversation_id))
 
     def delete(self, conversation_id: int) -> None:
-        self.db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-        self.db.commit()
+        self._write("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    def exists(self, conversation_id: int) -> bool:
+        return self.db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is not None
+
+    # --- messages ----------------------------------------------------------------------------------------------
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
-        rows = self.db.execute(
-            "SELECT id, role, content, runs, summary, finish FROM messages WHERE conversation_id = ? ORDER BY position",
-            (conversation_id,),
-        )
-        return [StoredMessage(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
+        """The thread shown: from the first message through each message's selected child."""
+        rows = self.db.execute(f"SELECT {_COLUMNS}, selected FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,))
+        children: dict[int | None, list[tuple]] = {}
+        for row in rows:
+            children.setdefault(row[6], []).append(row)
+        thread, parent = [], None
+        while children.get(parent):
+            siblings = children[parent]
+            index = next((i for i, row in enumerate(siblings) if row[7]), len(siblings) - 1)
+            row = siblings[index]
+            thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], index + 1, len(siblings)))
+            parent = row[0]
+        return thread
 
-    def add_message(self, conversation_id: int, role: str, content: str) -> int:
+    def add_message(self, conversation_id: int, role: str, content: str, parent_id: int | None = AFTER_LAST) -> int:
+        """Add a message under `parent_id` (None: a first message; by default after the thread's last) and show it.
+
+        A message added where one already is becomes its sibling: the new branch is shown, the old one kept."""
+        if parent_id == AFTER_LAST:
+            thread = self.messages(conversation_id)
+            parent_id = thread[-1].id if thread else None
+        self._deselect_children(conversation_id, parent_id)
         (position,) = self.db.execute(
             "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?", (conversation_id,)
         ).fetchone()
-        cursor = self.db.execute(
-            "INSERT INTO messages (conversation_id, position, role, content) VALUES (?, ?, ?, ?)",
-            (conversation_id, position, role, content),
+        cursor = self._write(
+            "INSERT INTO messages (conversation_id, position, role, content, parent_id, selected) VALUES (?, ?, ?, ?, ?, 1)",
+            (conversation_id, position, role, content, parent_id),
         )
         self._touch(conversation_id)
         return int(cursor.lastrowid)
 
+    def _deselect_children(self, conversation_id: int, parent_id: int | None) -> None:
+        self._write(
+            "UPDATE messages SET selected = 0 WHERE conversation_id = ? AND parent_id IS ?", (conversation_id, parent_id)
+        )
+
+    def parent_of(self, message_id: int) -> int | None:
+        row = self.db.execute("SELECT parent_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return row[0] if row else None
+
+    def select_branch(self, message_id: int, step: int) -> None:
+        """Show the sibling `step` places after (or before) this message instead of it."""
+        row = self.db.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            return
+        conversation_id, parent_id = row
+        siblings = [r[0] for r in self.db.execute(
+            "SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS ? ORDER BY id", (conversation_id, parent_id)
+        )]
+        chosen = siblings[(siblings.index(message_id) + step) % len(siblings)]
+        self._deselect_children(conversation_id, parent_id)
+        self._write("UPDATE messages SET selected = 1 WHERE id = ?", (chosen,))
+
     def update_message(
         self, message_id: int, content: str, runs: list[list] | None = None, summary: str = "", finish: str = ""
     ) -> None:
-        self.db.execute(
+        self._write(
             "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ? WHERE id = ?",
             (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, message_id),
         )
@@ -131,15 +268,33 @@ class ConversationStore:
             self._touch(row[0])
 
     def delete_message(self, message_id: int) -> None:
-        self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
-        self.db.commit()
+        """Delete a message and everything after it on its branch; a sibling, if any, is shown instead."""
+        row = self.db.execute("SELECT conversation_id, parent_id, selected FROM messages WHERE id = ?", (message_id,)).fetchone()
+        if row is None:
+            return
+        conversation_id, parent_id, selected = row
+        self._write("DELETE FROM messages WHERE id = ?", (message_id,))
+        if selected:
+            self._write(
+                "UPDATE messages SET selected = 1 WHERE id = (SELECT MAX(id) FROM messages WHERE conversation_id = ? "
+                "AND parent_id IS ?)",
+                (conversation_id, parent_id),
+            )
 
     def _touch(self, conversation_id: int) -> None:
-        self.db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), conversation_id))
-        self.db.commit()
+        self._write("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), conversation_id))
+
+    def check_integrity(self) -> bool:
+        """SQLite's own check of the file, and no message pointing at a message that is gone."""
+        ok = self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        orphans = self.db.execute(
+            "SELECT COUNT(*) FROM messages m WHERE m.parent_id IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM messages p WHERE p.id = m.parent_id)"
+        ).fetchone()[0]
+        return ok and orphans == 0
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation as Markdown: a heading, then each message under its speaker."""
+        """The conversation shown as Markdown: a heading, then each message under its speaker."""
         lines = [f"# {self.title(conversation_id)}", ""]
         for message in self.messages(conversation_id):
             speaker = "You" if message.role == "user" else "Assistant"
@@ -147,3 +302,7 @@ class ConversationStore:
             if message.summary:
                 lines += [f"*{message.summary}*", ""]
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
