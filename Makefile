@@ -19,7 +19,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# On Linux, Qt's window plugin needs X11 libraries pip cannot install: app/system_check.py installs them (root
+# with apt-get) or stops with the exact command.
 run: $(STAMP)
+	$(BIN)/python -m app.system_check
 	$(RUN_ENV) $(BIN)/specchat
 
 test: $(STAMP)
