@@ -1,209 +1,146 @@
-"""The conversation column: messages, streamed answers with coloured tokens, Markdown when finished.
+"""The conversation column: messages with their actions (copy, edit, delete, regenerate, branches).
 
-An answer streams into a `TokenTextView`, one tinted run per token (accepted, corrected, bonus; plain for
-target tokens), each carrying its origin and round so hovering shows them. When the answer is finished it is
-shown as Markdown (code blocks included) unless the user keeps the token view.
+Answers show in a `TokenTextView` (token_view.py): coloured tokens while they stream, Markdown when finished.
+A message with siblings (an edited question, a regenerated answer) shows "‹ 2/3 ›" to flip between versions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QTextCharFormat, QTextCursor, QTextFormat, QTextFragment
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication, QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPlainTextEdit,
+    QPushButton,
     QScrollArea,
-    QSizePolicy,
-    QTextBrowser,
     QToolButton,
-    QToolTip,
     QVBoxLayout,
     QWidget,
 )
 
-from engine.events import TokenEvent
-
-from .palette import ORIGIN_LABELS, origin_colour
-
-ORIGIN_PROPERTY = QTextFormat.Property.UserProperty + 1
-ROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
+from .token_view import TokenRun, TokenTextView
 
 
-@dataclass
-class TokenRun:
-    """One streamed token as the view keeps it (to redraw the coloured view after Markdown)."""
-
-    text: str
-    origin: str
-    round: int
-
-
-class TokenTextView(QTextBrowser):
-    """A read-only text view that shows token origins on hover.
-
-    Args:
-        grow: grow with the content (inside the chat column) instead of scrolling (a fixed-size pane).
-    """
-
-    def __init__(self, parent: QWidget | None = None, grow: bool = True) -> None:
-        super().__init__(parent)
-        self.setOpenExternalLinks(True)
-        self.runs: list[TokenRun] = []
-        if grow:
-            self.setFrameShape(QFrame.Shape.NoFrame)
-            self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-            self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-            self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-            self.document().setDocumentMargin(2)
-            self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
-            self._fit_height()
-
-    def _fit_height(self, *_: object) -> None:
-        height = int(self.document().size().height()) + 4
-        if self.height() != height:
-            self.setFixedHeight(max(height, 20))
-
-    def append_tokens(self, events: list[TokenEvent]) -> None:
-        """Add streamed tokens at the end, each tinted by its origin."""
-        self.append_runs([TokenRun(e.text, e.origin, e.round) for e in events])
-
-    def append_runs(self, runs: list[TokenRun]) -> None:
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        cursor.beginEditBlock()
-        for run in runs:
-            self.runs.append(run)
-            self._insert(cursor, run.text, run.origin, run.round)
-        cursor.endEditBlock()
-
-    def extend_last_run(self, tail: str) -> None:
-        """Add text to the last token (what the detokenizer released only at the end)."""
-        last = self.runs[-1]
-        last.text += tail
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        self._insert(cursor, tail, last.origin, last.round)
-
-    def _insert(self, cursor: QTextCursor, text: str, origin: str, round_index: int) -> None:
-        if not text:
-            return
-        fmt = QTextCharFormat()
-        colour = origin_colour(origin, self.palette())
-        if colour is not None:
-            fmt.setBackground(colour)
-        fmt.setProperty(ORIGIN_PROPERTY, origin)
-        fmt.setProperty(ROUND_PROPERTY, round_index)
-        cursor.insertText(text, fmt)
-
-    def show_tokens(self) -> None:
-        """Redraw the coloured token view from the kept runs."""
-        self.clear()
-        cursor = QTextCursor(self.document())
-        cursor.beginEditBlock()
-        for run in self.runs:
-            self._insert(cursor, run.text, run.origin, run.round)
-        cursor.endEditBlock()
-
-    def show_markdown(self, text: str) -> None:
-        self.document().setMarkdown(text)
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        """Re-tint the tokens when the system switches between light and dark mode mid-conversation."""
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._retint()
-
-    def token_fragments(self) -> Iterator[QTextFragment]:
-        """The document's runs of text that came from streamed tokens (they carry an origin)."""
-        block = self.document().begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                fragment = it.fragment()
-                if fragment.charFormat().property(ORIGIN_PROPERTY):
-                    yield fragment
-                it += 1
-            block = block.next()
-
-    def _retint(self) -> None:
-        # Collected first: editing formats while walking the fragments would invalidate them.
-        spans = [(f.position(), f.length(), str(f.charFormat().property(ORIGIN_PROPERTY))) for f in self.token_fragments()]
-        cursor = QTextCursor(self.document())
-        for position, length, origin in spans:
-            colour = origin_colour(origin, self.palette())
-            if colour is None:
-                continue
-            cursor.setPosition(position)
-            cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
-            fmt = QTextCharFormat()
-            fmt.setBackground(colour)
-            cursor.mergeCharFormat(fmt)
-
-    def origin_at(self, position: int) -> tuple[str, int] | None:
-        """(origin, round) of the character at a document position, if it is a streamed token."""
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(min(position + 1, max(self.document().characterCount() - 1, 0)))
-        fmt = cursor.charFormat()
-        origin = fmt.property(ORIGIN_PROPERTY)
-        return (str(origin), int(fmt.property(ROUND_PROPERTY))) if origin else None
-
-    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.ToolTip:
-            point = event.pos()
-            position = self.document().documentLayout().hitTest(point, Qt.HitTestAccuracy.ExactHit)
-            found = self.origin_at(position) if position >= 0 else None
-            if found:
-                origin, round_index = found
-                QToolTip.showText(event.globalPos(), f"{ORIGIN_LABELS.get(origin, origin)}, round {round_index + 1}", self)
-            else:
-                QToolTip.hideText()
-            return True
-        return super().viewportEvent(event)
+def _tool_button(text: str, tip: str) -> QToolButton:
+    button = QToolButton(text=text)
+    button.setToolTip(tip)
+    button.setAutoRaise(True)
+    return button
 
 
 class MessageWidget(QFrame):
-    """One message: who said it, its text, and for answers a stats line.
+    """One message: who said it, its text, its actions, and for answers a stats line.
 
     Signals:
-        regenerate_requested(): the Regenerate button was clicked (last answer only).
+        regenerate_requested(): Regenerate was clicked (the last answer only).
+        edit_submitted(str): the question was edited and sent again (a new branch).
+        delete_requested(): Delete was clicked.
+        branch_requested(int): show the previous (-1) or next (+1) version of this message.
+
+    Attributes:
+        message_id: the saved message (None until saved).
     """
 
     regenerate_requested = Signal()
+    edit_submitted = Signal(str)
+    delete_requested = Signal()
+    branch_requested = Signal(int)
 
     def __init__(self, role: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.role = role
         self.text = ""
+        self.message_id: int | None = None
         self.setObjectName("userMessage" if role == "user" else "assistantMessage")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
-        header = QHBoxLayout()
-        self.speaker = QLabel("You" if role == "user" else "Assistant")
-        self.speaker.setStyleSheet("font-weight: bold;")
-        header.addWidget(self.speaker)
-        header.addStretch()
-        self.copy_button = QToolButton(text="Copy")
-        self.copy_button.setToolTip("Copy this message")
-        self.copy_button.clicked.connect(self.copy)
-        header.addWidget(self.copy_button)
-        self.regenerate_button = QToolButton(text="Regenerate")
-        self.regenerate_button.setToolTip("Generate this answer again")
-        self.regenerate_button.clicked.connect(self.regenerate_requested)
-        self.regenerate_button.setVisible(False)
-        header.addWidget(self.regenerate_button)
-        layout.addLayout(header)
+        layout.addLayout(self._header())
         self.body = TokenTextView(self)
         layout.addWidget(self.body)
+        self.editor = QPlainTextEdit()
+        self.editor.setVisible(False)
+        self.editor.setMaximumHeight(140)
+        layout.addWidget(self.editor)
+        self.edit_buttons = self._edit_buttons()
+        layout.addWidget(self.edit_buttons)
         self.stats = QLabel()
         self.stats.setObjectName("statsLine")
         self.stats.setStyleSheet("color: palette(mid); font-size: 11px;")
+        self.stats.setWordWrap(True)
         self.stats.setVisible(False)
         layout.addWidget(self.stats)
+
+    def _header(self) -> QHBoxLayout:
+        header = QHBoxLayout()
+        self.speaker = QLabel("You" if self.role == "user" else "Assistant")
+        self.speaker.setStyleSheet("font-weight: bold;")
+        header.addWidget(self.speaker)
+        self.previous_branch = _tool_button("‹", "Previous version")
+        self.branch_label = QLabel()
+        self.next_branch = _tool_button("›", "Next version")
+        self.previous_branch.clicked.connect(lambda: self.branch_requested.emit(-1))
+        self.next_branch.clicked.connect(lambda: self.branch_requested.emit(1))
+        for widget in (self.previous_branch, self.branch_label, self.next_branch):
+            header.addWidget(widget)
+        self.set_branch(1, 1)
+        header.addStretch()
+        self.copy_button = _tool_button("Copy", "Copy this message")
+        self.copy_button.clicked.connect(self.copy)
+        self.edit_button = _tool_button("Edit", "Ask this differently: the answers after it are kept as a branch")
+        self.edit_button.clicked.connect(self.start_editing)
+        self.edit_button.setVisible(self.role == "user")
+        self.regenerate_button = _tool_button("Regenerate", "Answer again (this answer is kept as a branch)")
+        self.regenerate_button.clicked.connect(self.regenerate_requested)
+        self.regenerate_button.setVisible(False)
+        self.delete_button = _tool_button("Delete", "Delete this message and what follows it")
+        self.delete_button.clicked.connect(self.delete_requested)
+        for button in (self.copy_button, self.edit_button, self.regenerate_button, self.delete_button):
+            header.addWidget(button)
+        return header
+
+    def _edit_buttons(self) -> QWidget:
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addStretch()
+        cancel = QPushButton("Cancel")
+        cancel.clicked.connect(self.stop_editing)
+        self.send_edit = QPushButton("Send")
+        self.send_edit.clicked.connect(self._submit_edit)
+        layout.addWidget(cancel)
+        layout.addWidget(self.send_edit)
+        row.setVisible(False)
+        return row
+
+    def set_branch(self, branch: int, branches: int) -> None:
+        """Show which version this is, when there is more than one."""
+        self.branch_label.setText(f"{branch}/{branches}")
+        for widget in (self.previous_branch, self.branch_label, self.next_branch):
+            widget.setVisible(branches > 1)
+
+    def set_actions_enabled(self, enabled: bool) -> None:
+        """Edit, delete, regenerate and branches wait while an answer is generated."""
+        for button in (self.edit_button, self.delete_button, self.regenerate_button, self.previous_branch, self.next_branch):
+            button.setEnabled(enabled)
+
+    def start_editing(self) -> None:
+        self.editor.setPlainText(self.text)
+        for widget, editing in ((self.body, False), (self.editor, True), (self.edit_buttons, True)):
+            widget.setVisible(editing)
+        self.editor.setFocus()
+
+    def stop_editing(self) -> None:
+        for widget, editing in ((self.body, False), (self.editor, True), (self.edit_buttons, True)):
+            widget.setVisible(not editing)
+
+    def _submit_edit(self) -> None:
+        text = self.editor.toPlainText().strip()
+        if text:
+            self.stop_editing()
+            self.edit_submitted.emit(text)
 
     def set_text(self, text: str, markdown: bool = False) -> None:
         self.text = text
@@ -236,6 +173,27 @@ class MessageWidget(QFrame):
             self.body.show_tokens()
 
 
+class ChatInput(QPlainTextEdit):
+    """The message box: Enter sends, Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): Enter was pressed.
+    """
+
+    submitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
+        self.setMaximumHeight(110)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
 class ChatView(QScrollArea):
     """The scrolling column of messages; follows new text while the user is at the bottom."""
 
@@ -261,8 +219,7 @@ class ChatView(QScrollArea):
 
     def clear(self) -> None:
         for message in self.messages:
-            self.column.removeWidget(message)
-            message.deleteLater()
+            self._discard(message)
         self.messages = []
         self.placeholder.setVisible(True)
 
@@ -279,10 +236,20 @@ class ChatView(QScrollArea):
 
     def remove_message(self, message: MessageWidget) -> None:
         self.messages.remove(message)
-        self.column.removeWidget(message)
-        message.deleteLater()
+        self._discard(message)
         self._update_regenerate()
         self.placeholder.setVisible(not self.messages)
+
+    def _discard(self, message: MessageWidget) -> None:
+        """Out of the column and out of sight now (it is deleted when the event loop next runs)."""
+        self.column.removeWidget(message)
+        message.hide()
+        message.deleteLater()
+
+    def set_busy(self, busy: bool) -> None:
+        """While an answer is generated, the actions that change the conversation wait."""
+        for message in self.messages:
+            message.set_actions_enabled(not busy)
 
     def _update_regenerate(self) -> None:
         for index, message in enumerate(self.messages):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
 from engine.events import GenerationResult, TokenEvent
 
-from .chat_view import TokenTextView
+from .token_view import TokenTextView
 
 
 class CompareDialog(QDialog):
@@ -19,8 +20,11 @@ class CompareDialog(QDialog):
 
     SIDES = ("standard", "speculative")
 
-    def __init__(self, prompt: str, request_ids: dict[str, int], parent: QWidget | None = None) -> None:
+    def __init__(self, prompt: str, request_ids: dict[str, int], session: QObject, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        session.compare_events.connect(self.add_events)  # each dialog picks its own requests' events
+        session.compare_finished.connect(self.finish)
+        session.compare_failed.connect(self.fail)
         self.setWindowTitle("Compare: standard vs speculative decoding")
         self.resize(980, 560)
         self.request_ids = request_ids
@@ -38,8 +42,11 @@ class CompareDialog(QDialog):
             self.views[side] = view
             grid.addWidget(view, 2, column)
             self.speeds[side] = QLabel("waiting…")
+            self.speeds[side].setWordWrap(True)
             self.speeds[side].setObjectName(f"speed_{side}")
             grid.addWidget(self.speeds[side], 3, column)
+        for column in range(len(self.SIDES)):
+            grid.setColumnStretch(column, 1)  # equal halves, whatever each side's text
         self.speedup = QLabel("")
         self.speedup.setObjectName("speedup")
         self.speedup.setStyleSheet("font-size: 16px; font-weight: bold;")

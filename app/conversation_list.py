@@ -1,38 +1,69 @@
-"""The sidebar of saved conversations: reopen, rename, delete, export as Markdown."""
+"""The sidebar of saved conversations: search, reopen, rename, a chat's own system prompt, export, delete.
+
+Right-clicking a conversation acts on it without opening it: the highlight stays on the conversation shown.
+Deleting asks first.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QListWidget, QListWidgetItem, QMenu, QPushButton, QVBoxLayout, QWidget
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .conversations import ConversationStore
 
 
 class ConversationList(QWidget):
-    """Lists conversations, most recent first.
+    """Lists conversations, most recent first, filtered by the search box.
 
     Signals:
         opened(int): a conversation was chosen.
         new_requested(): the New chat button was clicked.
-        rename_requested(int), delete_requested(int), export_requested(int): from the context menu.
+        delete_confirmed(int): the user confirmed deleting a conversation.
+        changed(int): a conversation's title or system prompt changed.
+        exported(str): a conversation was written to this file.
+
+    Attributes:
+        current: the conversation shown (kept highlighted).
     """
 
     opened = Signal(int)
     new_requested = Signal()
-    rename_requested = Signal(int)
-    delete_requested = Signal(int)
-    export_requested = Signal(int)
+    delete_confirmed = Signal(int)
+    changed = Signal(int)
+    exported = Signal(str)
 
     def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.store = store
+        self.current: int | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        top = QHBoxLayout()
         new = QPushButton("New chat")
+        new.setToolTip("Start a new conversation (Ctrl+N)")
         new.clicked.connect(self.new_requested)
-        top.addWidget(new)
-        layout.addLayout(top)
+        layout.addWidget(new)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search chats")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(lambda _text: self.refresh(self.current))
+        layout.addWidget(self.search)
         self.list = QListWidget()
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
@@ -47,9 +78,10 @@ class ConversationList(QWidget):
         self.opened.emit(item.data(Qt.ItemDataRole.UserRole))
 
     def refresh(self, current: int | None = None) -> None:
+        self.current = current
         self.list.blockSignals(True)
         self.list.clear()
-        for info in self.store.conversations():
+        for info in self.store.conversations(self.search.text()):
             item = QListWidgetItem(info.title)
             item.setData(Qt.ItemDataRole.UserRole, info.id)
             item.setToolTip(info.title)
@@ -58,13 +90,81 @@ class ConversationList(QWidget):
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
 
-    def _menu(self, position) -> None:  # noqa: ANN001 - QPoint
+    def _menu(self, position: QPoint) -> None:
         item = self.list.itemAt(position)
         if item is None:
             return
         conversation_id = item.data(Qt.ItemDataRole.UserRole)
         menu = QMenu(self)
-        menu.addAction("Rename…", lambda: self.rename_requested.emit(conversation_id))
-        menu.addAction("Export as Markdown…", lambda: self.export_requested.emit(conversation_id))
-        menu.addAction("Delete", lambda: self.delete_requested.emit(conversation_id))
-        menu.exec(self.list.mapToGlobal(position))
+        menu.addAction("Rename…", lambda: self.rename(conversation_id))
+        menu.addAction("System prompt…", lambda: self.edit_system_prompt(conversation_id))
+        menu.addAction("Export as Markdown…", lambda: self.export(conversation_id))
+        menu.addSeparator()
+        menu.addAction("Delete…", lambda: self.confirm_delete(conversation_id))
+        self.show_menu(menu, self.list.mapToGlobal(position))
+        self.refresh(self.current)  # the right-clicked row is not the one shown
+
+    def show_menu(self, menu: QMenu, at: QPoint) -> None:
+        menu.exec(at)
+
+    def rename(self, conversation_id: int, title: str | None = None) -> None:
+        if title is None:
+            dialog = QInputDialog(self)
+            dialog.setWindowTitle("Rename conversation")
+            dialog.setLabelText("Title:")
+            dialog.setTextValue(self.store.title(conversation_id))
+            dialog.resize(420, dialog.sizeHint().height())
+            if not dialog.exec():
+                return
+            title = dialog.textValue()
+        self.store.rename(conversation_id, title)
+        self.refresh(self.current)
+        self.changed.emit(conversation_id)
+
+    def edit_system_prompt(self, conversation_id: int, text: str | None = None) -> None:
+        """This chat's own system prompt (empty: the one from Settings)."""
+        if text is None:
+            dialog = SystemPromptDialog(self.store.title(conversation_id), self.store.system_prompt(conversation_id), self)
+            if not dialog.exec():
+                return
+            text = dialog.text.toPlainText().strip()
+        self.store.set_system_prompt(conversation_id, text)
+        self.changed.emit(conversation_id)
+
+    def export(self, conversation_id: int, path: str | None = None) -> None:
+        if path is None:
+            default = str(Path.home() / f"{self.store.title(conversation_id)}.md")
+            path, _ = QFileDialog.getSaveFileName(self, "Export as Markdown", default, "Markdown (*.md)")
+        if path:
+            Path(path).write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
+            self.exported.emit(path)
+
+    def confirm_delete(self, conversation_id: int) -> None:
+        answer = QMessageBox.question(
+            self,
+            "Delete conversation",
+            f"Delete “{self.store.title(conversation_id)}” and all its messages? This cannot be undone.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_confirmed.emit(conversation_id)
+
+
+class SystemPromptDialog(QDialog):
+    """Edits one chat's system prompt."""
+
+    def __init__(self, title: str, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("System prompt for this chat")
+        self.resize(480, 260)
+        layout = QVBoxLayout(self)
+        note = QLabel(f"Instructions for “{title}” only. Empty: the system prompt from Settings.")
+        note.setWordWrap(True)
+        layout.addWidget(note)
+        self.text = QPlainTextEdit(text)
+        layout.addWidget(self.text)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)

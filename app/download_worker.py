@@ -5,6 +5,8 @@ No MLX work happens here (that belongs to the engine worker); only network and f
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -17,6 +19,20 @@ from engine.errors import DownloadCancelled
 from .worker import readable_error
 
 HUB_CHECK_TIMEOUT_S = 3.0
+
+
+def why_unreachable(error: BaseException) -> str:
+    """A network failure in plain words (not "[Errno -2] Name or service not known")."""
+    reason = getattr(error, "reason", error)
+    if isinstance(reason, socket.gaierror):
+        return "its address could not be looked up (no internet connection, or name lookup is not working)"
+    if isinstance(reason, (socket.timeout, TimeoutError)):
+        return f"it did not answer within {HUB_CHECK_TIMEOUT_S:.0f} seconds"
+    if isinstance(reason, ConnectionRefusedError):
+        return "the connection was refused (a firewall or proxy may block it)"
+    if isinstance(reason, ssl.SSLError):
+        return "the secure connection failed (a proxy may be intercepting it, or the clock is wrong)"
+    return "the network connection failed"
 
 
 class DownloadWorker(QObject):
@@ -69,11 +85,10 @@ class DownloadWorker(QObject):
         except urllib.error.HTTPError:
             pass
         except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
             self.hub_check_finished.emit(
                 False,
-                f"The Hugging Face hub cannot be reached ({reason}). Showing the models on this computer: "
-                "open a model folder or a GGUF file, or connect to download.",
+                f"The Hugging Face hub cannot be reached: {why_unreachable(error)}. Showing the models on this "
+                "computer: open a model folder or a GGUF file, or connect to download.",
             )
             return
         self.hub_check_finished.emit(True, "")

@@ -2,61 +2,28 @@
 
 A view over the `ChatSession`: it forwards the user's actions to the session and shows what the session
 reports (the streaming answer as coloured tokens, stats, errors). It never touches MLX, and keeps no state
-the session has: which answer runs, and for which conversation, is the session's to know.
+the session has: which answer runs, and for which conversation, is the session's to know. Changes to a
+conversation's structure (an edit, a deleted message, another branch) redraw it from the store.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent
-from PySide6.QtWidgets import (
-    QFileDialog,
-    QHBoxLayout,
-    QInputDialog,
-    QLabel,
-    QMainWindow,
-    QPlainTextEdit,
-    QPushButton,
-    QSplitter,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QToolBar, QVBoxLayout, QWidget
 
 from engine.events import GenerationResult, TokenEvent
+from engine.params import GenerationParams
 
-from .chat_view import ChatView, MessageWidget, TokenRun
+from .chat_view import ChatInput, ChatView
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .pair_picker import PairPickerDialog
 from .session import ChatSession, StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
+from .token_view import TokenRun
 from .worker import PairInfo
-
-
-class ChatInput(QPlainTextEdit):
-    """The message box: Enter sends, Shift+Enter starts a new line.
-
-    Signals:
-        submitted(): Enter was pressed.
-    """
-
-    submitted = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
-        self.setMaximumHeight(110)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            return
-        super().keyPressEvent(event)
-
 
 class MainWindow(QMainWindow):
     """SpecChat's window.
@@ -66,6 +33,7 @@ class MainWindow(QMainWindow):
         conversation_id: the conversation shown (None: a new chat, not saved until its first message).
         answer_view: the message widget the streaming answer goes into, when its conversation is shown.
         compare_dialog: the last Compare.
+        ask_before_quitting: warn before closing while an answer is generated.
     """
 
     def __init__(self, open_picker_if_needed: bool = True) -> None:
@@ -74,13 +42,16 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
         self.session = ChatSession(self)
         self.conversation_id: int | None = None
-        self.answer_view: MessageWidget | None = None
+        self.answer_view = None
         self.compare_dialog: CompareDialog | None = None
+        self.ask_before_quitting = True
         self._build()
         self._connect_session()
         self.picker = PairPickerDialog(self.session.engine, self.session.downloads, self)
         self.picker.pair_chosen.connect(self.session.load_pair)
         self.conversations.refresh()
+        if self.session.store.degraded:
+            self.show_error(self.session.store.degraded)
         saved = self.session.settings.pair()
         if saved:
             self.session.load_pair(*saved)
@@ -90,35 +61,13 @@ class MainWindow(QMainWindow):
     # --- layout -------------------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        toolbar = QToolBar("Main")
-        toolbar.setMovable(False)
-        self.addToolBar(toolbar)
-        self.models_action = QAction("Models…", self, triggered=self.open_picker)
-        self.speculative_action = QAction("Speculative", self, checkable=True, checked=self.session.mode == "speculative")
-        self.speculative_action.setToolTip("On: speculative decoding. Off: standard decoding (the target alone).")
-        self.speculative_action.toggled.connect(self._mode_toggled)
-        self.compare_action = QAction("Compare", self, triggered=self.compare)
-        self.compare_action.setToolTip("Run the last prompt both ways and compare the speeds")
-        self.markdown_action = QAction("Markdown", self, checkable=True, checked=self.session.settings.show_markdown())
-        self.markdown_action.setToolTip("Show finished answers as Markdown (off: keep the coloured tokens)")
-        self.markdown_action.toggled.connect(self._markdown_toggled)
-        self.settings_action = QAction("Settings…", self, triggered=self.open_settings)
-        for action in (self.models_action, self.speculative_action, self.compare_action, self.markdown_action, self.settings_action):
-            toolbar.addAction(action)
-        self.pair_label = QLabel("No models loaded")
-        self.pair_label.setObjectName("pairLabel")
-        spacer = QWidget()
-        spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy().Preferred)
-        toolbar.addWidget(spacer)
-        toolbar.addWidget(self.pair_label)
-
+        self._build_toolbar()
         self.conversations = ConversationList(self.session.store)
         self.conversations.opened.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_conversation)
-        self.conversations.rename_requested.connect(self.rename_conversation)
-        self.conversations.delete_requested.connect(self.delete_conversation)
-        self.conversations.export_requested.connect(self.export_conversation)
-
+        self.conversations.delete_confirmed.connect(self.delete_conversation)
+        self.conversations.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 5000))
+        self.conversations.changed.connect(lambda _id: self._update_pair_label())
         self.chat = ChatView()
         self.error_banner = QLabel()
         self.error_banner.setObjectName("errorBanner")
@@ -138,31 +87,55 @@ class MainWindow(QMainWindow):
         row.addWidget(self.input)
         row.addWidget(self.send_button)
         column_layout.addLayout(row)
-
         self.stats = StatsPanel()
         splitter = QSplitter()
-        splitter.addWidget(self.conversations)
-        splitter.addWidget(column)
-        splitter.addWidget(self.stats)
+        for widget in (self.conversations, column, self.stats):
+            splitter.addWidget(widget)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([200, 760, 300])
         self.setCentralWidget(splitter)
         self.statusBar().showMessage("Choose models to start (Models…)")
 
+    def _build_toolbar(self) -> None:
+        toolbar = QToolBar("Main")
+        toolbar.setMovable(False)
+        self.addToolBar(toolbar)
+        self.models_action = QAction("Models…", self, triggered=self.open_picker)
+        self.models_action.setToolTip("Choose models (Ctrl+K)")
+        self.speculative_action = QAction("Speculative", self, checkable=True, checked=self.session.mode == "speculative")
+        self.speculative_action.setToolTip("On: speculative decoding. Off: standard decoding (the target alone).")
+        self.speculative_action.toggled.connect(self._mode_toggled)
+        self.compare_action = QAction("Compare", self, triggered=self.compare)
+        self.compare_action.setToolTip("Run the last prompt both ways and compare the speeds")
+        self.markdown_action = QAction("Markdown", self, checkable=True, checked=self.session.settings.show_markdown())
+        self.markdown_action.setToolTip("Show finished answers as Markdown (off: keep the coloured tokens)")
+        self.markdown_action.toggled.connect(self._markdown_toggled)
+        self.settings_action = QAction("Settings…", self, triggered=self.open_settings)
+        self.settings_action.setToolTip("Generation settings (Ctrl+,)")
+        for action in (self.models_action, self.speculative_action, self.compare_action, self.markdown_action, self.settings_action):
+            toolbar.addAction(action)
+        self.pair_label = QLabel("No models loaded")
+        self.pair_label.setObjectName("pairLabel")
+        spacer = QWidget()
+        spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy().Preferred)
+        toolbar.addWidget(spacer)
+        toolbar.addWidget(self.pair_label)
+        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, there.
+        for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
+                           ("Ctrl+,", self.open_settings)):
+            QShortcut(QKeySequence(keys), self, slot)
+
     def _connect_session(self) -> None:
         s = self.session
-        s.pair_loading.connect(self._on_loading)
-        s.pair_loaded.connect(self._on_loaded)
-        s.pair_failed.connect(self._on_load_failed)
-        s.load_progress.connect(self._on_load_progress)
-        s.answer_started.connect(self._on_answer_started)
-        s.answer_events.connect(self._on_answer_events)
-        s.answer_finished.connect(self._on_answer_finished)
-        s.answer_failed.connect(self._on_answer_failed)
-        s.compare_events.connect(self._on_compare_events)
-        s.compare_finished.connect(self._on_compare_finished)
-        s.compare_failed.connect(self._on_compare_failed)
-        s.busy_changed.connect(self._update_controls)
+        for signal, slot in (
+            (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
+            (s.load_progress, self._on_load_progress), (s.answer_started, self._on_answer_started),
+            (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
+            (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
+            (s.busy_changed, self._update_controls),
+            (s.storage_failed, self.show_error),
+        ):
+            signal.connect(slot)
 
     # --- models ------------------------------------------------------------------------------------------
 
@@ -173,25 +146,29 @@ class MainWindow(QMainWindow):
         self.picker.raise_()
 
     def _on_loading(self, message: str) -> None:
-        self.pair_label.setText("Loading…")
         self.statusBar().showMessage(message)
+        self._update_pair_label()
         self._update_controls()
 
     def _on_loaded(self, info: PairInfo) -> None:
-        label = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else " (prompt lookup)")
-        self.pair_label.setText(label)
-        self.statusBar().showMessage(
-            f"Loaded {label}. " + ("Warnings: " + "; ".join(info.warnings) if info.warnings else ""), 10000
-        )
+        self.hide_error()
+        self._update_pair_label()
+        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
+        self.statusBar().showMessage(f"Loaded {self.pair_label.text()}. {warnings}", 10000)
         self._update_controls()
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
         self.statusBar().showMessage(f"{stage}: {done}/{total}")
 
     def _on_load_failed(self, message: str) -> None:
-        self.pair_label.setText("No models loaded")
-        self.show_error(message)
+        kept = " The models loaded before are still in use." if self.session.pair else ""
+        self.statusBar().showMessage("Could not load the models." + kept, 10000)
+        self.show_error(message + kept)
+        self._update_pair_label()
         self._update_controls()
+
+    def _update_pair_label(self) -> None:
+        self.pair_label.setText(self.session.describe_pair())
 
     # --- conversations -------------------------------------------------------------------------------------
 
@@ -203,44 +180,68 @@ class MainWindow(QMainWindow):
         self.conversations.refresh()
 
     def open_conversation(self, conversation_id: int) -> None:
-        self.session.stop()
+        """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
+        if self.session.busy and self.session.answer.conversation_id != conversation_id:
+            self.session.stop()
         self.conversation_id = conversation_id
         self.answer_view = None
         self.chat.clear()
         markdown = self.markdown_action.isChecked()
         for stored in self.session.store.messages(conversation_id):
             widget = self.chat.add_message(stored.role)
-            widget.message_id = stored.id
+            self._wire(widget, stored)
             if stored.role == "assistant":
                 widget.body.runs = [TokenRun(*run) for run in stored.runs]
                 summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
                 widget.finish(stored.content, summary, markdown)
-                widget.regenerate_requested.connect(self.regenerate)
             else:
                 widget.set_text(stored.content)
+        self._reattach_streaming_answer(conversation_id)
+        self.chat.set_busy(self.session.busy)
         self.conversations.refresh(conversation_id)
 
-    def rename_conversation(self, conversation_id: int) -> None:
-        store = self.session.store
-        title, ok = QInputDialog.getText(self, "Rename conversation", "Title:", text=store.title(conversation_id))
-        if ok:
-            store.rename(conversation_id, title)
-            self.conversations.refresh(self.conversation_id)
+    def _reattach_streaming_answer(self, conversation_id: int) -> None:
+        """A redraw while this conversation's answer streams (an edit, a regenerate): keep streaming into it."""
+        answer, messages = self.session.answer, self.chat.messages
+        if answer is None or answer.conversation_id != conversation_id or not messages or messages[-1].role != "assistant":
+            return
+        self.answer_view = messages[-1]
+        self.answer_view.body.clear()
+        self.answer_view.body.runs = []
+        self.answer_view.body.append_runs([TokenRun(*run) for run in answer.runs])
+        self.answer_view.text = answer.text
+
+    def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
+        """Connect a message's actions to the saved message it shows."""
+        widget.message_id = stored.id
+        widget.set_branch(stored.branch, stored.branches)
+        widget.edit_submitted.connect(lambda text, m=stored.id: self.edit_message(m, text))
+        widget.delete_requested.connect(lambda m=stored.id: self.delete_message(m))
+        widget.branch_requested.connect(lambda step, m=stored.id: self.select_branch(m, step))
+        if stored.role == "assistant":
+            widget.regenerate_requested.connect(self.regenerate)
 
     def delete_conversation(self, conversation_id: int) -> None:
+        if self.session.busy and self.session.answer.conversation_id == conversation_id:
+            self.session.stop()
         if conversation_id == self.conversation_id:
             self.new_conversation()
         self.session.store.delete(conversation_id)
         self.conversations.refresh(self.conversation_id)
 
-    def export_conversation(self, conversation_id: int, path: str | None = None) -> None:
-        store = self.session.store
-        if path is None:
-            default = str(Path.home() / f"{store.title(conversation_id)}.md")
-            path, _ = QFileDialog.getSaveFileName(self, "Export as Markdown", default, "Markdown (*.md)")
-        if path:
-            Path(path).write_text(store.export_markdown(conversation_id), encoding="utf-8")
-            self.statusBar().showMessage(f"Exported to {path}", 5000)
+    def edit_message(self, message_id: int, text: str) -> None:
+        if self.session.ready:
+            self.session.edit(message_id, text)
+            self.open_conversation(self.conversation_id)
+
+    def delete_message(self, message_id: int) -> None:
+        self.session.delete_message(message_id)
+        if self.conversation_id is not None:
+            self.open_conversation(self.conversation_id)
+
+    def select_branch(self, message_id: int, step: int) -> None:
+        self.session.select_branch(message_id, step)
+        self.open_conversation(self.conversation_id)
 
     # --- generating --------------------------------------------------------------------------------------
 
@@ -255,36 +256,29 @@ class MainWindow(QMainWindow):
         text = self.input.toPlainText().strip()
         if not text or self.session.busy:
             return
-        if self.session.pair is None:
+        if self.session.pair is None or self.session.loading:
             self.show_error("No models are loaded yet: choose a pair with Models… (or wait for the loading to finish).")
             return
         self.hide_error()
         self.input.clear()
-        self.chat.add_message("user", text)
         if self.conversation_id is None:
             self.conversation_id = self.session.new_conversation(text)
+        self.chat.add_message("user", text)
         self.session.send(self.conversation_id, text)
         self.conversations.refresh(self.conversation_id)
 
     def regenerate(self) -> None:
-        """Generate the last answer again."""
-        last = self.chat.messages[-1] if self.chat.messages else None
-        if self.conversation_id is None or self.session.busy or last is None or last.role != "assistant":
-            return
-        self.chat.remove_message(last)
-        self.session.regenerate(self.conversation_id)
+        """Answer the last question again (the old answer stays as a branch)."""
+        if self.conversation_id is not None and self.session.ready and self.session.regenerate(self.conversation_id):
+            self.open_conversation(self.conversation_id)
 
     def stop(self) -> None:
         """Stop the running answer within one round (what was generated is kept)."""
         self.session.stop()
-        self._update_controls()
 
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
-        self.answer_view = None
-        if answer.conversation_id == self.conversation_id:
-            self.answer_view = self.chat.add_message("assistant")
-            self.answer_view.message_id = answer.message_id
-            self.answer_view.regenerate_requested.connect(self.regenerate)
+        is_shown = answer.conversation_id == self.conversation_id
+        self.answer_view = self.chat.add_message("assistant") if is_shown else None
         self.stats.reset(answer.mode)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
@@ -294,23 +288,38 @@ class MainWindow(QMainWindow):
             self.answer_view.text = answer.text
 
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
+        """The streamed answer is finished in place and given its actions (no redraw of the conversation)."""
         self.stats.finish(result)
-        if self.answer_view is not None:
-            self.answer_view.finish(result.text, summary, self.markdown_action.isChecked())
-        self.answer_view = None
+        view, self.answer_view = self.answer_view, None
+        if view is None or answer.conversation_id != self.conversation_id:
+            return
+        view.finish(result.text, summary, self.markdown_action.isChecked())
+        view.message_id = None  # wired below with the others the session saved since the last redraw
+        for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):
+            if widget.message_id is None:
+                self._wire(widget, stored)
 
     def _on_answer_failed(self, answer: StreamingAnswer, message: str) -> None:
-        if self.answer_view is not None:
-            if answer.text:
-                self.answer_view.finish(answer.text, "(interrupted by an error)", self.markdown_action.isChecked())
-            else:
-                self.chat.remove_message(self.answer_view)
         self.answer_view = None
         self.show_error(message)
+        if answer.conversation_id == self.conversation_id:
+            self.open_conversation(answer.conversation_id)
+
+    def _on_prompt_rejected(self, conversation_id: int, text: str, message: str) -> None:
+        """A question too long for the model is back in the input box, to shorten; the chat goes on."""
+        if not self.input.toPlainText().strip():
+            self.input.setPlainText(text)
+        if conversation_id == self.conversation_id:
+            if self.session.store.exists(conversation_id):
+                self.open_conversation(conversation_id)
+            else:
+                self.new_conversation()
+        self.conversations.refresh(self.conversation_id)
+        self.show_error(message + " The message is back in the box below to shorten.")
 
     def compare(self) -> None:
         """Run the last prompt (or the typed one) both ways and show the speeds side by side."""
-        if self.session.pair is None or self.session.busy:
+        if not self.session.ready:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
         history = self.session.history(self.conversation_id)
@@ -322,21 +331,9 @@ class MainWindow(QMainWindow):
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return
-        requests = self.session.compare(history)
-        self.compare_dialog = CompareDialog(history[-1]["content"], requests, self)
+        requests = self.session.compare(self.conversation_id, history)
+        self.compare_dialog = CompareDialog(history[-1]["content"], requests, self.session, self)
         self.compare_dialog.show()
-
-    def _on_compare_events(self, request_id: int, events: list[object]) -> None:
-        if self.compare_dialog is not None:
-            self.compare_dialog.add_events(request_id, events)
-
-    def _on_compare_finished(self, request_id: int, result: GenerationResult) -> None:
-        if self.compare_dialog is not None:
-            self.compare_dialog.finish(request_id, result)
-
-    def _on_compare_failed(self, request_id: int, message: str) -> None:
-        if self.compare_dialog is not None:
-            self.compare_dialog.fail(request_id, message)
 
     # --- controls and settings ----------------------------------------------------------------------------
 
@@ -344,11 +341,13 @@ class MainWindow(QMainWindow):
         busy = self.session.busy
         stopping = busy and self.session.answer.stopping
         self.send_button.setText("Stopping…" if stopping else ("Stop" if busy else "Send"))
-        self.send_button.setEnabled((busy and not stopping) or self.session.pair is not None)
-        self.compare_action.setEnabled(self.session.pair is not None and not busy)
+        self.send_button.setEnabled((busy and not stopping) or (self.session.pair is not None and not self.session.loading))
+        self.compare_action.setEnabled(self.session.ready)
+        self.chat.set_busy(busy)
 
     def _mode_toggled(self, on: bool) -> None:
         self.session.set_mode("speculative" if on else "standard")
+        self._update_pair_label()
 
     def _markdown_toggled(self, on: bool) -> None:
         self.session.settings.save_show_markdown(on)
@@ -358,14 +357,16 @@ class MainWindow(QMainWindow):
 
     def open_settings(self) -> None:
         """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
-        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self)
+        info = self.session.pair
+        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft))
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
 
-    def apply_settings(self, params, system_prompt: str) -> None:  # noqa: ANN001 - GenerationParams
+    def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
         """Use new settings from the next answer on, and remember them."""
         self.session.apply_settings(params, system_prompt)
         self.speculative_action.setChecked(params.mode == "speculative")
+        self._update_pair_label()
 
     def show_error(self, message: str) -> None:
         self.error_banner.setText(message)
@@ -382,5 +383,18 @@ class MainWindow(QMainWindow):
         QCoreApplication.sendPostedEvents(self.picker)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if self.ask_before_quitting and self.session.busy and not self._confirm_quit():
+            event.ignore()
+            return
         self.shutdown()
         super().closeEvent(event)
+
+    def _confirm_quit(self) -> bool:
+        answer = QMessageBox.question(
+            self,
+            "Quit while answering?",
+            "An answer is still being generated. Quit anyway? What was generated so far is kept.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        return answer == QMessageBox.StandardButton.Yes

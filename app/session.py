@@ -3,8 +3,8 @@
 It owns the two workers (engine and downloads) and their threads, the saved conversations and settings, the
 loaded pair, the generation settings with the speculative/standard mode, and the answer being generated: its
 request id, where its events go (the chat or Compare), its text and token runs as they stream, and saving them
-while they stream so that Stop or a crash keeps what was generated. The window shows the session and forwards
-the user's actions to it; tests drive it without any widget.
+after every batch, so that Stop, a crash or `kill -9` loses at most the round in flight. The window shows the
+session and forwards the user's actions to it; tests drive it without any widget.
 
 Worker signals are only ever connected to bound methods of QObjects living on the GUI thread (this one, the
 window, the dialogs): PySide6 runs a plain function or lambda in the emitting thread.
@@ -12,7 +12,6 @@ window, the dialogs): PySide6 runs a plain function or lambda in the emitting th
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
@@ -21,12 +20,10 @@ from engine.events import GenerationResult, TokenEvent
 from engine.models.app_paths import data_dir
 from engine.params import GenerationParams
 
-from .conversations import ConversationStore
+from .conversations import AFTER_LAST, ConversationStore
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
-
-SAVE_INTERVAL_S = 1.0
 
 
 @dataclass
@@ -51,6 +48,9 @@ class StreamingAnswer:
     stopping: bool = False
 
 
+DRAFTING = {"model": "draft model", "lookup": "prompt lookup", "model+lookup": "draft model + prompt lookup"}
+
+
 class _Requests(QObject):
     """Signals from the session to the engine worker (queued into its thread)."""
 
@@ -62,28 +62,20 @@ class ChatSession(QObject):
     """SpecChat's state and actions, without widgets.
 
     Signals (all emitted on the GUI thread):
-        pair_loading(str): a pair started loading; the text says which.
+        pair_loading(str): a pair started loading; the text says which. The loaded pair keeps working.
         pair_loaded(PairInfo): a pair finished loading.
-        pair_failed(str): a pair could not be loaded; the message says why.
+        pair_failed(str): a pair could not be loaded (the one loaded before stays); the message says why.
         load_progress(str, int, int): a loading stage with done and total.
-        answer_started(StreamingAnswer): a chat answer started.
-        answer_events(StreamingAnswer, list): a batch of engine events for the chat answer.
+        answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
         answer_finished(StreamingAnswer, GenerationResult, str): a chat answer is complete (stopped ones
             included), with its stats line.
         answer_failed(StreamingAnswer, str): a chat answer failed; the message says why.
+        prompt_rejected(int, str, str): the conversation, the text of the user message the model could not
+            take (too long: it was taken out of the conversation, to be edited) and why.
         compare_events(int, list), compare_finished(int, GenerationResult), compare_failed(int, str): the same
             for the two requests of a Compare, by request id.
         busy_changed(bool): whether an answer is being generated.
-
-    Attributes:
-        engine, downloads: the workers, each on its own QThread.
-        store: the saved conversations.
-        settings: what is remembered across launches.
-        params: the generation settings as the user chose them (see `effective_params`).
-        system_prompt: sent before every conversation when not empty.
-        pair: what is loaded (None until a pair is).
-        answer: the chat answer being generated (None when idle).
-        compare_requests: the request ids of the running or last Compare, by side.
+        storage_failed(str): conversations are kept in memory from now on; the message says how to fix it.
     """
 
     pair_loading = Signal(str)
@@ -94,24 +86,25 @@ class ChatSession(QObject):
     answer_events = Signal(object, object)
     answer_finished = Signal(object, object, str)
     answer_failed = Signal(object, str)
+    prompt_rejected = Signal(int, str, str)
     compare_events = Signal(int, object)
     compare_finished = Signal(int, object)
     compare_failed = Signal(int, str)
     busy_changed = Signal(bool)
+    storage_failed = Signal(str)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.settings = AppSettings()
-        self.store = ConversationStore(data_dir() / "conversations.sqlite3")
+        self.store = ConversationStore(data_dir() / "conversations.sqlite3", on_degraded=self.storage_failed.emit)
         self.params = self.settings.params()
         self.system_prompt = self.settings.system_prompt()
         self.pair: PairInfo | None = None
+        self.loading = False
         self.answer: StreamingAnswer | None = None
         self.compare_requests: dict[str, int] = {}
         self._next_request = 0
-        self._last_save = 0.0
         self._closed = False
-
         self.engine = EngineWorker()
         self.downloads = DownloadWorker()
         self.engine_thread = start_in_thread(self.engine, "engine")
@@ -132,6 +125,11 @@ class ChatSession(QObject):
     def busy(self) -> bool:
         """Whether a chat answer is being generated."""
         return self.answer is not None
+
+    @property
+    def ready(self) -> bool:
+        """Whether a message can be sent now: a pair is loaded, nothing loads or answers."""
+        return self.pair is not None and not self.loading and not self.busy
 
     @property
     def mode(self) -> str:
@@ -157,6 +155,16 @@ class ChatSession(QObject):
         self.settings.save_params(params)
         self.settings.save_system_prompt(system_prompt)
 
+    def describe_pair(self) -> str:
+        """The loaded models and how the next answer will be decoded, for the window's label."""
+        info = self.pair
+        if info is None:
+            return "Loading…" if self.loading else "No models loaded"
+        params = self.effective_params()
+        names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
+        how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}"
+        return f"{names} · {how}" + (" · loading another pair…" if self.loading else "")
+
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
         """A conversation as the engine reads it (answers that failed before any text are left out)."""
         if conversation_id is None:
@@ -167,24 +175,30 @@ class ChatSession(QObject):
             if m.content or m.role == "user"
         ]
 
+    def system_prompt_for(self, conversation_id: int | None) -> str:
+        """The conversation's own system prompt, or the one from Settings."""
+        own = self.store.system_prompt(conversation_id) if conversation_id is not None else ""
+        return own or self.system_prompt
+
     # --- models --------------------------------------------------------------------------------------------
 
     def load_pair(self, target: str, draft: str) -> None:
-        """Load a pair on the engine worker, stopping a running answer first."""
+        """Load a pair on the engine worker, stopping a running answer first; the loaded pair works until then."""
         self.stop()
-        self.pair = None
+        self.loading = True
         self.pair_loading.emit(f"Loading {target}" + (f" with draft {draft}" if draft else "") + "…")
         self._requests.load.emit(target, draft)
 
     def _on_loaded(self, info: PairInfo) -> None:
         if self._closed:
             return
-        self.pair = info
+        self.pair, self.loading = info, False
         self.settings.save_pair(info.target, info.draft)
         self.pair_loaded.emit(info)
 
     def _on_load_failed(self, message: str) -> None:
         if not self._closed:
+            self.loading = False
             self.pair_failed.emit(message)
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
@@ -193,9 +207,9 @@ class ChatSession(QObject):
 
     # --- answers -------------------------------------------------------------------------------------------
 
-    def _new_request(self, messages: list[dict[str, str]], params: GenerationParams) -> GenerationRequest:
+    def _new_request(self, conversation_id: int | None, messages: list[dict[str, str]], params: GenerationParams) -> GenerationRequest:
         self._next_request += 1
-        return GenerationRequest(self._next_request, messages, params, self.system_prompt)
+        return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id))
 
     def new_conversation(self, first_message: str) -> int:
         """A new saved conversation, titled after its first message."""
@@ -206,37 +220,60 @@ class ChatSession(QObject):
         self.store.add_message(conversation_id, "user", text)
         self.start_answer(conversation_id)
 
-    def start_answer(self, conversation_id: int) -> None:
-        """Answer the conversation's last user message."""
+    def edit(self, message_id: int, text: str) -> int | None:
+        """Ask an earlier question differently: a new branch from there (the old one is kept), answered now."""
+        conversation_id = self._conversation_of(message_id)
+        if self.busy or conversation_id is None:
+            return None
+        self.store.add_message(conversation_id, "user", text, parent_id=self.store.parent_of(message_id))
+        self.start_answer(conversation_id)
+        return conversation_id
+
+    def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST) -> None:
+        """Answer the conversation's last user message (as a new branch under `parent_id` when given)."""
         params = self.effective_params()
-        request = self._new_request(self.history(conversation_id), params)
-        message_id = self.store.add_message(conversation_id, "assistant", "")
+        # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
+        message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
+        request = self._new_request(conversation_id, self.history(conversation_id), params)
         self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode)
-        self._last_save = time.monotonic()
         self.answer_started.emit(self.answer)
         self.busy_changed.emit(True)
         self._requests.generate.emit(request)
 
     def regenerate(self, conversation_id: int) -> bool:
-        """Generate the conversation's last answer again; False when there is none or one is running."""
+        """Answer the last question again; the old answer stays as a branch. False when there is nothing to do."""
         messages = self.store.messages(conversation_id)
         if self.busy or not messages or messages[-1].role != "assistant":
             return False
-        self.store.delete_message(messages[-1].id)
-        self.start_answer(conversation_id)
+        self.start_answer(conversation_id, parent_id=messages[-1].parent_id)
         return True
+
+    def select_branch(self, message_id: int, step: int) -> None:
+        """Show the previous (-1) or next (+1) version of a message and what followed it."""
+        if not self.busy:
+            self.store.select_branch(message_id, step)
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete a message and what followed it on its branch (not while an answer is generated)."""
+        if not self.busy:
+            self.store.delete_message(message_id)
+
+    def _conversation_of(self, message_id: int) -> int | None:
+        row = self.store.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return row[0] if row else None
 
     def stop(self) -> None:
         """Stop the running answer within one round (what was generated is kept)."""
         if self.answer is not None:
             self.engine.cancel(self.answer.request_id)
             self.answer.stopping = True
+            self.busy_changed.emit(True)
 
-    def compare(self, messages: list[dict[str, str]]) -> dict[str, int]:
+    def compare(self, conversation_id: int | None, messages: list[dict[str, str]]) -> dict[str, int]:
         """Run a conversation both ways; the request id of each side ("standard", "speculative")."""
         params = self.effective_params()
-        standard = self._new_request(messages, params.replace(mode="standard"))
-        speculative = self._new_request(messages, self.effective_params("speculative"))
+        standard = self._new_request(conversation_id, messages, params.replace(mode="standard"))
+        speculative = self._new_request(conversation_id, messages, self.effective_params("speculative"))
         self.compare_requests = {"standard": standard.request_id, "speculative": speculative.request_id}
         self._requests.generate.emit(standard)
         self._requests.generate.emit(speculative)
@@ -257,13 +294,12 @@ class ChatSession(QObject):
         tokens = [e for e in events if isinstance(e, TokenEvent)]
         answer.text += "".join(t.text for t in tokens)
         answer.runs += [[t.text, t.origin, t.round] for t in tokens]
-        self.answer_events.emit(answer, events)
-        if time.monotonic() - self._last_save >= SAVE_INTERVAL_S:
+        if tokens:
             self._save(answer, finish="")
+        self.answer_events.emit(answer, events)
 
     def _save(self, answer: StreamingAnswer, finish: str, summary: str = "") -> None:
         self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish)
-        self._last_save = time.monotonic()
 
     def _on_finished(self, request_id: int, result: GenerationResult) -> None:
         if self._is_compare(request_id):
@@ -279,7 +315,7 @@ class ChatSession(QObject):
         self._idle()
         self.answer_finished.emit(answer, result, summary)
 
-    def _on_error(self, request_id: int, message: str) -> None:
+    def _on_error(self, request_id: int, message: str, kind: str) -> None:
         if self._is_compare(request_id):
             self.compare_failed.emit(request_id, message)
         if not self._is_answer(request_id):
@@ -291,6 +327,19 @@ class ChatSession(QObject):
             self.store.delete_message(answer.message_id)
         self._idle()
         self.answer_failed.emit(answer, message)
+        if kind == "PromptError" and not answer.text:
+            self._take_back_question(answer.conversation_id, message)
+
+    def _take_back_question(self, conversation_id: int, message: str) -> None:
+        """A question the model cannot take (too long) leaves the conversation, so that the chat goes on; its
+        text goes back to the user to shorten."""
+        thread = self.store.messages(conversation_id)
+        if not thread or thread[-1].role != "user":
+            return
+        self.store.delete_message(thread[-1].id)
+        if len(thread) == 1:
+            self.store.delete(conversation_id)
+        self.prompt_rejected.emit(conversation_id, thread[-1].content, message)
 
     def _idle(self) -> None:
         self.answer = None

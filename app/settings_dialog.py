@@ -32,7 +32,7 @@ def whole_number_box(name: str, value: int) -> QSpinBox:
 class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
-    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None) -> None:
+    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -66,6 +66,12 @@ class SettingsDialog(QDialog):
         form.addRow("", self.adaptive)
         form.addRow("Longest adaptive draft", self.max_draft)
         form.addRow("Drafts come from", self.drafter)
+        self.drafter_note = QLabel(
+            "No draft model is loaded: answers draft by prompt lookup until a pair with a draft model is."
+        )
+        self.drafter_note.setWordWrap(True)
+        self.drafter_note.setStyleSheet("color: palette(mid);")
+        form.addRow("", self.drafter_note)
         form.addRow("Temperature (0 = greedy)", self.temperature)
         form.addRow("Top-p", self.top_p)
         form.addRow("Top-k (0 = off)", self.top_k)
@@ -82,8 +88,18 @@ class SettingsDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        self.adaptive.toggled.connect(self.max_draft.setEnabled)
-        self.max_draft.setEnabled(params.adaptive)
+        self.adaptive.toggled.connect(self._adaptive_toggled)
+        self._adaptive_toggled(params.adaptive)
+        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft))
+        self._show_drafter_note(has_draft)
+
+    def _adaptive_toggled(self, adaptive: bool) -> None:
+        """Adaptive rounds choose their own length up to the longest draft; a fixed K applies otherwise."""
+        self.max_draft.setEnabled(adaptive)
+        self.num_draft.setEnabled(not adaptive)
+
+    def _show_drafter_note(self, has_draft: bool) -> None:
+        self.drafter_note.setVisible(not has_draft and self.drafter.currentData() != "lookup")
 
     def params(self) -> GenerationParams:
         return self._base.replace(

@@ -75,6 +75,7 @@ class StatsPanel(QFrame):
         self.accept_plot.setYRange(0, 100)
         layout.addWidget(self.rate_plot)
         layout.addWidget(self.accept_plot)
+        self.accept_plot.setXLink(self.rate_plot)  # one time axis for both, as they are read together
         self.rate_curve = self.rate_plot.plot(pen=pg.mkPen("#4C78A8", width=2))
         self.accept_curve = self.accept_plot.plot(pen=pg.mkPen("#54A24B", width=2))
 
@@ -85,6 +86,7 @@ class StatsPanel(QFrame):
                            ("memory", "Peak memory"), ("prefill", "Prompt")]:
             self.values[key] = QLabel("–")
             self.values[key].setObjectName(f"stat_{key}")
+            self.values[key].setWordWrap(True)
             form.addRow(label, self.values[key])
         layout.addLayout(form)
         layout.addStretch()
@@ -98,6 +100,9 @@ class StatsPanel(QFrame):
         plot.hideButtons()
         plot.setLabel("left", label)
         plot.setLabel("bottom", "seconds")
+        plot.getViewBox().setDefaultPadding(0.08)
+        plot.getPlotItem().setContentsMargins(0, 10, 6, 0)  # room for the top tick's label, clear of the legend
+        plot.getAxis("left").setWidth(52)  # equal widths line the two time axes up, whatever the labels
         for axis in ("left", "bottom"):
             plot.getAxis(axis).enableAutoSIPrefix(False)
         self._colour_axes(plot)
@@ -124,12 +129,14 @@ class StatsPanel(QFrame):
         self._rates: list[float] = []
         self._accept_times: list[float] = []
         self._accept_rates: list[float] = []
-        self.tokens = self.rounds = self.drafted = self.accepted = 0
+        self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
         self._first_token: float | None = None
         self._prompt_tokens = 0
         self._last_plot = 0.0
         self.rate_curve.setData([], [])
         self.accept_curve.setData([], [])
+        for plot in (self.rate_plot, self.accept_plot):
+            plot.enableAutoRange(axis="x")  # a new answer starts at 0 s, not where the last one ended
         for label in self.values.values():
             label.setText("–")
         self.values["mode"].setText(mode)
@@ -146,6 +153,7 @@ class StatsPanel(QFrame):
                     self.values["prefill"].setText(f"{self._prompt_tokens} tokens" if self._prompt_tokens else "–")
             elif isinstance(event, RoundEvent):
                 self.rounds += 1
+                self.emitted += event.emitted
                 self.drafted += event.drafted
                 self.accepted += event.accepted
                 self.values["draft_k"].setText(f"{event.drafted} ({event.drafter})")
@@ -175,14 +183,20 @@ class StatsPanel(QFrame):
     def _show_counts(self) -> None:
         self.values["drafted"].setText(str(self.drafted))
         self.values["accepted"].setText(f"{self.accepted} ({self.accepted / self.drafted:.0%})" if self.drafted else "0")
-        if self.rounds:
-            self.values["per_pass"].setText(f"{self.tokens / self.rounds:.2f}")
+        # Tokens per target pass says what drafting gained; with nothing drafted there is nothing to say (a
+        # last pass that ends on EOS would make it read below 1).
+        if self.rounds and self.drafted:
+            # Each round's own count: a batch may hold a round's tokens without its RoundEvent yet.
+            self.values["per_pass"].setText(f"{self.emitted / self.rounds:.2f}")
+        else:
+            self.values["per_pass"].setText("– (nothing drafted)")
 
     def finish(self, result: GenerationResult) -> None:
         """Show the final numbers of an answer (the engine's own totals)."""
         s = result.stats
         self._redraw_plots(time.perf_counter() - self._start)
         self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted
+        self.emitted = s.generated_tokens
         self._show_counts()
         self.values["tps"].setText(f"{s.generation_tps:.1f}")
         self.values["ttft"].setText(f"{s.ttft_s:.2f} s")

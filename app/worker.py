@@ -72,14 +72,32 @@ class DraftVerdict:
 
 
 def readable_error(error: BaseException) -> str:
-    """What the window shows: our own errors as they are; anything else as a short bug report, with the
-    traceback in the log file rather than on screen."""
+    """What the window shows: our own errors as they are; anything else as one sentence in plain words, with
+    the traceback (and the exception's name) in the log file rather than on screen."""
     if isinstance(error, SpecChatError):
         return str(error)
-    log_file = data_dir() / "specchat.log"
-    with open(log_file, "a", encoding="utf-8") as f:
-        f.write(f"--- {time.ctime()}\n{''.join(traceback.format_exception(error))}\n")
-    return f"Something went wrong: {type(error).__name__}: {error}. The details are in {log_file}."
+    where = _log(error)
+    if isinstance(error, OSError) and error.strerror:  # not "[Errno 5] Input/output error"
+        detail = error.strerror + (f" ({error.filename})" if error.filename else "")
+    else:
+        detail = str(error).strip().rstrip(".") or "an internal error"
+    return f"Something went wrong: {detail}. The details are in {where}; please include them in a bug report."
+
+
+def _log(error: BaseException) -> str:
+    """Append the traceback to specchat.log in the app-data folder; where it went (or why it could not)."""
+    try:
+        log_file = data_dir() / "specchat.log"
+        with open(log_file, "a", encoding="utf-8") as f:
+            f.write(f"--- {time.ctime()}\n{''.join(traceback.format_exception(error))}\n")
+        return str(log_file)
+    except OSError:
+        return "the terminal's output (the log file cannot be written)"
+
+
+def error_kind(error: BaseException) -> str:
+    """Our error's kind ("PromptError", ...) for the session to act on; "" for anything else."""
+    return type(error).__name__ if isinstance(error, SpecChatError) else ""
 
 
 class EngineWorker(QObject):
@@ -91,7 +109,8 @@ class EngineWorker(QObject):
         load_errored(str): loading failed; the message says why and what to do.
         generation_yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
         generation_finished(int, GenerationResult): a request is done (including cancelled ones).
-        generation_errored(int, str): a request failed; the message says why and what to do.
+        generation_errored(int, str, str): a request failed; the message says why and what to do, the kind is
+            the engine error's name ("PromptError", ...) or "".
         drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
@@ -100,7 +119,7 @@ class EngineWorker(QObject):
     load_errored = Signal(str)
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
-    generation_errored = Signal(int, str)
+    generation_errored = Signal(int, str, str)
     drafts_check_finished = Signal(str, object)
 
     def __init__(self) -> None:
@@ -121,9 +140,9 @@ class EngineWorker(QObject):
 
     @Slot(str, str)
     def load(self, target: str, draft: str) -> None:
+        """Load a pair beside the current one, which keeps working if the new one fails to load."""
         from engine.decoding.pair import ModelPair
 
-        self.pair = None  # free the previous pair first
         try:
             pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.load_progress.emit(stage, done, total))
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
@@ -147,7 +166,7 @@ class EngineWorker(QObject):
         from engine.models.memory import peak_memory_gb
 
         if self.pair is None:
-            self.generation_errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.")
+            self.generation_errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.", "")
             return
         batch: list[object] = []
         last_emit = time.monotonic()
@@ -174,7 +193,7 @@ class EngineWorker(QObject):
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             if batch:
                 self.generation_yielded.emit(request.request_id, batch)
-            self.generation_errored.emit(request.request_id, readable_error(error))
+            self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:

@@ -29,6 +29,7 @@ def make_window(qtbot, isolated_home: Path, tiny_dirs):
         if not keep_settings:
             settings.save_params(GenerationParams.preset("default").replace(**{**FIXED_GREEDY, **generation}))
         window = MainWindow(open_picker_if_needed=open_picker)
+        window.ask_before_quitting = False  # tests that quit mid-answer say so; test_main_window checks the warning
         qtbot.addWidget(window)
         windows.append(window)
         if settings.pair():

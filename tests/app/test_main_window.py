@@ -11,12 +11,13 @@ from PySide6.QtGui import QTextCursor
 from app.main_window import MainWindow
 from app.palette import origin_colour
 from engine.events import RoundEvent, TokenEvent
+from engine.params import GenerationParams
 from tests.app.conftest import send_and_wait
 
 
 def colour_runs(view) -> list[tuple[str, str]]:
     """(text, origin) of each coloured run in a token view, read back from the document's formats."""
-    from app.chat_view import ORIGIN_PROPERTY
+    from app.token_view import ORIGIN_PROPERTY
 
     runs = []
     for fragment in view.token_fragments():
@@ -118,16 +119,24 @@ def test_compare_runs_both_ways_and_shows_the_speedup(make_window, qtbot) -> Non
     dialog.close()
 
 
-def test_an_engine_error_shows_a_readable_message_and_loses_nothing(make_window, qtbot) -> None:
+def test_a_message_too_long_for_the_model_goes_back_to_the_input_and_the_chat_goes_on(make_window, qtbot) -> None:
+    """It used to stay in the chat, so every later message failed the same way: the chat was dead."""
     window = make_window()
     send_and_wait(qtbot, window, "Hello")
-    with qtbot.waitSignal(window.session.answer_failed, timeout=30_000):
-        window.input.setPlainText("word " * 1200)
+    long_message = "word " * 1200
+    with qtbot.waitSignal(window.session.prompt_rejected, timeout=30_000):
+        window.input.setPlainText(long_message)
         window.send()
-    assert not window.error_banner.isHidden()
-    assert window.error_banner.text().startswith("The prompt is ") and "Traceback" not in window.error_banner.text()
-    assert [m.role for m in window.chat.messages] == ["user", "assistant", "user"]
+    banner = window.error_banner.text()
+    assert not window.error_banner.isHidden() and banner.startswith("The prompt is ") and "back in the box" in banner
+    assert "Traceback" not in banner and "Error" not in banner.split(":")[0]
+    assert window.input.toPlainText() == long_message.strip()  # nothing lost
+    assert [m.role for m in window.chat.messages] == ["user", "assistant"]
+    assert [m.role for m in window.session.store.messages(window.conversation_id)] == ["user", "assistant"]
     assert not window.session.busy and window.send_button.isEnabled()
+    window.input.clear()
+    send_and_wait(qtbot, window, "A short one")  # the chat goes on
+    assert [m.role for m in window.chat.messages] == ["user", "assistant", "user", "assistant"]
 
 
 def test_a_model_that_cannot_load_shows_why(make_window, tmp_path: Path) -> None:
@@ -202,16 +211,23 @@ def test_markdown_toggle_switches_finished_answers_between_views(make_window, qt
 
 
 def test_conversations_can_be_renamed_deleted_and_exported(make_window, qtbot, tmp_path: Path, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
     window = make_window()
     result = send_and_wait(qtbot, window, "Hello")
     conversation = window.conversation_id
-    monkeypatch.setattr("app.main_window.QInputDialog.getText", lambda *a, **k: ("Greetings", True))
-    window.rename_conversation(conversation)
+    monkeypatch.setattr("app.conversation_list.QInputDialog.exec", lambda self: 1)
+    monkeypatch.setattr("app.conversation_list.QInputDialog.textValue", lambda self: "Greetings")
+    window.conversations.rename(conversation)
     assert window.conversations.list.item(0).text() == "Greetings"
     out = tmp_path / "chat.md"
-    window.export_conversation(conversation, str(out))
+    window.conversations.export(conversation, str(out))
     assert out.read_text().startswith("# Greetings\n\n**You:**\n\nHello\n\n**Assistant:**\n\n" + result.text.rstrip())
-    window.delete_conversation(conversation)
+    answers = iter([QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Yes])
+    monkeypatch.setattr("app.conversation_list.QMessageBox.question", lambda *a, **k: next(answers))
+    window.conversations.confirm_delete(conversation)  # the user thinks better of it
+    assert window.conversations.list.count() == 1 and len(window.chat.messages) == 2
+    window.conversations.confirm_delete(conversation)
     assert window.conversations.list.count() == 0 and window.chat.messages == []
 
 
@@ -243,7 +259,7 @@ def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, 
     window.session.load_pair(str(tiny_dirs[0]), "")
     qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
     assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
-    assert window.session.pair.draft is None and window.pair_label.text() == "tiny-target (prompt lookup)"
+    assert window.session.pair.draft is None and window.pair_label.text() == "tiny-target · speculative, prompt lookup"
 
 
 def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_window, qtbot, tiny_dirs, monkeypatch) -> None:
@@ -264,3 +280,288 @@ def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_wind
     send_and_wait(qtbot, window, "Hello")
     assert "model" in drafters
     assert window.session.effective_params().drafter == "model"
+
+
+def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None:
+    """It used to ignore the drafter setting and the Speculative toggle."""
+    window = make_window()
+    assert window.pair_label.text() == "tiny-target ← draft tiny-draft · speculative, draft model"
+    window.speculative_action.setChecked(False)
+    assert window.pair_label.text().endswith("· standard decoding")
+    window.speculative_action.setChecked(True)
+    window.apply_settings(window.session.params.replace(drafter="lookup"), "")
+    assert window.pair_label.text().endswith("· speculative, prompt lookup")
+
+
+def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None:
+    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
+        window.input.setPlainText(text)
+        window.send()
+
+
+def assert_usable(qtbot, window) -> None:
+    """Not stuck: Send reads Send and works, Enter sends, Compare is available."""
+    qtbot.waitUntil(lambda: not window.session.busy, timeout=30_000)
+    assert window.send_button.text() == "Send" and window.send_button.isEnabled() and window.compare_action.isEnabled()
+    result = send_and_wait(qtbot, window, "Are you still there?")
+    assert result.tokens and window.chat.messages[-1].text == result.text
+
+
+@pytest.mark.parametrize("away", ["open another conversation", "delete the streaming conversation", "start a new chat"])
+def test_leaving_a_streaming_conversation_never_leaves_the_window_stuck(make_window, qtbot, monkeypatch, away: str) -> None:
+    """Switching or deleting mid-answer left the button on "Stopping…" for good (and Enter, New chat and Compare
+    dead), with "Internal C++ object (TokenTextView) already deleted" on stderr."""
+    window = make_window(max_tokens=30)
+    send_and_wait(qtbot, window, "First chat")
+    first = window.conversation_id
+    window.new_conversation()
+    window.apply_settings(window.session.params.replace(max_tokens=900), "")
+    start_long_answer(qtbot, window)
+    streaming = window.conversation_id
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
+        if away == "open another conversation":
+            window.open_conversation(first)
+        elif away == "delete the streaming conversation":
+            window.delete_conversation(streaming)
+        else:
+            window.new_conversation()
+    assert finished.args[1].finish_reason in ("cancelled", "stop")  # stopped, or ended on its own just before
+    if away == "open another conversation":
+        assert window.conversation_id == first and [m.text for m in window.chat.messages][0] == "First chat"
+        stored = window.session.store.messages(streaming)[-1]
+        assert stored.finish == finished.args[1].finish_reason and stored.content == finished.args[1].text  # saved
+    if away == "delete the streaming conversation":
+        assert not window.session.store.exists(streaming)
+    window.apply_settings(window.session.params.replace(max_tokens=20), "")
+    assert_usable(qtbot, window)
+
+
+def test_a_data_folder_that_refuses_writes_is_said_and_the_chat_still_works(make_window, qtbot) -> None:
+    """Nothing happened (a new chat only cleared the input; in an old one no answer came), and only stderr said
+    'attempt to write a readonly database'. Simulated with SQLite's query_only, which raises that same error."""
+    window = make_window()
+    send_and_wait(qtbot, window, "Saved on disk")
+    window.session.store.db.execute("PRAGMA query_only = ON")
+    result = send_and_wait(qtbot, window, "Kept in memory")
+    assert not window.error_banner.isHidden() and "Conversations cannot be saved" in window.error_banner.text()
+    assert "writable" in window.error_banner.text() and "OperationalError" not in window.error_banner.text()
+    assert [m.text for m in window.chat.messages][-2:] == ["Kept in memory", result.text]
+    window.new_conversation()
+    send_and_wait(qtbot, window, "A new chat too")
+    assert window.conversations.list.count() == 2
+
+
+def test_a_damaged_model_is_named_with_what_to_do(make_window, qtbot, tiny_dirs, tmp_path: Path) -> None:
+    """A safetensors file cut short showed "Something went wrong: RuntimeError: [load_safetensors] ..."."""
+    import shutil
+
+    damaged = tmp_path / "damaged-model"
+    shutil.copytree(tiny_dirs[0], damaged)
+    weights = damaged / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    window = make_window(pair=(str(damaged), ""))
+    banner = window.error_banner.text()
+    assert "damaged-model's weights are damaged" in banner and "download or copy it again" in banner
+    assert "Something went wrong" not in banner and "RuntimeError" not in banner
+
+
+def test_a_failed_load_keeps_the_working_pair(make_window, qtbot, tmp_path: Path) -> None:
+    """A failed load dropped the loaded pair ("No models loaded") and the status bar stayed on "Loading …"."""
+    window = make_window()
+    label = window.pair_label.text()
+    with qtbot.waitSignal(window.session.pair_failed, timeout=30_000):
+        window.session.load_pair(str(tmp_path / "nowhere"), "")
+    assert window.session.pair is not None and window.pair_label.text() == label
+    assert "Loading" not in window.statusBar().currentMessage() and "still in use" in window.statusBar().currentMessage()
+    assert "No model at" in window.error_banner.text()
+    send_and_wait(qtbot, window, "Still answering?")
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
+        window.session.load_pair(window.session.pair.target, window.session.pair.draft or "")
+    assert window.error_banner.isHidden()  # the banner does not outlive a successful load
+
+
+def test_regenerate_waits_while_an_answer_streams(make_window, qtbot) -> None:
+    """It looked active during streaming and did nothing."""
+    window = make_window(max_tokens=900)
+    window.apply_settings(window.session.params.replace(max_tokens=30), "")
+    send_and_wait(qtbot, window, "Hello")
+    window.apply_settings(window.session.params.replace(max_tokens=900), "")
+    start_long_answer(qtbot, window)
+    previous_answer = window.chat.messages[1]
+    assert previous_answer.regenerate_button.isHidden() or not previous_answer.regenerate_button.isEnabled()
+    assert all(not m.delete_button.isEnabled() and not m.edit_button.isEnabled() for m in window.chat.messages)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
+        window.stop()
+    last = window.chat.messages[-1]
+    assert last.regenerate_button.isEnabled() and last.delete_button.isEnabled()
+
+
+def test_editing_an_earlier_question_keeps_the_old_branch_to_flip_back_to(make_window, qtbot) -> None:
+    window = make_window(max_tokens=12)
+    first = send_and_wait(qtbot, window, "What is MLX?")
+    send_and_wait(qtbot, window, "And Metal?")
+    question = window.chat.messages[0]
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as edited:
+        question.start_editing()
+        question.editor.setPlainText("What is CUDA?")
+        question.send_edit.click()
+    assert [m.text for m in window.chat.messages] == ["What is CUDA?", edited.args[1].text]
+    assert window.chat.messages[0].branch_label.text() == "2/2" and not window.chat.messages[0].previous_branch.isHidden()
+    window.chat.messages[0].previous_branch.click()
+    assert [m.text for m in window.chat.messages][:2] == ["What is MLX?", first.text] and len(window.chat.messages) == 4
+    window.chat.messages[0].next_branch.click()
+    assert window.chat.messages[0].text == "What is CUDA?"
+
+
+def test_regenerate_keeps_the_old_answer_as_a_branch_and_messages_can_be_deleted(make_window, qtbot) -> None:
+    window = make_window(max_tokens=12, temperature=1.0, top_p=1.0)
+    first = send_and_wait(qtbot, window, "Hello")
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as again:
+        window.chat.messages[-1].regenerate_button.click()
+    answer = window.chat.messages[-1]
+    assert answer.text == again.args[1].text and answer.branch_label.text() == "2/2"
+    answer.previous_branch.click()
+    assert window.chat.messages[-1].text == first.text
+    window.chat.messages[-1].delete_button.click()
+    assert [m.text for m in window.chat.messages] == ["Hello", again.args[1].text]  # the other branch is shown
+    window.chat.messages[0].delete_button.click()
+    assert window.chat.messages == [] and window.session.store.messages(window.conversation_id) == []
+
+
+def test_search_finds_chats_by_their_words(make_window, qtbot) -> None:
+    window = make_window(max_tokens=4)
+    send_and_wait(qtbot, window, "Tell me about pelicans")
+    window.new_conversation()
+    send_and_wait(qtbot, window, "Tell me about trains")
+    window.conversations.search.setText("pelican")
+    assert [window.conversations.list.item(i).text() for i in range(window.conversations.list.count())] == ["Tell me about pelicans"]
+    window.conversations.search.clear()
+    assert window.conversations.list.count() == 2
+
+
+def test_right_clicking_another_chat_keeps_the_one_shown_highlighted(make_window, qtbot, monkeypatch) -> None:
+    """It highlighted the right-clicked chat while the pane kept showing the other."""
+    window = make_window(max_tokens=4)
+    send_and_wait(qtbot, window, "One")
+    window.new_conversation()
+    send_and_wait(qtbot, window, "Two")
+    shown = window.conversation_id
+    monkeypatch.setattr(window.conversations, "show_menu", lambda menu, at: None)
+    other = window.conversations.list.item(1)
+    window.conversations.list.setCurrentItem(other)  # what a right-click does to a list
+    window.conversations._menu(window.conversations.list.visualItemRect(other).center())
+    assert window.conversations.list.currentItem().data(0x0100) == shown == window.conversation_id
+
+
+def test_a_chat_s_own_system_prompt_goes_with_its_requests(make_window, qtbot) -> None:
+    window = make_window(max_tokens=4)
+    window.apply_settings(window.session.params, "Global instructions.")
+    send_and_wait(qtbot, window, "Hi")
+    requests = []
+    window.session._requests.generate.connect(requests.append)
+    window.conversations.edit_system_prompt(window.conversation_id, "Answer like a pirate.")
+    send_and_wait(qtbot, window, "Hi again")
+    window.new_conversation()
+    send_and_wait(qtbot, window, "Elsewhere")
+    assert [r.system_prompt for r in requests] == ["Answer like a pirate.", "Global instructions."]
+
+
+def test_keyboard_shortcuts(make_window, qtbot, monkeypatch) -> None:
+    """Esc stops, Ctrl+, opens Settings, Ctrl+K the models, Ctrl+N a new chat (Cmd on macOS). Each shortcut is
+    fired as Qt fires it when its keys are pressed in the window (the offscreen test platform activates no
+    window, so key presses are not routed to shortcuts here)."""
+    from PySide6.QtGui import QShortcut
+
+    window = make_window(max_tokens=900)
+    shortcuts = {s.key().toString(): s for s in window.findChildren(QShortcut)}
+    assert set(shortcuts) == {"Esc", "Ctrl+N", "Ctrl+K", "Ctrl+,"}
+    start_long_answer(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
+        shortcuts["Esc"].activated.emit()
+    assert finished.args[1].finish_reason in ("cancelled", "stop") and not window.session.busy
+    opened = []
+    monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: opened.append("settings") or 0)
+    shortcuts["Ctrl+,"].activated.emit()
+    assert opened == ["settings"]
+    shortcuts["Ctrl+K"].activated.emit()
+    assert window.picker.isVisible()
+    window.picker.hide()
+    shortcuts["Ctrl+N"].activated.emit()
+    assert window.conversation_id is None and window.chat.messages == []
+
+
+def test_quitting_mid_answer_asks_first(make_window, qtbot, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    window = make_window(max_tokens=900)
+    window.ask_before_quitting = True
+    start_long_answer(qtbot, window)
+    monkeypatch.setattr("app.main_window.QMessageBox.question", lambda *a, **k: QMessageBox.StandardButton.No)
+    window.close()
+    assert not window.session.engine_thread.isFinished() and window.session.busy  # still running
+    monkeypatch.setattr("app.main_window.QMessageBox.question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    window.close()
+    assert window.session.engine_thread.isFinished()
+
+
+def test_tokens_per_pass_is_not_shown_when_nothing_is_drafted(make_window, qtbot) -> None:
+    """It read 0.93-0.99 in standard mode (a last pass ending on EOS counts with no token)."""
+    window = make_window()
+    window.speculative_action.setChecked(False)
+    send_and_wait(qtbot, window, "Hello")
+    assert window.stats.values["per_pass"].text().startswith("–")
+    window.speculative_action.setChecked(True)
+    result = send_and_wait(qtbot, window, "Hello again")
+    assert window.stats.values["per_pass"].text() == f"{result.stats.tokens_per_pass:.2f}"
+
+
+def test_settings_say_when_the_draft_model_is_missing_and_k_yields_to_adaptive(make_window, qtbot, tiny_dirs) -> None:
+    from app.settings_dialog import SettingsDialog
+
+    params = GenerationParams(adaptive=True)
+    without = SettingsDialog(params, "", has_draft=False)
+    qtbot.addWidget(without)
+    assert not without.drafter_note.isHidden() and not without.num_draft.isEnabled() and without.max_draft.isEnabled()
+    without.adaptive.setChecked(False)
+    assert without.num_draft.isEnabled() and not without.max_draft.isEnabled()
+    without.drafter.setCurrentIndex(1)  # prompt lookup: nothing missing
+    assert without.drafter_note.isHidden()
+    with_draft = SettingsDialog(params, "", has_draft=True)
+    qtbot.addWidget(with_draft)
+    assert with_draft.drafter_note.isHidden()
+
+
+def test_compare_halves_and_plot_axes_stay_aligned(make_window, qtbot) -> None:
+    window = make_window()
+    send_and_wait(qtbot, window, "Hello")
+    window.compare()
+    grid = window.compare_dialog.layout()
+    assert grid.columnStretch(0) == grid.columnStretch(1) == 1
+    qtbot.waitUntil(lambda: len(window.compare_dialog.results) == 2, timeout=60_000)
+    window.compare_dialog.close()
+    assert window.stats.accept_plot.getViewBox().linkedView(0) is window.stats.rate_plot.getViewBox()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        *(cls("This is what happened, and what to do.") for cls in
+          __import__("tests.app.test_worker", fromlist=["OUR_ERRORS"]).OUR_ERRORS),
+        *__import__("tests.app.test_worker", fromlist=["OTHER_ERRORS"]).OTHER_ERRORS,
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_the_window_never_shows_a_traceback_or_an_exception_name(make_window, qtbot, monkeypatch, error) -> None:
+    window = make_window()
+
+    def failing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise error
+        yield  # a generator, as generate_stream is
+
+    monkeypatch.setattr("engine.decoding.generation.generate_stream", failing)
+    with qtbot.waitSignal(window.session.answer_failed, timeout=30_000):
+        window.input.setPlainText("Hello")
+        window.send()
+    banner = window.error_banner.text()
+    assert banner and not window.error_banner.isHidden() and not window.session.busy
+    assert "Traceback" not in banner and type(error).__name__ not in banner and "Errno" not in banner

@@ -56,7 +56,7 @@ def test_offline_it_says_so_and_offers_what_is_on_disk(make_window, qtbot, isola
     assert "The Hugging Face hub cannot be reached" in window.picker.banner.text()
     assert "open a model folder or a GGUF file" in window.picker.banner.text()
     assert window.picker.tabs.currentIndex() == 1
-    assert window.picker.targets.count() == 1
+    assert window.picker.on_disk.targets.count() == 1
 
 
 def start_slow_download(make_window, qtbot, hub, bytes_per_second: int):
@@ -102,23 +102,23 @@ def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_windo
     picker = window.picker
     picker.refresh()
     picker.tabs.setCurrentIndex(1)
-    rows = {picker.targets.item(i).data(0x0100): i for i in range(picker.targets.count())}
-    picker.targets.setCurrentRow(rows[str(tiny_dirs[0].resolve())])
-    qtbot.waitUntil(lambda: picker.drafts.count() > 1 or picker.left_out.count() > 0, timeout=30_000)
-    qtbot.waitUntil(lambda: picker.drafts.count() + picker.left_out.count() == 3, timeout=30_000)
-    offered = [picker.drafts.itemData(i) for i in range(picker.drafts.count())]
+    rows = {picker.on_disk.targets.item(i).data(0x0100): i for i in range(picker.on_disk.targets.count())}
+    picker.on_disk.targets.setCurrentRow(rows[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: picker.on_disk.drafts.count() > 1 or picker.on_disk.left_out.count() > 0, timeout=30_000)
+    qtbot.waitUntil(lambda: picker.on_disk.drafts.count() + picker.on_disk.left_out.count() == 3, timeout=30_000)
+    offered = [picker.on_disk.drafts.itemData(i) for i in range(picker.on_disk.drafts.count())]
     assert offered == ["", str(tiny_dirs[1].resolve())]
-    left_out = picker.left_out.item(0).text()
+    left_out = picker.on_disk.left_out.item(0).text()
     assert left_out.startswith(f"other-model — {other_tokenizer_model.resolve().parent}: ") and "missing from the draft" in left_out
     with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
-        picker.use_local_button.click()
+        picker.on_disk.use_local_button.click()
     assert window.session.pair.draft == str(tiny_dirs[1].resolve())
 
 
 def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:
     window = make_window(pair=None)
-    window.picker.add_local(Path(tiny_dirs[0]))
-    assert window.picker.targets.currentItem().data(0x0100) == str(tiny_dirs[0].resolve())
+    window.picker.on_disk.add_local(Path(tiny_dirs[0]))
+    assert window.picker.on_disk.targets.currentItem().data(0x0100) == str(tiny_dirs[0].resolve())
     from engine.models.model_store import remembered_models
 
     assert [m.path for m in remembered_models()] == [tiny_dirs[0].resolve()]
@@ -135,35 +135,35 @@ def test_a_downloaded_model_can_be_deleted_from_the_picker(make_window, qtbot, f
     picker = window.picker
     picker.refresh()
     picker.tabs.setCurrentIndex(1)
-    rows = {picker.targets.item(i).data(0x0100): i for i in range(picker.targets.count())}
-    picker.targets.setCurrentRow(rows["test/tiny-target"])
-    assert picker.delete_button.isEnabled()
+    rows = {picker.on_disk.targets.item(i).data(0x0100): i for i in range(picker.on_disk.targets.count())}
+    picker.on_disk.targets.setCurrentRow(rows["test/tiny-target"])
+    assert picker.on_disk.delete_button.isEnabled()
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
-    picker.delete_button.click()
+    picker.on_disk.delete_button.click()
     assert [m.name for m in cached_models()] == ["test/tiny-target"]
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    picker.delete_button.click()
-    assert cached_models() == [] and "Deleted test/tiny-target" in picker.draft_note.text()
-    assert "test/tiny-target" not in {picker.targets.item(i).data(0x0100) for i in range(picker.targets.count())}
+    picker.on_disk.delete_button.click()
+    assert cached_models() == [] and "Deleted test/tiny-target" in picker.on_disk.draft_note.text()
+    assert "test/tiny-target" not in {picker.on_disk.targets.item(i).data(0x0100) for i in range(picker.on_disk.targets.count())}
 
 
 def test_a_pair_that_does_not_fit_is_loaded_only_if_the_user_agrees(make_window, qtbot, isolated_home, tiny_dirs, monkeypatch) -> None:
     from PySide6.QtWidgets import QMessageBox
 
-    monkeypatch.setattr("app.pair_picker.check_fit", lambda required: __import__("engine.models.memory", fromlist=["Fit"]).Fit(50.0, 8.0))
+    monkeypatch.setattr("app.local_models.check_fit", lambda required: __import__("engine.models.memory", fromlist=["Fit"]).Fit(50.0, 8.0))
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]) or QMessageBox.StandardButton.No)
     remember_model(tiny_dirs[0])
     window = make_window(pair=None)
     picker = window.picker
     picker.refresh()
-    picker.targets.setCurrentRow(0)
-    picker.use_local_button.click()
+    picker.on_disk.targets.setCurrentRow(0)
+    picker.on_disk.use_local_button.click()
     assert window.session.pair is None and window.pair_label.text() == "No models loaded"
     assert warnings[0].startswith("Does not fit: needs about 50.0 GB but this machine gives models about 8.0 GB.")
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: QMessageBox.StandardButton.Yes)
     with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
-        picker.use_local_button.click()
+        picker.on_disk.use_local_button.click()
 
 
 def test_closing_during_a_download_stops_it_cleanly(make_window, qtbot, catalog_hub) -> None:

@@ -7,6 +7,8 @@ A window manager (openbox) runs for the duration: without one, Xvfb never expose
 (the Compare dialog stays black), and windows have no title bars.
 
 main-window.png: an answer mid-generation with a draft model (fixed K, greedy, so every colour shows).
+chat-features.png: a finished answer as Markdown (a highlighted code block with its Copy link), the question
+edited into a second branch ("‹ 2/2 ›"), and the chat search in use.
 compare.png: Compare on a code-editing prompt with prompt lookup, after both runs finished.
 With a fourth argument `dark`: main-window-dark.png only, in a dark palette (what macOS's dark mode gives Qt),
 to check that the token tints stay readable.
@@ -60,8 +62,11 @@ def dark_palette() -> "QPalette":
     palette = QPalette()
     for role, colour in [("Window", "#1e1e1e"), ("WindowText", "#e6e6e6"), ("Base", "#252526"), ("Text", "#e6e6e6"),
                          ("Button", "#2d2d2d"), ("ButtonText", "#e6e6e6"), ("Mid", "#8a8a8a"), ("Highlight", "#2f65ca"),
-                         ("AlternateBase", "#2a2a2a"), ("ToolTipBase", "#2d2d2d"), ("ToolTipText", "#e6e6e6")]:
+                         ("AlternateBase", "#2a2a2a"), ("ToolTipBase", "#2d2d2d"), ("ToolTipText", "#e6e6e6"),
+                         ("PlaceholderText", "#8a8a8a")]:
         palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
+    for role in ("WindowText", "Text", "ButtonText"):  # as a system dark palette has them: greyed when disabled
+        palette.setColor(QPalette.ColorGroup.Disabled, getattr(QPalette.ColorRole, role), QColor("#6e6e6e"))
     return palette
 
 
@@ -88,6 +93,7 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     if dark:
         window.close()
         return 0
+    chat_features(app, window, out)
 
     window.session.load_pair(target, "")
     pump(app, lambda: window.session.pair is not None and not window.session.pair.draft, 120)
@@ -103,6 +109,23 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     print(dialog.speedup.text())
     window.close()
     return 0
+
+
+def chat_features(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 - MainWindow
+    """An answer with code, its question asked again differently (a second branch), and the search box."""
+    window.new_conversation()
+    window.input.setPlainText("Write a Python function that reverses a string.")
+    window.send()
+    pump(app, lambda: not window.session.busy, 120)
+    question = window.chat.messages[0]
+    question.start_editing()
+    question.editor.setPlainText("Write a Python function that reverses a list.")
+    question.send_edit.click()
+    pump(app, lambda: not window.session.busy, 120)
+    window.conversations.search.setText("Python")
+    pump(app, seconds=1.0)
+    grab(window, out / "chat-features.png")
+    window.conversations.search.clear()
 
 
 if __name__ == "__main__":

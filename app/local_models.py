@@ -1,0 +1,236 @@
+"""The picker's "On this computer" tab: models on disk as targets, the drafts that share a target's tokenizer.
+
+Models come from the HF cache, LM Studio's folder and the folders or GGUF files the user opened; one that is
+not a usable model is refused when opened, and one damaged since is listed as such, to be removed. Tokenizer
+checks run on the engine worker; for a chosen target only compatible drafts are offered, the others listed
+with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.errors import SpecChatError
+from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
+from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
+
+from .worker import DraftVerdict
+
+NO_DRAFT = "None: prompt lookup only"
+SOURCES = {"hf-cache": "downloaded", "lm-studio": "LM Studio", "opened": "opened"}
+
+
+def model_label(name: str) -> str:
+    """A hub repo id as it is; a folder or file by its name and the folder it is in."""
+    path = Path(name)
+    if not path.is_absolute():
+        return name
+    return f"{path.name} — {path.parent}"
+
+
+def confirm_fit(parent: QWidget, fit: Fit) -> bool:
+    """True when the models fit, or the user wants them loaded anyway."""
+    if fit.fits:
+        return True
+    answer = QMessageBox.warning(
+        parent,
+        "These models may not fit",
+        fit.message() + "\n\nLoad them anyway?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+class LocalModelsTab(QWidget):
+    """Pick a target on disk and one of its compatible drafts.
+
+    Signals:
+        pair_chosen(str, str): the target and draft to load ("" for no draft).
+        drafts_check_requested(str, list): a target and candidate drafts, for the engine worker.
+        models_changed(): a model was deleted from disk.
+        shown(): the tab wants to be the one shown (a folder or file was opened).
+    """
+
+    pair_chosen = Signal(str, str)
+    drafts_check_requested = Signal(str, list)
+    models_changed = Signal()
+    shown = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.local: list[LocalModel] = []
+        self._build()
+
+    def _build(self) -> None:
+        layout = QHBoxLayout(self)
+        left = QVBoxLayout()
+        left.addWidget(QLabel("Target model"))
+        self.targets = QListWidget()
+        self.targets.currentItemChanged.connect(self._target_changed)
+        left.addWidget(self.targets)
+        opens = QHBoxLayout()
+        open_folder = QPushButton("Open folder…")
+        open_folder.clicked.connect(self.open_folder)
+        open_gguf = QPushButton("Open GGUF file…")
+        open_gguf.clicked.connect(self.open_gguf)
+        opens.addWidget(open_folder)
+        opens.addWidget(open_gguf)
+        left.addLayout(opens)
+        layout.addLayout(left, 3)
+
+        right = QVBoxLayout()
+        right.addWidget(QLabel("Draft model (only drafts with the target's tokenizer)"))
+        self.drafts = QComboBox()
+        right.addWidget(self.drafts)
+        self.draft_note = QLabel()
+        self.draft_note.setWordWrap(True)
+        right.addWidget(self.draft_note)
+        right.addWidget(QLabel("Not offered"))
+        self.left_out = QListWidget()
+        self.left_out.setWordWrap(True)
+        self.left_out.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        right.addWidget(self.left_out)
+        local_buttons = QHBoxLayout()
+        self.forget_button = QPushButton("Remove from list")
+        self.forget_button.setToolTip("Stop listing this opened folder or file (nothing is deleted from disk)")
+        self.forget_button.clicked.connect(self.forget_selected)
+        local_buttons.addWidget(self.forget_button)
+        self.delete_button = QPushButton("Delete from disk…")
+        self.delete_button.setToolTip("Remove the selected downloaded model from the Hugging Face cache")
+        self.delete_button.clicked.connect(self.delete_selected)
+        local_buttons.addWidget(self.delete_button)
+        self.use_local_button = QPushButton("Use this pair")
+        self.use_local_button.clicked.connect(self.use_local)
+        local_buttons.addWidget(self.use_local_button)
+        right.addLayout(local_buttons)
+        layout.addLayout(right, 4)
+
+    def refresh(self) -> None:
+        current = self.targets.currentItem().data(Qt.ItemDataRole.UserRole) if self.targets.currentItem() else None
+        self.local = all_local_models()
+        self.targets.clear()
+        for model in self.local:
+            state = f"{model.size_gb:.2f} GB, {SOURCES[model.source]}" + ("" if model.complete else ", damaged")
+            item = QListWidgetItem(f"{model_label(model.name)}  ({state})")
+            item.setToolTip(model.problem or model.name)
+            if not model.complete:
+                item.setForeground(self.palette().placeholderText())
+            item.setData(Qt.ItemDataRole.UserRole, model.name)
+            self.targets.addItem(item)
+            if model.name == current:
+                self.targets.setCurrentItem(item)
+        self._target_changed()
+
+    def _selected_local(self) -> LocalModel | None:
+        item = self.targets.currentItem()
+        name = item.data(Qt.ItemDataRole.UserRole) if item else None
+        return next((m for m in self.local if m.name == name), None)
+
+    def delete_selected(self) -> None:
+        """Free the disk space of a downloaded model, after asking (the CLI's `delete`)."""
+        model = self._selected_local()
+        if model is None or model.source != "hf-cache":
+            return
+        answer = QMessageBox.question(
+            self,
+            "Delete model",
+            f"Delete {model.name} ({model.size_gb:.2f} GB) from the Hugging Face cache? It can be downloaded again.",
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        freed = delete_cached_model(model.name)
+        self.models_changed.emit()
+        self.draft_note.setText(f"Deleted {model.name}, freeing {freed / 1e9:.2f} GB.")
+
+    def forget_selected(self) -> None:
+        """Stop listing an opened folder or file (a damaged one, or one no longer wanted)."""
+        model = self._selected_local()
+        if model is not None and model.source == "opened":
+            forget_model(model.path)
+            self.refresh()
+
+    def _target_changed(self, *_: object) -> None:
+        item = self.targets.currentItem()
+        self.drafts.clear()
+        self.left_out.clear()
+        selected = self._selected_local()
+        self.use_local_button.setEnabled(selected is not None and selected.complete)
+        self.delete_button.setEnabled(selected is not None and selected.source == "hf-cache")
+        self.forget_button.setEnabled(selected is not None and selected.source == "opened")
+        if selected is None:
+            return
+        if not selected.complete:
+            self.draft_note.setText(selected.problem)
+            return
+        target = item.data(Qt.ItemDataRole.UserRole)
+        self.drafts.addItem(NO_DRAFT, "")
+        candidates = [m.name for m in self.local if m.name != target and m.complete]
+        if candidates:
+            self.draft_note.setText("Checking which drafts share the target's tokenizer…")
+            self.drafts_check_requested.emit(target, candidates)
+        else:
+            self.draft_note.setText("No other models on this computer to draft with.")
+
+    def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
+        item = self.targets.currentItem()
+        if item is None or item.data(Qt.ItemDataRole.UserRole) != target:
+            return  # an answer for a target no longer selected
+        for verdict in verdicts:
+            if verdict.compatible:
+                self.drafts.addItem(model_label(verdict.name), verdict.name)
+            else:
+                left = QListWidgetItem(f"{model_label(verdict.name)}: {verdict.reason}")
+                left.setToolTip(verdict.reason)
+                self.left_out.addItem(left)
+        offered = self.drafts.count() - 1
+        self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}.")
+        if offered:
+            self.drafts.setCurrentIndex(1)
+
+    def open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open a model folder")
+        if folder:
+            self.add_local(Path(folder))
+
+    def open_gguf(self) -> None:
+        file, _ = QFileDialog.getOpenFileName(self, "Open a GGUF file", filter="GGUF models (*.gguf)")
+        if file:
+            self.add_local(Path(file))
+
+    def add_local(self, path: Path) -> None:
+        """Remember a folder or GGUF file and select it as the target; one that is not a model is refused."""
+        self.shown.emit()
+        try:
+            remember_model(path)
+        except SpecChatError as error:
+            self.draft_note.setText(str(error))
+            return
+        self.refresh()
+        for row in range(self.targets.count()):
+            if self.targets.item(row).data(Qt.ItemDataRole.UserRole) == str(path.expanduser().resolve()):
+                self.targets.setCurrentRow(row)
+
+    def use_local(self) -> None:
+        item = self.targets.currentItem()
+        if item is None:
+            return
+        target = item.data(Qt.ItemDataRole.UserRole)
+        draft = self.drafts.currentData() or ""
+        sizes = sum(folder_size_gb(m.path) for m in self.local if m.name in (target, draft))
+        if confirm_fit(self, check_fit(estimate_memory_gb(sizes))):
+            self.pair_chosen.emit(target, draft)

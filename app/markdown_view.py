@@ -1,0 +1,75 @@
+"""Finished answers as Markdown, with code blocks framed, highlighted and each with a Copy link.
+
+Qt renders Markdown itself (`QTextCursor.insertMarkdown`) but shows code as plain monospace. Fenced code blocks
+are cut out and rendered by Pygments (its inline-styled HTML, light or dark to match the window) inside a framed
+table, under a header with the language and a `copy:N` link that the view answers by copying block N.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+from PySide6.QtGui import QTextCursor, QTextDocument
+
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
+COPY_SCHEME = "copy"
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    language: str
+    code: str
+
+
+def split_code_blocks(text: str) -> list[str | CodeBlock]:
+    """The text as prose pieces and fenced code blocks, in order (an unclosed fence runs to the end)."""
+    parts: list[str | CodeBlock] = []
+    position = 0
+    for match in FENCE.finditer(text):
+        if match.start() > position:
+            parts.append(text[position : match.start()])
+        parts.append(CodeBlock(match.group("lang"), match.group("code").rstrip("\n")))
+        position = match.end()
+    if position < len(text):
+        parts.append(text[position:])
+    return parts
+
+
+def code_html(block: CodeBlock, index: int, dark: bool) -> str:
+    """A code block as a framed table: a header with its language and a Copy link, then the highlighted code."""
+    try:
+        lexer = get_lexer_by_name(block.language) if block.language else TextLexer()
+    except ClassNotFound:
+        lexer = TextLexer()
+    style = "monokai" if dark else "friendly"
+    body = highlight(block.code, lexer, HtmlFormatter(noclasses=True, nowrap=True, style=style))
+    frame, header, background = ("#555", "#2b2b2b", "#272822") if dark else ("#c8c8c8", "#ececec", "#f8f8f8")
+    language = html.escape(block.language or "code")
+    return (
+        f'<table width="100%" cellspacing="0" cellpadding="6" style="border: 1px solid {frame}; margin: 6px 0;">'
+        f'<tr><td style="background: {header};"><span style="font-size: small;">{language}</span>'
+        f'&nbsp;&nbsp;<a href="{COPY_SCHEME}:{index}">Copy</a></td></tr>'
+        f'<tr><td style="background: {background};"><pre style="margin: 0;">{body}</pre></td></tr></table>'
+    )
+
+
+def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
+    """Fill `document` with `text` as Markdown; returns the code blocks, which `copy:N` links refer to."""
+    document.clear()
+    cursor = QTextCursor(document)
+    blocks: list[CodeBlock] = []
+    for part in split_code_blocks(text):
+        if isinstance(part, CodeBlock):
+            cursor.insertHtml(code_html(part, len(blocks), dark))
+            blocks.append(part)
+            cursor.insertBlock()
+        elif part.strip():
+            cursor.insertMarkdown(part)
+            cursor.insertBlock()
+    return blocks

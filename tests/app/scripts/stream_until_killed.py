@@ -1,0 +1,32 @@
+"""A SpecChat session (no window) answering one long question, printing after each batch the length of the text
+it has shown so far; the test kills it with SIGKILL and checks the database.
+
+    python -m tests.app.scripts.stream_until_killed TARGET DRAFT
+"""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QCoreApplication
+
+from app.session import ChatSession
+from engine.params import GenerationParams
+
+
+def main(target: str, draft: str) -> None:
+    app = QCoreApplication(sys.argv[:1])
+    session = ChatSession()
+    session.load_pair(target, draft)
+    while session.pair is None:
+        app.processEvents()
+    session.apply_settings(GenerationParams(temperature=1.0, top_p=1.0, max_tokens=4000, seed=1), "")
+    conversation = session.new_conversation("A long story")
+    session.answer_events.connect(lambda answer, events: print(answer.message_id, len(answer.text), flush=True))
+    session.send(conversation, "Tell me a very long story.")
+    while True:
+        app.processEvents()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,60 @@
+"""The picker's "On this computer" tab: bad folders and files refused when opened, damaged ones named and
+removable, and never offered (or preselected) as a draft."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from engine.models.model_store import _remembered_file, remembered_models
+
+
+def damaged_copy(source: Path, out: Path) -> Path:
+    shutil.copytree(source, out)
+    weights = out / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 3])
+    return out
+
+
+def rows(tab) -> dict[str, int]:  # noqa: ANN001
+    return {tab.targets.item(i).data(0x0100): i for i in range(tab.targets.count())}
+
+
+def test_a_folder_or_file_that_is_not_a_model_is_refused_with_the_reason(make_window, tmp_path: Path) -> None:
+    """They used to join the target list, and their errors filled every target's "Not offered" box."""
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    (tmp_path / "notes").mkdir()
+    fake = tmp_path / "model.gguf"
+    fake.write_text("not really")
+    tab.add_local(tmp_path / "notes")
+    assert "is not a model folder" in tab.draft_note.text() and tab.targets.count() == 0
+    tab.add_local(fake)
+    assert "is not a GGUF file" in tab.draft_note.text() and tab.targets.count() == 0
+    assert remembered_models() == [] and window.picker.tabs.currentIndex() == 1
+
+
+def test_a_damaged_model_is_listed_as_such_never_offered_as_a_draft_and_can_be_removed(
+    make_window, qtbot, tiny_dirs, tmp_path: Path
+) -> None:
+    """A folder damaged after it was opened was preselected as the draft of a good target, and "Use this pair"
+    then failed; bad entries could not be removed at all."""
+    damaged = damaged_copy(tiny_dirs[1], tmp_path / "damaged-draft")
+    # As an older SpecChat saved it, before folders were checked when opened.
+    _remembered_file().write_text(json.dumps([{"path": str(damaged)}, {"path": str(tiny_dirs[0].resolve())}]))
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    window.picker.refresh()
+    tab.targets.setCurrentRow(rows(tab)[str(damaged)])
+    assert "damaged" in tab.targets.currentItem().text() and not tab.use_local_button.isEnabled()
+    assert "weights are damaged" in tab.draft_note.text()
+    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: "draft" in tab.draft_note.text() and "Checking" not in tab.draft_note.text(), timeout=30_000)
+    assert [tab.drafts.itemData(i) for i in range(tab.drafts.count())] == [""]  # not the damaged one
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
+        tab.use_local_button.click()
+    assert window.session.pair.draft is None
+    tab.targets.setCurrentRow(rows(tab)[str(damaged)])
+    tab.forget_button.click()
+    assert str(damaged) not in rows(tab) and damaged.exists()  # gone from the list, not from the disk
