@@ -8,6 +8,7 @@ second code path for the speculative/standard toggle.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
@@ -49,17 +50,25 @@ class TokenEvent:
 
 @dataclass(frozen=True)
 class RoundEvent:
-    """One target pass: what was drafted, what was kept, and what each half cost.
+    """One target pass: what was drafted, what the rule decided about each draft token, and what each half cost.
 
     Attributes:
         round: index from 0.
-        drafted: draft tokens proposed (0 in standard decoding).
+        drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
         drafter: "model", "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.
+        draft, draft_text: every token the drafter proposed (the K chosen), rejected ones included, and each
+            one's text.
+        p, q: per draft token, the target's and the draft's probability of it after warping (q is 1 for prompt
+            lookup's point mass; greedy: p is 1 for the target's argmax, else 0).
+        next_token: the correction, bonus or plain token the round ended with.
+        predicted_tps, predicted_tps_plain: the adaptive policy's prediction, when it chose K, of tokens per second
+            with that K and with K = 0 (None when it predicted nothing).
+        timed: whether draft_s and verify_s measure the two apart (see draft_s).
     """
 
     round: int
@@ -69,6 +78,57 @@ class RoundEvent:
     drafter: str
     draft_s: float
     verify_s: float
+    draft: tuple[int, ...] = ()
+    draft_text: tuple[str, ...] = ()
+    p: tuple[float, ...] = ()
+    q: tuple[float, ...] = ()
+    next_token: int | None = None
+    predicted_tps: float | None = None
+    predicted_tps_plain: float | None = None
+    timed: bool = False
+
+    @property
+    def next_origin(self) -> Origin:
+        """What the round's last token is: a "corrected" rejection, a "bonus" or a plain "target" token."""
+        return "target" if not self.drafted else ("bonus" if self.accepted == self.drafted else "corrected")
+
+    @property
+    def rejected(self) -> int | None:
+        """The draft token the target rejected (the one a correction replaced), if any."""
+        return self.draft[self.accepted] if self.accepted < min(self.drafted, len(self.draft)) else None
+
+    def accept_probabilities(self) -> list[float]:
+        """min(1, p/q) for each draft token: the chance the rule gave it."""
+        return [min(1.0, p / q) if q > 0 else 1.0 for p, q in zip(self.p, self.q)]
+
+    def trace_record(self) -> dict[str, object]:
+        """The round as one JSON Lines object (`specchat-cli generate --trace`, the app's trace export)."""
+        return {
+            "round": self.round,
+            "drafter": self.drafter,
+            "k": len(self.draft),
+            "verified": self.drafted,
+            "draft": list(self.draft),
+            "draft_text": list(self.draft_text),
+            "accepted": self.accepted,
+            "next": self.next_token,
+            "next_origin": self.next_origin,
+            "rejected": self.rejected,
+            "emitted": self.emitted,
+            "p": list(self.p),
+            "q": list(self.q),
+            "accept_p": self.accept_probabilities(),
+            "draft_s": self.draft_s,
+            "verify_s": self.verify_s,
+            "predicted_tps": self.predicted_tps,
+            "predicted_tps_plain": self.predicted_tps_plain,
+            "timed": self.timed,
+        }
+
+
+def trace_line(record: dict[str, object]) -> str:
+    """One round's trace record as a line of the JSON Lines trace (the CLI's `--trace` and the app's export)."""
+    return json.dumps(record, ensure_ascii=False) + "\n"
 
 
 @dataclass

@@ -52,6 +52,8 @@ class GenerationParams:
             its random numbers differently, so adaptive samples vary between runs (each exactly distributed).
         stop: strings that end generation; the text stops before them.
         prefill_step_size: prompt tokens per forward pass while prefilling.
+        trace_rounds: read each draft token's p(d) and q(d) with the round's verdict, for the speculation trace
+            (off only to measure what the trace costs).
         kv_bits: store full-attention keys and values in 8 or 4 bits (None: full precision), for long chats
             in less memory. Draft and target use the same caches in every mode, so speculation stays exact
             with respect to the quantized target.
@@ -73,6 +75,7 @@ class GenerationParams:
     stop: tuple[str, ...] = ()
     prefill_step_size: int = 512
     kv_bits: int | None = None
+    trace_rounds: bool = True
 
     def __post_init__(self) -> None:
         for problem in _problems(self):

@@ -14,12 +14,33 @@ mlx-lm instead samples the target and accepts only on equality ("sample-and-matc
 probability sum(p*q) instead of sum(min(p, q)). Prompt lookup proposes without a distribution: its q is a
 point mass on the proposed token, for which the rule accepts with probability p(d).
 
-Everything here is lazy MLX: the caller evaluates the result once per round, together with the draft.
+Everything here is lazy MLX: the caller evaluates the result once per round, together with the draft. Besides
+the verdict, each function returns p(d) and q(d) for every draft token (what the rule compared), for the
+speculation trace; they come out of the same read.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import mlx.core as mx
+
+
+@dataclass
+class Verdict:
+    """What the acceptance rule decided for one draft (lazy arrays).
+
+    Attributes:
+        accepted: how many leading draft tokens were accepted.
+        next_token: the correction (after a rejection) or the bonus (all accepted).
+        p_draft, q_draft: (K,) the target's and the draft's probability of each draft token, after warping
+            (greedy: p is 1 where the draft token is the target's argmax, else 0; q is 1).
+    """
+
+    accepted: mx.array
+    next_token: mx.array
+    p_draft: mx.array
+    q_draft: mx.array
 
 
 def point_mass(tokens: mx.array, vocab_size: int) -> mx.array:
@@ -27,13 +48,21 @@ def point_mass(tokens: mx.array, vocab_size: int) -> mx.array:
     return (mx.arange(vocab_size)[None, :] == tokens[:, None].astype(mx.int32)).astype(mx.float32)
 
 
+def draft_probabilities(p: mx.array, q: mx.array, draft_tokens: mx.array) -> tuple[mx.array, mx.array]:
+    """(p_i(d_i), q_i(d_i)) for each of the K draft tokens. p, q: (K, V) probabilities."""
+    index = draft_tokens.astype(mx.int32)[:, None]
+    return mx.take_along_axis(p, index, axis=-1)[:, 0], mx.take_along_axis(q, index, axis=-1)[:, 0]
+
+
+def ratio(p_d: mx.array, q_d: mx.array) -> mx.array:
+    """min(1, p(d) / q(d)). d was drawn from q, so q(d) > 0 except by float underflow, when the ratio is
+    effectively infinite."""
+    return mx.minimum(1.0, p_d / mx.maximum(q_d, 1e-30))
+
+
 def acceptance_probabilities(p: mx.array, q: mx.array, draft_tokens: mx.array) -> mx.array:
     """min(1, p_i(d_i) / q_i(d_i)) for each of the K draft tokens. p, q: (K, V) probabilities."""
-    index = draft_tokens.astype(mx.int32)[:, None]
-    p_d = mx.take_along_axis(p, index, axis=-1)[:, 0]
-    q_d = mx.take_along_axis(q, index, axis=-1)[:, 0]
-    # d was drawn from q, so q(d) > 0 except by float underflow; then the ratio is effectively infinite.
-    return mx.minimum(1.0, p_d / mx.maximum(q_d, 1e-30))
+    return ratio(*draft_probabilities(p, q, draft_tokens))
 
 
 def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
@@ -49,7 +78,7 @@ def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
 
 def verify_sampled(
     target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array, keep: mx.array | None = None
-) -> tuple[mx.array, mx.array]:
+) -> Verdict:
     """One speculative step by rejection sampling.
 
     Args:
@@ -60,14 +89,15 @@ def verify_sampled(
             drafting may depend on anything the draft knows (its confidences), never on the target.
 
     Returns:
-        (number of accepted draft tokens, the correction or bonus token), both lazy scalars.
+        The verdict: how many draft tokens were accepted, the correction or bonus token, p(d) and q(d).
     """
     k = draft_tokens.shape[0]
     p = mx.exp(target_logprobs)
     if k == 0:
-        return mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32)
-    accept_p = acceptance_probabilities(p[:k], draft_probs, draft_tokens)
-    accepted = mx.random.uniform(shape=(k,)) < accept_p
+        none = mx.zeros((0,), dtype=mx.float32)
+        return Verdict(mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32), none, none)
+    p_d, q_d = draft_probabilities(p[:k], draft_probs, draft_tokens)
+    accepted = mx.random.uniform(shape=(k,)) < ratio(p_d, q_d)
     if keep is not None:
         live = mx.arange(k) < keep
         accepted = accepted & live
@@ -77,12 +107,10 @@ def verify_sampled(
     # of p_{K+1} against nothing is p_{K+1} itself, so one formula gives both correction and bonus.
     q_ext = mx.concatenate([draft_probs, mx.zeros((1, draft_probs.shape[-1]), dtype=draft_probs.dtype)])
     fallback = residual_distribution(mx.take(p, n, axis=0), mx.take(q_ext, n, axis=0))
-    return n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32)
+    return Verdict(n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32), p_d, q_d)
 
 
-def verify_greedy(
-    target_choices: mx.array, draft_tokens: mx.array, keep: mx.array | None = None
-) -> tuple[mx.array, mx.array]:
+def verify_greedy(target_choices: mx.array, draft_tokens: mx.array, keep: mx.array | None = None) -> Verdict:
     """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
 
     Args:
@@ -92,9 +120,11 @@ def verify_greedy(
     """
     k = draft_tokens.shape[0]
     if k == 0:
-        return mx.array(0, dtype=mx.int32), target_choices[0]
+        none = mx.zeros((0,), dtype=mx.float32)
+        return Verdict(mx.array(0, dtype=mx.int32), target_choices[0], none, none)
     matches = target_choices[:k] == draft_tokens.astype(target_choices.dtype)
+    p_d = matches.astype(mx.float32)
     if keep is not None:
         matches = matches & (mx.arange(k) < keep)
     n = mx.cumprod(matches.astype(mx.int32)).sum()
-    return n, mx.take(target_choices, n)
+    return Verdict(n, mx.take(target_choices, n), p_d, mx.ones((k,), dtype=mx.float32))

@@ -79,7 +79,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decod
         drafters.append(PromptLookupDrafter(policy))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
-    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters)
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds)
 
 
 @dataclass
@@ -126,8 +126,21 @@ class _Answer:
                 break
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
-        yield RoundEvent(self.stats.rounds, r.drafted, r.accepted, kept, r.drafter, r.draft_s, r.verify_s)
+        yield self._round_event(r, kept)
         self.stats.rounds += 1
+
+    def _round_event(self, r: Round, emitted: int) -> RoundEvent:
+        return RoundEvent(
+            self.stats.rounds, r.drafted, r.accepted, emitted, r.drafter, r.draft_s, r.verify_s,
+            draft=tuple(r.draft_ids),
+            draft_text=tuple(self.tokenizer.decode([token]) for token in r.draft_ids),
+            p=tuple(r.p),
+            q=tuple(r.q),
+            next_token=r.tokens[-1],
+            predicted_tps=r.predicted_tps,
+            predicted_tps_plain=r.predicted_tps_plain,
+            timed=r.timed,
+        )
 
     def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
         for event in events:

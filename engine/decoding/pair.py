@@ -16,6 +16,7 @@ from .chat import Message, prompt_token_ids
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, UnsupportedModelError
 from ..models.loading import LoadedModel, load_model
+from ..models.memory import weight_bytes
 
 LoadProgress = Callable[[str, int, int], None]
 REMEMBERED_ANSWERS = 64
@@ -84,6 +85,14 @@ class ModelPair:
     def context_length(self) -> int:
         """The pair's limit with both models in use (what the window shows)."""
         return self.context_limit(uses_draft=True)[0]
+
+    @property
+    def draft_weight_share(self) -> float:
+        """The draft's weight bytes over the target's (0 without a draft): a draft step's cost in target steps
+        where decoding is memory-bound (Apple GPUs), for the cost model's prediction there."""
+        if self.draft is None:
+            return 0.0
+        return weight_bytes(self.draft.model) / max(weight_bytes(self.target.model), 1)
 
     @property
     def vocab_width(self) -> int:

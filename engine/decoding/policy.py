@@ -99,9 +99,12 @@ class DraftPolicy(Protocol):
 
     Attributes:
         max_draft: the most any round may draft.
+        last_prediction: when `choose` last ran, its predicted tokens per second for the length it chose and for
+            K = 0, or None (a fixed length predicts nothing).
     """
 
     max_draft: int
+    last_prediction: tuple[float, float] | None
 
     def choose(self, source: str, available: int) -> int:
         """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step."""
@@ -118,6 +121,7 @@ class FixedDraftLength:
 
     def __init__(self, k: int) -> None:
         self.max_draft = k
+        self.last_prediction = None
 
     def choose(self, source: str, available: int) -> int:
         return min(self.max_draft, available)
@@ -144,6 +148,7 @@ class AdaptiveDraftLength:
     _draft_cost: dict[str, _Recent] = field(default_factory=dict)
     _verify: dict[int, _Recent] = field(default_factory=dict)
     _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
+    last_prediction: tuple[float, float] | None = None
     _refed: float = 0.0  # tokens a round's pass reads beyond its draft and next token (decaying mean)
 
     def acceptance(self, source: str) -> float:
@@ -198,6 +203,7 @@ class AdaptiveDraftLength:
         The predicted rate rises with K and then falls, so the scan stops at the first K that does worse
         than the one before (this runs every round, and must stay small next to a forward pass).
         """
+        self.last_prediction = None
         limit = min(self.max_draft, available)
         if limit <= 0:
             return 0
@@ -214,6 +220,8 @@ class AdaptiveDraftLength:
             if rate < previous:
                 break
             previous = rate
+        plain = 1.0 / base
+        self.last_prediction = (best_rate if best_k else plain, plain)
         return best_k
 
     def stop_threshold(self, source: str) -> float | None:

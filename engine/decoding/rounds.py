@@ -6,7 +6,7 @@ round's tokens into events. A standard step is a round that drafted nothing, so 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..events import Origin
@@ -23,6 +23,13 @@ class Round:
         accepted: of those, how many the target accepted.
         drafter: "model", "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying.
+        draft_ids: every token the drafter proposed, rejected ones included (empty for a plain step).
+        p, q: per draft token, the target's and the draft's probability of it after warping (empty when the
+            trace is off).
+        predicted_tps, predicted_tps_plain: the policy's prediction, when it chose this round's length, of
+            tokens per second for that length and for K = 0 (None for a fixed length).
+        timed: whether draft_s and verify_s measure the two apart (the host waited for the draft, and the verify
+            pass was not queued by the round before).
     """
 
     tokens: list[int]
@@ -32,6 +39,12 @@ class Round:
     drafter: str
     draft_s: float
     verify_s: float
+    draft_ids: list[int] = field(default_factory=list)
+    p: list[float] = field(default_factory=list)
+    q: list[float] = field(default_factory=list)
+    predicted_tps: float | None = None
+    predicted_tps_plain: float | None = None
+    timed: bool = False
 
 
 def round_origins(drafted: int, accepted: int) -> list[Origin]:

@@ -20,11 +20,12 @@ all, the queued head supplies its p_1 and the verify pass covers only the draft 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import mlx.core as mx
 
-from .acceptance import point_mass, verify_greedy, verify_sampled
+from .acceptance import Verdict, point_mass, verify_greedy, verify_sampled
 from .cached_model import CachedModel
 from .draft import NO_DRAFT, Draft, Drafter
 from .policy import DraftPolicy, RoundCosts
@@ -45,13 +46,17 @@ class SpeculativeDecoder:
         policy: chooses each round's draft length.
         drafters: asked in order each round; the first draft offered is verified (prompt lookup goes before
             the draft model: its drafts are free).
+        trace: read p(d) and q(d) of every draft token with the verdict (the speculation trace).
     """
 
-    def __init__(self, target: CachedModel, warper: Warper, policy: DraftPolicy, drafters: Sequence[Drafter]) -> None:
+    def __init__(
+        self, target: CachedModel, warper: Warper, policy: DraftPolicy, drafters: Sequence[Drafter], trace: bool = True
+    ) -> None:
         self.target = target
         self.warper = warper
         self.policy = policy
         self.drafters = list(drafters)
+        self.trace = trace
         self._head: mx.array | None = None  # queued (1, V) logits for the next position
 
     def start(self, context: list[int]) -> None:
@@ -63,23 +68,30 @@ class SpeculativeDecoder:
     def round(self, context: list[int], budget: int) -> Round:
         """One round after `context`, emitting at most `budget` tokens."""
         draft = self._propose(context, min(budget - 1, self.policy.max_draft))  # 1. draft
+        prediction = self.policy.last_prediction
         if not draft.count:
-            return self._plain(context, budget)
+            return self._plain(context, budget, prediction)
         start = time.perf_counter()
         rows, fed, timed = self._verify_pass(context, draft)  # 2. the target's p_1..p_{K+1}, one pass
-        n, next_token = self._accept(rows, draft, context)  # 3. the acceptance rule (lazy)
-        ids, accepted, next_id, kept = _read(draft, n, next_token)  # the round's one device read
+        verdict = self._accept(rows, draft, context)  # 3. the acceptance rule (lazy)
+        read = _read(draft, verdict, self.trace)  # the round's one device read
         verify_s = time.perf_counter() - start
-        self.target.resolve(fed + ids)  # 4. the caches now hold the draft; the next round rewinds them
-        self._settle(draft, ids, accepted, kept, verify_s if timed else None, max(len(fed), 1) + draft.count)
+        self.target.resolve(fed + read.ids)  # 4. the caches now hold the draft; the next round rewinds them
+        self._settle(draft, read.ids, read.accepted, read.kept, verify_s if timed else None, max(len(fed), 1) + draft.count)
         return Round(
-            tokens=ids[:accepted] + [next_id],
-            origins=round_origins(kept, accepted),
-            drafted=kept,
-            accepted=accepted,
+            tokens=read.ids[: read.accepted] + [read.next_id],
+            origins=round_origins(read.kept, read.accepted),
+            drafted=read.kept,
+            accepted=read.accepted,
             drafter=draft.drafter,
             draft_s=draft.draft_s,
             verify_s=verify_s,
+            draft_ids=read.ids,
+            p=read.p,
+            q=read.q,
+            predicted_tps=prediction[0] if prediction else None,
+            predicted_tps_plain=prediction[1] if prediction else None,
+            timed=timed,
         )
 
     def _propose(self, context: list[int], limit: int) -> Draft:
@@ -104,8 +116,8 @@ class SpeculativeDecoder:
         inputs = mx.concatenate([mx.array(tail, dtype=mx.uint32), draft.tokens])
         return self.target.forward(inputs)[-(draft.count + 1) :], tail, draft.timed
 
-    def _accept(self, rows: mx.array, draft: Draft, context: list[int]) -> tuple[mx.array, mx.array]:
-        """(accepted count, correction or bonus token), lazy, by the rule of `acceptance.py`."""
+    def _accept(self, rows: mx.array, draft: Draft, context: list[int]) -> Verdict:
+        """The verdict on the draft, lazy, by the rule of `acceptance.py`."""
         if self.warper.uses_history:
             rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
         if self.warper.greedy:
@@ -120,7 +132,7 @@ class SpeculativeDecoder:
         draft_token_s = (draft.draft_s - draft.catch_up_s) / draft.count if draft.timed else None
         self.policy.observe(RoundCosts(draft.source, kept, accepted, draft_token_s, verify_s, width))
 
-    def _plain(self, context: list[int], budget: int) -> Round:
+    def _plain(self, context: list[int], budget: int, prediction: tuple[float, float] | None = None) -> Round:
         """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
         start = time.perf_counter()
         head = self._head
@@ -143,14 +155,36 @@ class SpeculativeDecoder:
         for drafter in self.drafters:
             drafter.settle(NO_DRAFT, [], 0)
         self.policy.observe(RoundCosts("none", 0, 0, 0.0, verify_s, width))
-        return Round([token_id], ["target"], 0, 0, "none", 0.0, verify_s)
+        plain = prediction[1] if prediction else None
+        # Pipelined or not, a plain round's time is one target step (what the policy learns from too).
+        return Round([token_id], ["target"], 0, 0, "none", 0.0, verify_s, predicted_tps=plain, predicted_tps_plain=plain,
+                     timed=True)
 
 
-def _read(draft: Draft, n: mx.array, next_token: mx.array) -> tuple[list[int], int, int, int]:
-    """The one device read of a round: (draft ids, accepted, next token id, drafts kept for verifying)."""
+@dataclass
+class _Read:
+    """A round's verdict as read from the device."""
+
+    ids: list[int]
+    accepted: int
+    next_id: int
+    kept: int
+    p: list[float]
+    q: list[float]
+
+
+def _read(draft: Draft, verdict: Verdict, trace: bool) -> _Read:
+    """The one device read of a round: draft ids, the verdict, and (for the trace) p(d) and q(d), as one array.
+
+    Floats carry the ids exactly (float32 holds whole numbers up to 2**24, beyond any vocabulary)."""
     k = draft.count
     keep = draft.keep if draft.keep is not None else mx.array(k)
-    verdict = mx.stack([n.astype(mx.uint32), next_token.astype(mx.uint32), keep.astype(mx.uint32)])
-    read = mx.concatenate([draft.tokens.astype(mx.uint32), verdict]).tolist()
-    ids, (accepted, next_id, kept) = read[:k], read[k:]
-    return ids, accepted, next_id, kept
+    parts = [draft.tokens, verdict.accepted, verdict.next_token, keep]
+    values = [mx.reshape(a, (-1,)).astype(mx.float32) for a in parts]
+    if trace:
+        values += [verdict.p_draft.astype(mx.float32), verdict.q_draft.astype(mx.float32)]
+    read = mx.concatenate(values).tolist()
+    ids = [int(x) for x in read[:k]]
+    accepted, next_id, kept = (int(x) for x in read[k : k + 3])
+    p, q = (read[k + 3 : 2 * k + 3], read[2 * k + 3 :]) if trace else ([], [])
+    return _Read(ids, accepted, next_id, kept, p, q)

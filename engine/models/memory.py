@@ -37,6 +37,14 @@ def peak_memory_gb() -> float:
     return mx.get_peak_memory() / 1e9
 
 
+def weight_bytes(model: object) -> int:
+    """Bytes of a loaded model's parameters (quantized weights at their packed size): what one decoding step
+    reads where decoding is memory-bound."""
+    from mlx.utils import tree_flatten
+
+    return sum(array.nbytes for _, array in tree_flatten(model.parameters()))  # type: ignore[attr-defined]
+
+
 def folder_size_gb(path: Path) -> float:
     """On-disk size of a model's weights (a folder's *.safetensors, or a file)."""
     if path.is_file():

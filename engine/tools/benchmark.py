@@ -29,6 +29,8 @@ from ..params import GenerationParams
 OUR_MODES: dict[str, dict[str, object]] = {
     "standard": {"mode": "standard"},
     "speculative": {"mode": "speculative", "drafter": "model", "adaptive": False},
+    # The same without reading each draft token's p and q: what the speculation trace costs.
+    "speculative-untraced": {"mode": "speculative", "drafter": "model", "adaptive": False, "trace_rounds": False},
     "adaptive": {"mode": "speculative", "drafter": "model", "adaptive": True},
     "prompt-lookup": {"mode": "speculative", "drafter": "lookup", "adaptive": True},
     "prompt-lookup-fixed": {"mode": "speculative", "drafter": "lookup", "adaptive": False},
@@ -36,7 +38,7 @@ OUR_MODES: dict[str, dict[str, object]] = {
 }
 MLX_LM_MODES = ("mlx-lm-standard", "mlx-lm-speculative")
 ALL_MODES = tuple(OUR_MODES) + MLX_LM_MODES
-NEEDS_DRAFT = {"speculative", "adaptive", "adaptive+lookup", "mlx-lm-speculative"}
+NEEDS_DRAFT = {"speculative", "speculative-untraced", "adaptive", "adaptive+lookup", "mlx-lm-speculative"}
 # What each of our modes is compared with among mlx-lm's.
 MLX_LM_COUNTERPART = {"standard": "mlx-lm-standard", **{m: "mlx-lm-speculative" for m in OUR_MODES if m != "standard"}}
 
@@ -200,17 +202,23 @@ def _paired_ratio(runs: list[Run], mode: str, reference: str) -> float | None:
     ratios = [
         r.generation_tps / by_key[(r.prompt_index, r.iteration)].generation_tps
         for r in runs
-        if r.mode == mode and (r.prompt_index, r.iteration) in by_key and by_key[(r.prompt_index, r.iteration)].generation_tps > 0
+        if r.mode == mode and r.generation_tps > 0
+        and (r.prompt_index, r.iteration) in by_key and by_key[(r.prompt_index, r.iteration)].generation_tps > 0
     ]
     return statistics.median(ratios) if ratios else None
 
 
 def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
-    """Per mode: median tok/s, median paired speedup vs standard and vs mlx-lm, acceptance, tokens per pass."""
+    """Per mode: median tok/s, median paired speedup vs standard and vs mlx-lm, acceptance, tokens per pass.
+
+    A run that generated too little to time (a sampled EOS first: tok/s 0) is left out of every figure and
+    counted as `untimed_runs`: averaged in, two such runs of eight read as speculation halving tokens per pass.
+    """
     summary: dict[str, dict[str, object]] = {}
     modes = list(dict.fromkeys(r.mode for r in runs))
     for mode in modes:
-        mine = [r for r in runs if r.mode == mode]
+        every = [r for r in runs if r.mode == mode]
+        mine = [r for r in every if r.generation_tps > 0] or every
         accepted = [r for r in mine if r.acceptance_rate is not None]
         counterpart = MLX_LM_COUNTERPART.get(mode)
         identical = [r.identical_to_standard for r in mine if r.identical_to_standard is not None]
@@ -221,6 +229,7 @@ def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
             "acceptance_rate": statistics.mean(r.acceptance_rate for r in accepted) if accepted else None,
             "tokens_per_pass": statistics.mean(r.tokens_per_pass for r in mine),
             "identical_to_standard": all(identical) if identical else None,
+            "untimed_runs": len(every) - len([r for r in every if r.generation_tps > 0]),
         }
     return summary
 
@@ -299,4 +308,7 @@ def format_table(summary: dict[str, dict[str, object]]) -> str:
             f"{fmt(s['ratio_vs_mlx_lm'], '.2f'):>11}{fmt(s['acceptance_rate'], '.0%'):>9}"
             f"{fmt(s['tokens_per_pass'], '.2f'):>10}{fmt(s['identical_to_standard'], ''):>10}"
         )
+    untimed = {mode: s["untimed_runs"] for mode, s in summary.items() if s.get("untimed_runs")}
+    if untimed:
+        lines.append("left out, too short to time: " + ", ".join(f"{n} run(s) of {mode}" for mode, n in untimed.items()))
     return "\n".join(lines)

@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
+    g.add_argument("--trace", type=Path, help="write every round to this file, one JSON object per line (README)")
 
     # Greedy by default: the benchmark checks every mode's output against standard decoding's, token for token.
     b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
@@ -140,21 +141,35 @@ def _prompt_text(args: argparse.Namespace) -> str:
     return sys.stdin.read() if args.prompt == "-" else args.prompt
 
 
+def _open_trace(path: Path | None) -> TextIO | None:
+    if path is None:
+        return None
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as e:
+        raise SpecChatError(f"Cannot write the trace to {path}: {e.strerror}. Pick a writable path.") from e
+
+
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     from ..decoding.generation import generate_stream
-    from ..events import GenerationResult, TokenEvent
+    from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
 
     params = _params(args, mode=args.mode, stop=tuple(args.stop))
     prompt = _prompt_text(args)
     pair = _load_pair(args)
+    trace = _open_trace(args.trace)
     result = None
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
         if isinstance(event, TokenEvent) and not args.json:
             colour = ORIGIN_COLOURS.get(event.origin, "") if args.color else ""
             out.write(f"{colour}{event.text}{RESET if colour else ''}")
             out.flush()
+        elif isinstance(event, RoundEvent) and trace:
+            trace.write(trace_line(event.trace_record()))
         elif isinstance(event, GenerationResult):
             result = event
+    if trace:
+        trace.close()
     assert result is not None
     if args.json:
         out.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")

@@ -18,17 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.decoding.policy import expected_tokens
-
-
-def best_speedup(acceptance: float, draft_cost: float, slope: float, max_k: int = 16) -> tuple[int, float]:
-    """(K, predicted speedup) at the best K, K = 0 (standard decoding, speedup 1) included."""
-    best = (0, 1.0)
-    for k in range(1, max_k + 1):
-        speedup = expected_tokens(acceptance, k) / (k * draft_cost + 1 + slope * k)
-        if speedup > best[1]:
-            best = (k, speedup)
-    return best
+from engine.decoding.cost_model import best_speedup
 
 
 def main() -> int:

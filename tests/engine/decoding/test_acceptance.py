@@ -41,6 +41,10 @@ def one_step_output(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
+def decided(verdict) -> tuple:  # noqa: ANN001 - acceptance.Verdict
+    return verdict.accepted, verdict.next_token
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_one_verify_step_emits_exactly_the_target_distribution(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -68,7 +72,7 @@ def _sample_first_tokens(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> tup
     accepted = 0
     for _ in range(n):
         draft = mx.random.categorical(log_q)[None].astype(mx.uint32)
-        k, token = verify_sampled(target_logprobs, q_rows, draft)
+        k, token = decided(verify_sampled(target_logprobs, q_rows, draft))
         k, token, draft_token = int(k.item()), int(token.item()), int(draft.item())
         counts[draft_token if k == 1 else token] += 1
         accepted += k
@@ -102,7 +106,7 @@ def test_rejection_emits_from_the_residual_not_the_rejected_token() -> None:
     p = mx.log(mx.array([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5]]))
     draft = mx.array([0], dtype=mx.uint32)
     for _ in range(50):
-        k, token = verify_sampled(p, point_mass(draft, 3), draft)
+        k, token = decided(verify_sampled(p, point_mass(draft, 3), draft))
         assert int(k.item()) == 0 and int(token.item()) in (1, 2)
 
 
@@ -119,14 +123,14 @@ def test_full_acceptance_draws_the_bonus_from_the_last_position() -> None:
     mx.random.seed(3)
     p = mx.log(mx.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
     draft = mx.array([1, 2], dtype=mx.uint32)
-    k, token = verify_sampled(p, point_mass(draft, 3), draft)
+    k, token = decided(verify_sampled(p, point_mass(draft, 3), draft))
     assert (int(k.item()), int(token.item())) == (2, 0)
 
 
 def test_no_draft_samples_the_target_directly() -> None:
     mx.random.seed(5)
     p = mx.log(mx.array([[0.0, 0.0, 1.0]]))
-    k, token = verify_sampled(p, mx.zeros((0, 3)), mx.array([], dtype=mx.uint32))
+    k, token = decided(verify_sampled(p, mx.zeros((0, 3)), mx.array([], dtype=mx.uint32)))
     assert (int(k.item()), int(token.item())) == (0, 2)
 
 
@@ -140,19 +144,19 @@ def test_no_draft_samples_the_target_directly() -> None:
     ],
 )
 def test_greedy_accepts_the_longest_prefix_matching_the_target_argmax(choices, draft, expected) -> None:
-    k, token = verify_greedy(mx.array(choices, dtype=mx.uint32), mx.array(draft, dtype=mx.uint32))
+    k, token = decided(verify_greedy(mx.array(choices, dtype=mx.uint32), mx.array(draft, dtype=mx.uint32)))
     assert (int(k.item()), int(token.item())) == expected
 
 
 def test_drafts_past_keep_count_as_never_drafted() -> None:
     """A draft model may stop early on its own information: tokens past `keep` are neither accepted nor
     used as q; the next token comes from p at that position (a bonus)."""
-    k, token = verify_greedy(mx.array([3, 5, 7, 2], dtype=mx.uint32), mx.array([3, 5, 7], dtype=mx.uint32), mx.array(1))
+    k, token = decided(verify_greedy(mx.array([3, 5, 7, 2], dtype=mx.uint32), mx.array([3, 5, 7], dtype=mx.uint32), mx.array(1)))
     assert (int(k.item()), int(token.item())) == (1, 5)
     mx.random.seed(0)
     p = mx.log(mx.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
     draft = mx.array([1, 2], dtype=mx.uint32)
     q = point_mass(draft, 3)
-    k, token = verify_sampled(p, q, draft, mx.array(1))
+    k, token = decided(verify_sampled(p, q, draft, mx.array(1)))
     # Position 2 was not drafted, so its token is drawn from p_2 itself (token 2), not from p_2 minus q_2.
     assert (int(k.item()), int(token.item())) == (1, 2)

@@ -15,6 +15,7 @@ from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
 from engine.decoding.sampling import Warper
 from engine.decoding.rounds import round_origins
+from engine.events import TokenEvent
 from tests.helpers import chi_square, chi_square_critical, split_events
 
 PROMPTS = [
@@ -191,3 +192,49 @@ def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeyp
     reads.clear()
     result = decoder.round(context, 20)
     assert reads == ["tolist"] and 1 <= len(result.tokens) <= 7
+
+
+def check_trace(pair: ModelPair, prompt: str, params: GenerationParams) -> list:
+    """Each round: emitted tokens = draft[:accepted] + next; 0 <= p, q <= 1; greedy: every accepted draft token
+    is the target's argmax after the context (recomputed from scratch)."""
+    from engine.events import RoundEvent
+
+    events = list(generate_stream(pair, prompt, params))
+    rounds = [e for e in events if isinstance(e, RoundEvent)]
+    tokens = [e.token for e in events if isinstance(e, TokenEvent)]
+    result = events[-1]
+    assert sum(r.emitted for r in rounds) == len(tokens) == len(result.tokens)
+    position = 0
+    context = pair.prompt_ids(prompt)
+    for r in rounds:
+        # What the round emitted is its accepted drafts and the next token (cut short only by EOS or the budget).
+        assert result.tokens[position : position + r.emitted] == (list(r.draft[: r.accepted]) + [r.next_token])[: r.emitted]
+        assert len(r.p) == len(r.q) == len(r.draft) and all(0.0 <= x <= 1.0 + 1e-6 for x in (*r.p, *r.q))
+        assert len(r.draft_text) == len(r.draft)
+        if params.greedy:
+            for i in range(r.accepted):
+                expected = int(np.argmax(_next_token_logits(pair, context + list(r.draft[:i]))))
+                assert r.draft[i] == expected and r.p[i] == 1.0
+        context += result.tokens[position : position + r.emitted]
+        position += r.emitted
+    return rounds
+
+
+def _next_token_logits(pair: ModelPair, context: list[int]) -> np.ndarray:
+    cached = CachedModel(pair.target.model)
+    return np.array(cached.forward(mx.array(context, dtype=mx.uint32), ids=list(context))[-1])
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_the_trace_adds_up_on_tiny_models(tiny_pair: ModelPair, temperature: float) -> None:
+    params = GenerationParams(temperature=temperature, top_p=1.0, max_tokens=30, num_draft=4, adaptive=False, seed=5)
+    rounds = check_trace(tiny_pair, PROMPTS[0], params)
+    assert any(r.rejected is not None for r in rounds) and any(r.accepted for r in rounds)
+
+
+@pytest.mark.real_weights
+def test_the_trace_adds_up_on_real_weights(smollm: LoadedModel, smollm_drafts: dict[str, LoadedModel]) -> None:
+    pair = ModelPair(smollm, smollm_drafts["truncated"])
+    for temperature in (0.0, 0.8):
+        params = GenerationParams(temperature=temperature, top_p=1.0, max_tokens=16, num_draft=4, adaptive=False, seed=2)
+        check_trace(pair, "Write a Python function that reverses a string.", params)

@@ -42,6 +42,17 @@ def test_summary_uses_paired_ratios() -> None:
     assert "speculative" in format_table(s) and "NO" in format_table(s)
 
 
+def test_runs_too_short_to_time_are_left_out_and_counted() -> None:
+    """A sampled EOS first gave 0 tokens at 0 tok/s, and the averages read speculation as halving tokens per pass."""
+    runs = [Run("standard", 0, 0, 0, 0.0, None, 0.0, None), Run("standard", 1, 0, 10, 20.0, None, 1.0, None),
+            Run("speculative", 0, 0, 0, 0.0, None, 0.0, None), Run("speculative", 1, 0, 10, 10.0, 0.5, 2.0, None)]
+    s = summarize(runs)
+    assert s["speculative"]["tokens_per_pass"] == 2.0 and s["speculative"]["median_tps"] == 10.0
+    assert s["speculative"]["speedup_vs_standard"] == pytest.approx(0.5)
+    assert s["speculative"]["untimed_runs"] == 1
+    assert "left out, too short to time: 1 run(s) of standard, 1 run(s) of speculative" in format_table(s)
+
+
 def test_check_modes() -> None:
     assert check_modes(["speculative", "standard", "speculative"], has_draft=True) == ["standard", "speculative"]
     with pytest.raises(ValueError, match="Unknown benchmark mode"):

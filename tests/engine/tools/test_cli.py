@@ -178,3 +178,17 @@ def test_a_missing_prompt_file_and_damaged_weights_are_one_line_each(tiny_dirs, 
         code, _ = run(argv)
         err = capsys.readouterr().err
         assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_trace_writes_one_json_object_per_round_that_adds_up(tiny_dirs, tmp_path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    code, out = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--max-tokens", "40", "--json", "--no-adaptive",
+                              "--preset", "greedy", "--trace", str(trace)))
+    result = json.loads(out)
+    rounds = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert code == 0 and [r["round"] for r in rounds] == list(range(result["stats"]["rounds"]))
+    required = {"round", "drafter", "k", "draft", "accepted", "next", "p", "q", "draft_s", "verify_s"}
+    assert all(required <= set(r) for r in rounds)
+    emitted = [token for r in rounds for token in (r["draft"][: r["accepted"]] + [r["next"]])[: r["emitted"]]]
+    assert emitted == result["tokens"]
+    assert sum(r["k"] for r in rounds) >= result["stats"]["drafted"] and any(r["rejected"] is not None for r in rounds)
