@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .token_view import TokenRun, TokenTextView
+from .token_view import TokenTextView
 
 
 def _tool_button(text: str, tip: str) -> QToolButton:
@@ -38,6 +38,7 @@ class MessageWidget(QFrame):
         edit_submitted(str): the question was edited and sent again (a new branch).
         delete_requested(): Delete was clicked.
         branch_requested(int): show the previous (-1) or next (+1) version of this message.
+        trace_requested(): Trace… was clicked: export this answer's speculation, round by round.
 
     Attributes:
         message_id: the saved message (None until saved).
@@ -47,6 +48,7 @@ class MessageWidget(QFrame):
     edit_submitted = Signal(str)
     delete_requested = Signal()
     branch_requested = Signal(int)
+    trace_requested = Signal()
 
     def __init__(self, role: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -97,7 +99,10 @@ class MessageWidget(QFrame):
         self.regenerate_button.setVisible(False)
         self.delete_button = _tool_button("Delete", "Delete this message and what follows it")
         self.delete_button.clicked.connect(self.delete_requested)
-        for button in (self.copy_button, self.edit_button, self.regenerate_button, self.delete_button):
+        self.trace_button = _tool_button("Trace…", "Export this answer's speculation, round by round (JSON Lines)")
+        self.trace_button.clicked.connect(self.trace_requested)
+        self.trace_button.setVisible(False)
+        for button in (self.copy_button, self.trace_button, self.edit_button, self.regenerate_button, self.delete_button):
             header.addWidget(button)
         return header
 
@@ -149,6 +154,15 @@ class MessageWidget(QFrame):
         else:
             self.body.setPlainText(text)
 
+    def show_stored(self, stored, markdown: bool) -> None:  # noqa: ANN001 - conversations.StoredMessage
+        """Show a saved message: an answer with its tokens, trace and stats line; a question as text."""
+        if self.role != "assistant":
+            self.set_text(stored.content)
+            return
+        self.body.set_tokens(stored.runs, stored.trace)
+        summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
+        self.finish(stored.content, summary, markdown)
+
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
 
@@ -161,6 +175,7 @@ class MessageWidget(QFrame):
         if self.body.runs and text.startswith(streamed) and len(text) > len(streamed):
             self.body.extend_last_run(text[len(streamed) :])
         self.text = text
+        self.trace_button.setVisible(bool(self.body.rounds))
         if summary:
             self.stats.setText(summary)
             self.stats.setVisible(True)
@@ -195,7 +210,11 @@ class ChatInput(QPlainTextEdit):
 
 
 class ChatView(QScrollArea):
-    """The scrolling column of messages; follows new text while the user is at the bottom."""
+    """The scrolling column of messages; follows new text while the user is at the bottom.
+
+    Attributes:
+        show_rejected: whether answers show their rejected drafts as ghost text.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -213,6 +232,7 @@ class ChatView(QScrollArea):
         self.column.addStretch()
         self.setWidget(container)
         self.messages: list[MessageWidget] = []
+        self.show_rejected = True
         self._follow = True
         self.verticalScrollBar().rangeChanged.connect(self._keep_following)
         self.verticalScrollBar().valueChanged.connect(self._note_position)
@@ -225,6 +245,7 @@ class ChatView(QScrollArea):
 
     def add_message(self, role: str, text: str = "", markdown: bool = False) -> MessageWidget:
         message = MessageWidget(role)
+        message.body.show_rejected = self.show_rejected
         if text:
             message.set_text(text, markdown=markdown and role == "assistant")
         self.column.insertWidget(self.column.count() - 1, message)
@@ -245,6 +266,12 @@ class ChatView(QScrollArea):
         self.column.removeWidget(message)
         message.hide()
         message.deleteLater()
+
+    def set_show_rejected(self, show: bool) -> None:
+        """Show or hide the rejected drafts in every answer (and in answers added later)."""
+        self.show_rejected = show
+        for message in self.messages:
+            message.body.set_show_rejected(show)
 
     def set_busy(self, busy: bool) -> None:
         """While an answer is generated, the actions that change the conversation wait."""

@@ -1,11 +1,18 @@
-"""Compare: the same prompt decoded both ways, side by side, with the two speeds and the speedup."""
+"""Compare: the same prompt decoded both ways, side by side, with the two speeds and the speedup.
+
+The comparison is fair by construction (session.compare): both runs start from an empty prompt cache and
+their order alternates between Compares; the dialog says which ran first, and sets tokens per pass and
+acceptance beside the speeds, since they explain the speedup.
+"""
 
 from __future__ import annotations
+
+import html
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
-from engine.events import GenerationResult, TokenEvent
+from engine.events import GenerationResult
 
 from .token_view import TokenTextView
 
@@ -30,9 +37,16 @@ class CompareDialog(QDialog):
         self.request_ids = request_ids
         self.results: dict[str, GenerationResult] = {}
         grid = QGridLayout(self)
-        heading = QLabel(f"<b>Prompt:</b> {prompt[:300]}")
+        heading = QLabel(f"<b>Prompt:</b> {html.escape(prompt[:300])}")
         heading.setWordWrap(True)
         grid.addWidget(heading, 0, 0, 1, 2)
+        first, second = list(request_ids)
+        self.fairness = QLabel(f"Both runs start from an empty prompt cache; {first} runs first, then {second} "
+                               "(the order alternates from one Compare to the next).")
+        self.fairness.setObjectName("fairness")
+        self.fairness.setWordWrap(True)
+        self.fairness.setStyleSheet("color: palette(mid);")
+        grid.addWidget(self.fairness, 5, 0)
         self.views: dict[str, TokenTextView] = {}
         self.speeds: dict[str, QLabel] = {}
         for column, side in enumerate(self.SIDES):
@@ -62,7 +76,7 @@ class CompareDialog(QDialog):
         side = self.side_of(request_id)
         if side:
             self.speeds[side].setText("generating…")
-            self.views[side].append_tokens([e for e in events if isinstance(e, TokenEvent)])
+            self.views[side].append_events(events)
 
     def finish(self, request_id: int, result: GenerationResult) -> None:
         side = self.side_of(request_id)
@@ -74,9 +88,12 @@ class CompareDialog(QDialog):
             standard = self.results["standard"].stats.generation_tps
             speculative = self.results["speculative"].stats.generation_tps
             ratio = speculative / standard if standard else 0.0
+            stats = self.results["speculative"].stats
+            how = (f"{stats.tokens_per_pass:.2f} tokens per pass, {stats.acceptance_rate:.0%} of {stats.drafted} drafted "
+                   "accepted" if stats.drafted else "nothing drafted")
             self.speedup.setText(
-                f"Standard {standard:.1f} tok/s, speculative {speculative:.1f} tok/s: {ratio:.2f}x "
-                + ("faster" if ratio >= 1 else "(slower: speculation does not pay here)")
+                f"Standard {standard:.1f} tok/s (1 token per pass), speculative {speculative:.1f} tok/s ({how}): "
+                f"{ratio:.2f}x " + ("faster" if ratio >= 1 else "(slower: speculation does not pay here)")
             )
 
     def fail(self, request_id: int, message: str) -> None:

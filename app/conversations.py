@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from engine.events import trace_line
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY,
@@ -38,7 +40,8 @@ CREATE TABLE IF NOT EXISTS messages (
     summary TEXT NOT NULL DEFAULT '',
     finish TEXT NOT NULL DEFAULT '',
     parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE,
-    selected INTEGER NOT NULL DEFAULT 1
+    selected INTEGER NOT NULL DEFAULT 1,
+    trace TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
 """
@@ -47,8 +50,9 @@ MIGRATIONS = (
     ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
     ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
     ("messages", "selected", "ALTER TABLE messages ADD COLUMN selected INTEGER NOT NULL DEFAULT 1"),
+    ("messages", "trace", "ALTER TABLE messages ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'"),
 )
-_COLUMNS = "id, role, content, runs, summary, finish, parent_id"
+_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace"
 AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
 
@@ -63,6 +67,7 @@ class StoredMessage:
         summary: the answer's stats line.
         finish: how generation ended ("stop", "length", "cancelled", ...; "" while streaming or for users).
         parent_id: the message it answers or follows (None for the first).
+        trace: for answers, each round's record (RoundEvent.trace_record): the speculation, round by round.
         branch, branches: which of its siblings it is (from 1) and how many there are.
     """
 
@@ -73,6 +78,7 @@ class StoredMessage:
     summary: str = ""
     finish: str = ""
     parent_id: int | None = None
+    trace: list[dict] = field(default_factory=list)
     branch: int = 1
     branches: int = 1
 
@@ -210,9 +216,10 @@ class ConversationStore:
         thread, parent = [], None
         while children.get(parent):
             siblings = children[parent]
-            index = next((i for i, row in enumerate(siblings) if row[7]), len(siblings) - 1)
+            index = next((i for i, row in enumerate(siblings) if row[8]), len(siblings) - 1)
             row = siblings[index]
-            thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], index + 1, len(siblings)))
+            thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
+                                        json.loads(row[7]), index + 1, len(siblings)))
             parent = row[0]
         return thread
 
@@ -257,11 +264,14 @@ class ConversationStore:
         self._write("UPDATE messages SET selected = 1 WHERE id = ?", (chosen,))
 
     def update_message(
-        self, message_id: int, content: str, runs: list[list] | None = None, summary: str = "", finish: str = ""
+        self, message_id: int, content: str, runs: list[list] | None = None, summary: str = "", finish: str = "",
+        trace: list[dict] | None = None,
     ) -> None:
+        """Save an answer's text so far; its trace only when given (None keeps the saved one)."""
+        trace_json = None if trace is None else json.dumps(trace, ensure_ascii=False)
         self._write(
-            "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ? WHERE id = ?",
-            (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, message_id),
+            "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ?, trace = COALESCE(?, trace) WHERE id = ?",
+            (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, trace_json, message_id),
         )
         row = self.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
         if row:
@@ -292,6 +302,11 @@ class ConversationStore:
             "(SELECT 1 FROM messages p WHERE p.id = m.parent_id)"
         ).fetchone()[0]
         return ok and orphans == 0
+
+    def export_trace(self, message_id: int) -> str:
+        """An answer's speculation trace as JSON Lines, one round per line (what `specchat-cli --trace` writes)."""
+        row = self.db.execute("SELECT trace FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return "".join(trace_line(record) for record in json.loads(row[0])) if row else ""
 
     def export_markdown(self, conversation_id: int) -> str:
         """The conversation shown as Markdown: a heading, then each message under its speaker."""

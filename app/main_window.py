@@ -8,11 +8,13 @@ conversation's structure (an edit, a deleted message, another branch) redraw it 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QToolBar, QVBoxLayout, QWidget
+from pathlib import Path
 
-from engine.events import GenerationResult, TokenEvent
+from PySide6.QtCore import QCoreApplication, QTimer
+from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QVBoxLayout, QWidget
+
+from engine.events import GenerationResult
 from engine.params import GenerationParams
 
 from .chat_view import ChatInput, ChatView
@@ -22,7 +24,7 @@ from .pair_picker import PairPickerDialog
 from .session import ChatSession, StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
-from .token_view import TokenRun
+from .toolbar import MainToolbar
 from .worker import PairInfo
 
 class MainWindow(QMainWindow):
@@ -87,7 +89,9 @@ class MainWindow(QMainWindow):
         row.addWidget(self.input)
         row.addWidget(self.send_button)
         column_layout.addLayout(row)
-        self.stats = StatsPanel()
+        self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
+        self.stats.show_rejected_changed.connect(self._show_rejected_toggled)
+        self.chat.set_show_rejected(self.session.settings.show_rejected())
         splitter = QSplitter()
         for widget in (self.conversations, column, self.stats):
             splitter.addWidget(widget)
@@ -97,29 +101,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Choose models to start (Models…)")
 
     def _build_toolbar(self) -> None:
-        toolbar = QToolBar("Main")
-        toolbar.setMovable(False)
-        self.addToolBar(toolbar)
-        self.models_action = QAction("Models…", self, triggered=self.open_picker)
-        self.models_action.setToolTip("Choose models (Ctrl+K)")
-        self.speculative_action = QAction("Speculative", self, checkable=True, checked=self.session.mode == "speculative")
-        self.speculative_action.setToolTip("On: speculative decoding. Off: standard decoding (the target alone).")
-        self.speculative_action.toggled.connect(self._mode_toggled)
-        self.compare_action = QAction("Compare", self, triggered=self.compare)
-        self.compare_action.setToolTip("Run the last prompt both ways and compare the speeds")
-        self.markdown_action = QAction("Markdown", self, checkable=True, checked=self.session.settings.show_markdown())
-        self.markdown_action.setToolTip("Show finished answers as Markdown (off: keep the coloured tokens)")
-        self.markdown_action.toggled.connect(self._markdown_toggled)
-        self.settings_action = QAction("Settings…", self, triggered=self.open_settings)
-        self.settings_action.setToolTip("Generation settings (Ctrl+,)")
-        for action in (self.models_action, self.speculative_action, self.compare_action, self.markdown_action, self.settings_action):
-            toolbar.addAction(action)
-        self.pair_label = QLabel("No models loaded")
-        self.pair_label.setObjectName("pairLabel")
-        spacer = QWidget()
-        spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy().Preferred)
-        toolbar.addWidget(spacer)
-        toolbar.addWidget(self.pair_label)
+        self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
+        self.addToolBar(self.toolbar)
+        t = self.toolbar
+        for signal, slot in ((t.models_action.triggered, self.open_picker), (t.speculative_action.toggled, self._mode_toggled),
+                             (t.compare_action.triggered, self.compare), (t.markdown_action.toggled, self._markdown_toggled),
+                             (t.settings_action.triggered, self.open_settings)):
+            signal.connect(slot)
         # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, there.
         for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
                            ("Ctrl+,", self.open_settings)):
@@ -154,7 +142,7 @@ class MainWindow(QMainWindow):
         self.hide_error()
         self._update_pair_label()
         warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
-        self.statusBar().showMessage(f"Loaded {self.pair_label.text()}. {warnings}", 10000)
+        self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {warnings}", 10000)
         self._update_controls()
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
@@ -168,7 +156,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _update_pair_label(self) -> None:
-        self.pair_label.setText(self.session.describe_pair())
+        self.toolbar.pair_label.setText(self.session.describe_pair())
 
     # --- conversations -------------------------------------------------------------------------------------
 
@@ -186,16 +174,11 @@ class MainWindow(QMainWindow):
         self.conversation_id = conversation_id
         self.answer_view = None
         self.chat.clear()
-        markdown = self.markdown_action.isChecked()
+        markdown = self.toolbar.markdown_action.isChecked()
         for stored in self.session.store.messages(conversation_id):
             widget = self.chat.add_message(stored.role)
             self._wire(widget, stored)
-            if stored.role == "assistant":
-                widget.body.runs = [TokenRun(*run) for run in stored.runs]
-                summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
-                widget.finish(stored.content, summary, markdown)
-            else:
-                widget.set_text(stored.content)
+            widget.show_stored(stored, markdown)
         self._reattach_streaming_answer(conversation_id)
         self.chat.set_busy(self.session.busy)
         self.conversations.refresh(conversation_id)
@@ -206,9 +189,8 @@ class MainWindow(QMainWindow):
         if answer is None or answer.conversation_id != conversation_id or not messages or messages[-1].role != "assistant":
             return
         self.answer_view = messages[-1]
-        self.answer_view.body.clear()
-        self.answer_view.body.runs = []
-        self.answer_view.body.append_runs([TokenRun(*run) for run in answer.runs])
+        self.answer_view.body.set_tokens(answer.runs, answer.trace)
+        self.answer_view.body.show_tokens()
         self.answer_view.text = answer.text
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
@@ -220,6 +202,7 @@ class MainWindow(QMainWindow):
         widget.branch_requested.connect(lambda step, m=stored.id: self.select_branch(m, step))
         if stored.role == "assistant":
             widget.regenerate_requested.connect(self.regenerate)
+            widget.trace_requested.connect(lambda m=stored.id: self.export_trace(m))
 
     def delete_conversation(self, conversation_id: int) -> None:
         if self.session.busy and self.session.answer.conversation_id == conversation_id:
@@ -279,12 +262,12 @@ class MainWindow(QMainWindow):
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
         is_shown = answer.conversation_id == self.conversation_id
         self.answer_view = self.chat.add_message("assistant") if is_shown else None
-        self.stats.reset(answer.mode)
+        self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
         self.stats.add_events(events)
         if self.answer_view is not None:
-            self.answer_view.body.append_tokens([e for e in events if isinstance(e, TokenEvent)])
+            self.answer_view.body.append_events(events)
             self.answer_view.text = answer.text
 
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
@@ -293,7 +276,7 @@ class MainWindow(QMainWindow):
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return
-        view.finish(result.text, summary, self.markdown_action.isChecked())
+        view.finish(result.text, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):
             if widget.message_id is None:
@@ -322,12 +305,7 @@ class MainWindow(QMainWindow):
         if not self.session.ready:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
-        history = self.session.history(self.conversation_id)
-        typed = self.input.toPlainText().strip()
-        if typed:
-            history.append({"role": "user", "content": typed})
-        while history and history[-1]["role"] != "user":
-            history.pop()
+        history = self.session.compare_messages(self.conversation_id, self.input.toPlainText().strip())
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return
@@ -342,7 +320,7 @@ class MainWindow(QMainWindow):
         stopping = busy and self.session.answer.stopping
         self.send_button.setText("Stopping…" if stopping else ("Stop" if busy else "Send"))
         self.send_button.setEnabled((busy and not stopping) or (self.session.pair is not None and not self.session.loading))
-        self.compare_action.setEnabled(self.session.ready)
+        self.toolbar.compare_action.setEnabled(self.session.ready)
         self.chat.set_busy(busy)
 
     def _mode_toggled(self, on: bool) -> None:
@@ -355,6 +333,23 @@ class MainWindow(QMainWindow):
             if message.role == "assistant" and message is not self.answer_view:
                 message.render(on)
 
+    def _show_rejected_toggled(self, on: bool) -> None:
+        self.session.settings.save_show_rejected(on)
+        self.chat.set_show_rejected(on)
+
+    def export_trace(self, message_id: int, path: str | None = None) -> None:
+        """Write an answer's speculation trace as JSON Lines (asks where, unless given a path)."""
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
+        if not path:
+            return
+        try:
+            Path(path).write_text(self.session.store.export_trace(message_id), encoding="utf-8")
+        except OSError as error:
+            self.show_error(f"Could not write the trace to {path}: {error.strerror}. Choose another folder.")
+            return
+        self.statusBar().showMessage(f"Trace exported to {path}", 5000)
+
     def open_settings(self) -> None:
         """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
         info = self.session.pair
@@ -365,7 +360,7 @@ class MainWindow(QMainWindow):
     def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
         """Use new settings from the next answer on, and remember them."""
         self.session.apply_settings(params, system_prompt)
-        self.speculative_action.setChecked(params.mode == "speculative")
+        self.toolbar.speculative_action.setChecked(params.mode == "speculative")
         self._update_pair_label()
 
     def show_error(self, message: str) -> None:

@@ -14,6 +14,7 @@ ORIGIN_LABELS = {
     "corrected": "corrected by the target",
     "bonus": "bonus from the target",
     "target": "target (standard decoding)",
+    "rejected": "rejected draft",
 }
 _LIGHT = {"accepted": "#cdeccf", "corrected": "#ffd9a8", "bonus": "#cfdcff"}
 _DARK = {"accepted": "#1e5631", "corrected": "#6b4310", "bonus": "#283f73"}
@@ -29,3 +30,13 @@ def origin_colour(origin: str, palette: QPalette | None = None) -> QColor | None
     colours = _DARK if is_dark(palette) else _LIGHT
     name = colours.get(origin)
     return QColor(name) if name else None
+
+
+def ghost_colour(palette: QPalette | None = None) -> QColor:
+    """Rejected draft text: dimmed, readable in either mode."""
+    return QColor("#8c8c8c") if is_dark(palette) else QColor("#a0a0a0")
+
+
+def round_mark_colour(palette: QPalette | None = None) -> QColor:
+    """The faint dotted underline of alternate rounds."""
+    return QColor("#5a5a5a") if is_dark(palette) else QColor("#b4b4b4")

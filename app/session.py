@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.events import GenerationResult, TokenEvent
+from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.models.app_paths import data_dir
 from engine.params import GenerationParams
 
@@ -36,6 +36,7 @@ class StreamingAnswer:
         mode: "speculative" or "standard".
         text: the text so far.
         runs: each token's [text, origin, round], to show the coloured view again.
+        trace: each round's record (RoundEvent.trace_record), to explain and export the speculation.
         stopping: Stop was asked for; the engine ends the answer within a round.
     """
 
@@ -45,6 +46,7 @@ class StreamingAnswer:
     mode: str
     text: str = ""
     runs: list[list] = field(default_factory=list)
+    trace: list[dict] = field(default_factory=list)
     stopping: bool = False
 
 
@@ -103,6 +105,7 @@ class ChatSession(QObject):
         self.loading = False
         self.answer: StreamingAnswer | None = None
         self.compare_requests: dict[str, int] = {}
+        self._compares = 0
         self._next_request = 0
         self._closed = False
         self.engine = EngineWorker()
@@ -175,6 +178,15 @@ class ChatSession(QObject):
             if m.content or m.role == "user"
         ]
 
+    def compare_messages(self, conversation_id: int | None, typed: str) -> list[dict[str, str]]:
+        """What Compare runs: the conversation up to its last question, or with the typed text as a new one."""
+        history = self.history(conversation_id)
+        if typed:
+            history.append({"role": "user", "content": typed})
+        while history and history[-1]["role"] != "user":
+            history.pop()
+        return history
+
     def system_prompt_for(self, conversation_id: int | None) -> str:
         """The conversation's own system prompt, or the one from Settings."""
         own = self.store.system_prompt(conversation_id) if conversation_id is not None else ""
@@ -207,9 +219,11 @@ class ChatSession(QObject):
 
     # --- answers -------------------------------------------------------------------------------------------
 
-    def _new_request(self, conversation_id: int | None, messages: list[dict[str, str]], params: GenerationParams) -> GenerationRequest:
+    def _new_request(
+        self, conversation_id: int | None, messages: list[dict[str, str]], params: GenerationParams, fresh_cache: bool = False
+    ) -> GenerationRequest:
         self._next_request += 1
-        return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id))
+        return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id), fresh_cache)
 
     def new_conversation(self, first_message: str) -> int:
         """A new saved conversation, titled after its first message."""
@@ -270,13 +284,19 @@ class ChatSession(QObject):
             self.busy_changed.emit(True)
 
     def compare(self, conversation_id: int | None, messages: list[dict[str, str]]) -> dict[str, int]:
-        """Run a conversation both ways; the request id of each side ("standard", "speculative")."""
-        params = self.effective_params()
-        standard = self._new_request(conversation_id, messages, params.replace(mode="standard"))
-        speculative = self._new_request(conversation_id, messages, self.effective_params("speculative"))
-        self.compare_requests = {"standard": standard.request_id, "speculative": speculative.request_id}
-        self._requests.generate.emit(standard)
-        self._requests.generate.emit(speculative)
+        """Run a conversation both ways; the request id of each side, in the order they run.
+
+        Both runs start from an empty prompt cache (otherwise the second reuses the prompt the first just read,
+        and its time to first token is not comparable), and the order alternates from one Compare to the next
+        so that neither side always runs on a machine the other has just warmed up.
+        """
+        sides = {"standard": self.effective_params().replace(mode="standard"), "speculative": self.effective_params("speculative")}
+        order = ("standard", "speculative") if self._compares % 2 == 0 else ("speculative", "standard")
+        self._compares += 1
+        requests = {side: self._new_request(conversation_id, messages, sides[side], fresh_cache=True) for side in order}
+        self.compare_requests = {side: request.request_id for side, request in requests.items()}
+        for request in requests.values():
+            self._requests.generate.emit(request)
         return dict(self.compare_requests)
 
     def _is_answer(self, request_id: int) -> bool:
@@ -294,12 +314,16 @@ class ChatSession(QObject):
         tokens = [e for e in events if isinstance(e, TokenEvent)]
         answer.text += "".join(t.text for t in tokens)
         answer.runs += [[t.text, t.origin, t.round] for t in tokens]
+        answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
         if tokens:
             self._save(answer, finish="")
         self.answer_events.emit(answer, events)
 
     def _save(self, answer: StreamingAnswer, finish: str, summary: str = "") -> None:
-        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish)
+        """Save the answer so far. The text and runs are saved with every batch (nothing is lost to a crash); the
+        trace, the bulk of an answer's data, once it ends, so a long answer's saves stay cheap."""
+        trace = answer.trace if finish else None
+        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish, trace)
 
     def _on_finished(self, request_id: int, result: GenerationResult) -> None:
         if self._is_compare(request_id):

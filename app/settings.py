@@ -89,3 +89,11 @@ class AppSettings:
     def save_show_markdown(self, on: bool) -> None:
         self.store.setValue("view/markdown", on)
         self.store.sync()
+
+    def show_rejected(self) -> bool:
+        """Whether answers show their rejected draft tokens as ghost text."""
+        return _as_bool(self.store.value("view/rejected", True))
+
+    def save_show_rejected(self, on: bool) -> None:
+        self.store.setValue("view/rejected", on)
+        self.store.sync()

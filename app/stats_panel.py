@@ -1,8 +1,10 @@
-"""The side panel: what speculation is doing, live.
+"""The side panel: what speculation is doing, live, in four tabs.
 
-Two plots over the seconds of the current answer (tokens per second, acceptance rate) and the numbers behind
-them: tokens per target pass, drafted and accepted tokens, the last round's draft length, time to first
-token and peak memory. A legend explains the token colours.
+Live: two plots over the seconds of the current answer (tokens per second, acceptance rate) and the numbers
+behind them (tokens per target pass, drafted and accepted tokens, the last round's draft length, time to first
+token, peak memory), with a legend of the token colours and the switch for rejected drafts. Rounds: every round
+as a bar (round_timeline.py). Positions: acceptance by draft position (position_histogram.py). Cost: the cost
+model fitted to this answer (cost_card.py). All of them take the same batches of engine events.
 """
 
 from __future__ import annotations
@@ -10,13 +12,16 @@ from __future__ import annotations
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
-from PySide6.QtWidgets import QFormLayout, QFrame, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
 from engine.recent_rate import RecentRate
 
-from .palette import ORIGIN_LABELS, origin_colour
+from .cost_card import CostCard
+from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
+from .position_histogram import PositionHistogram
+from .round_timeline import RoundTimeline
 from .worker import MemoryReading
 
 RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
@@ -28,7 +33,7 @@ def memory_text(gb: float) -> str:
 
 
 class Legend(QWidget):
-    """A chip per coloured origin, with its meaning."""
+    """A chip per coloured origin, with its meaning, and one for the rejected drafts shown after corrections."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -43,11 +48,21 @@ class Legend(QWidget):
             row.addWidget(QLabel(ORIGIN_LABELS[origin]))
             row.addStretch()
             layout.addLayout(row)
+        row = QHBoxLayout()
+        self.ghost_chip = QLabel("<s>text</s>")
+        row.addWidget(self.ghost_chip)
+        self.show_rejected = QCheckBox(ORIGIN_LABELS["rejected"] + "s")
+        self.show_rejected.setObjectName("showRejected")
+        self.show_rejected.setToolTip("Show the draft tokens the target rejected, after their correction, dimmed and struck through")
+        row.addWidget(self.show_rejected)
+        row.addStretch()
+        layout.addLayout(row)
         self._tint_chips()
 
     def _tint_chips(self) -> None:
         for origin, chip in self.chips.items():
             chip.setStyleSheet(f"background: {origin_colour(origin, self.palette()).name()}; border-radius: 3px;")
+        self.ghost_chip.setStyleSheet(f"color: {ghost_colour(self.palette()).name()}; padding: 0 6px;")
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
         """Follow the system into light or dark mode."""
@@ -57,16 +72,30 @@ class Legend(QWidget):
 
 
 class StatsPanel(QFrame):
-    """Live statistics of the answer being generated, and the last one's when idle."""
+    """Live statistics of the answer being generated, and the last one's when idle.
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    Signals:
+        show_rejected_changed(bool): the rejected-drafts switch was flipped.
+    """
+
+    show_rejected_changed = Signal(bool)
+
+    def __init__(self, show_rejected: bool = True, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setMinimumWidth(260)
-        layout = QVBoxLayout(self)
+        self.setMinimumWidth(300)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
         title = QLabel("Speculation")
         title.setStyleSheet("font-weight: bold; font-size: 14px;")
-        layout.addWidget(title)
+        outer.addWidget(title)
+        self.tabs = QTabWidget()
+        outer.addWidget(self.tabs)
+        live = QWidget()
+        layout = QVBoxLayout(live)
+        self.tabs.addTab(live, "Live")
         self.legend = Legend(self)
+        self.legend.show_rejected.setChecked(show_rejected)
+        self.legend.show_rejected.toggled.connect(self.show_rejected_changed)
         layout.addWidget(self.legend)
 
         pg.setConfigOptions(antialias=False, background=None)
@@ -90,7 +119,31 @@ class StatsPanel(QFrame):
             form.addRow(label, self.values[key])
         layout.addLayout(form)
         layout.addStretch()
+        self._build_round_tabs()
         self.reset("speculative")
+
+    def _build_round_tabs(self) -> None:
+        self.timeline = RoundTimeline()
+        self.histogram = PositionHistogram()
+        self.cost_card = CostCard()
+        for widget, name, note in (
+            (self.timeline, "Rounds", "One bar per round (target pass): draft time (the quieter blue) under verify time. Below it "
+             "the round's tokens: accepted drafts, then its correction, bonus or plain token, then the drafts the "
+             "correction threw away (hollow). Hover a bar for its numbers."),
+            (self.histogram, "Positions", "Draft tokens verified (pale) and accepted (filled) at each position of a "
+             "draft; above each bar, the acceptance there among drafts that got that far."),
+            (self.cost_card, "Cost", ""),
+        ):
+            page = QWidget()
+            page_layout = QVBoxLayout(page)
+            page_layout.addWidget(widget)
+            if note:
+                label = QLabel(note)
+                label.setWordWrap(True)
+                label.setStyleSheet("color: palette(mid); font-size: 11px;")
+                page_layout.addWidget(label)
+            page_layout.addStretch()
+            self.tabs.addTab(page, name)
 
     def _plot(self, label: str) -> pg.PlotWidget:
         plot = pg.PlotWidget()
@@ -121,8 +174,8 @@ class StatsPanel(QFrame):
             for plot in (self.rate_plot, self.accept_plot):
                 self._colour_axes(plot)
 
-    def reset(self, mode: str) -> None:
-        """A new answer starts."""
+    def reset(self, mode: str, draft_cost_on_gpu: float | None = None) -> None:
+        """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card)."""
         self._start = time.perf_counter()
         self._rate = RecentRate(RATE_WINDOW_S)  # over the tokens so far
         self._times: list[float] = []
@@ -140,10 +193,17 @@ class StatsPanel(QFrame):
         for label in self.values.values():
             label.setText("–")
         self.values["mode"].setText(mode)
+        self.timeline.clear()
+        self.histogram.clear_counts()
+        self.cost_card.reset(mode, draft_cost_on_gpu)
 
     def add_events(self, events: list[object]) -> None:
         """Take a batch of engine events and redraw once."""
         now = time.perf_counter() - self._start
+        rounds = [e for e in events if isinstance(e, RoundEvent)]
+        self.timeline.add(rounds)
+        self.histogram.add(rounds)
+        self.cost_card.add(rounds)
         for event in events:
             if isinstance(event, TokenEvent):
                 self.tokens += 1
@@ -179,6 +239,8 @@ class StatsPanel(QFrame):
         self._last_plot = now
         self.rate_curve.setData(self._times, self._rates)
         self.accept_curve.setData(self._accept_times, self._accept_rates)
+        self.histogram.redraw()
+        self.cost_card.redraw()
 
     def _show_counts(self) -> None:
         self.values["drafted"].setText(str(self.drafted))

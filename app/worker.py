@@ -35,17 +35,23 @@ class GenerationRequest:
         messages: the conversation, ending with the user's turn.
         params: generation settings.
         system_prompt: prepended when not empty.
+        fresh_cache: start from empty prompt caches (Compare: both runs from the same state).
     """
 
     request_id: int
     messages: list[dict[str, str]]
     params: GenerationParams
     system_prompt: str = ""
+    fresh_cache: bool = False
 
 
 @dataclass
 class PairInfo:
-    """What the GUI may know about the loaded pair (no MLX objects)."""
+    """What the GUI may know about the loaded pair (no MLX objects).
+
+    `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
+    costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction.
+    """
 
     target: str
     draft: str | None
@@ -53,6 +59,7 @@ class PairInfo:
     draft_name: str | None
     warnings: list[str] = field(default_factory=list)
     context_length: int = 0
+    draft_weight_share: float = 0.0
 
 
 @dataclass
@@ -157,6 +164,7 @@ class EngineWorker(QObject):
                 draft_name=pair.draft.display_name if pair.draft else None,
                 warnings=list(pair.check.warnings),
                 context_length=pair.context_length,
+                draft_weight_share=pair.draft_weight_share,
             )
         )
 
@@ -171,6 +179,8 @@ class EngineWorker(QObject):
         batch: list[object] = []
         last_emit = time.monotonic()
         try:
+            if request.fresh_cache:
+                self.pair.reset_caches()
             stream = generate_stream(
                 self.pair,
                 request.messages,

@@ -9,7 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
 from app.main_window import MainWindow
-from app.palette import origin_colour
+from app.palette import ghost_colour, origin_colour
+from app.round_timeline import time_colours
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
 from tests.app.conftest import send_and_wait
@@ -30,7 +31,7 @@ def colour_runs(view) -> list[tuple[str, str]]:
 
 def test_an_answer_streams_as_coloured_tokens_with_the_right_origins(make_window, qtbot) -> None:
     window = make_window(max_tokens=60)
-    window.markdown_action.setChecked(False)  # keep the coloured view after the answer
+    window.toolbar.markdown_action.setChecked(False)  # keep the coloured view after the answer
     batches: list[list[object]] = []
     window.session.answer_events.connect(lambda answer, events: batches.append(events))
     result = send_and_wait(qtbot, window, "What is speculative decoding?")
@@ -39,17 +40,20 @@ def test_an_answer_streams_as_coloured_tokens_with_the_right_origins(make_window
     answer = window.chat.messages[-1]
     assert [r.origin for r in answer.body.runs] == result.origins
     assert {"accepted", "corrected", "bonus"} <= {origin for _, origin in colour_runs(answer.body)}
-    assert answer.body.toPlainText() == result.text
+    assert answer.body.answer_text() == result.text
+    # The tokens' own text, line breaks aside (they end blocks, not fragments): the rest is ghost text.
+    assert "".join(text for text, _ in colour_runs(answer.body)) == result.text.replace("\n", "")
     # Hovering a token tells its origin and round.
     first = next(run for run in answer.body.runs if run.text)
-    assert answer.body.origin_at(0) == (first.origin, first.round)
+    position = next(answer.body.token_fragments()).position()  # (rejected drafts may come before it)
+    assert answer.body.origin_at(position) == (first.origin, first.round)
 
 
 def test_token_colours_and_the_legend_follow_a_switch_to_dark_mode(make_window, qtbot) -> None:
     from PySide6.QtGui import QColor, QPalette
 
     window = make_window(max_tokens=40)
-    window.markdown_action.setChecked(False)
+    window.toolbar.markdown_action.setChecked(False)
     send_and_wait(qtbot, window, "Hello")
     answer = window.chat.messages[-1]
     light_runs = colour_runs(answer.body)
@@ -62,6 +66,14 @@ def test_token_colours_and_the_legend_follow_a_switch_to_dark_mode(make_window, 
     chip = window.stats.legend.chips["accepted"]
     assert origin_colour("accepted", chip.palette()).name() in chip.styleSheet()
     assert origin_colour("accepted", chip.palette()) != origin_colour("accepted", QPalette(QColor("#f0f0f0")))
+    # The visualizer too: ghost text, the timeline's bars, the histogram's and the cost plot's axes.
+    ghost_colours = {f.charFormat().foreground().color().name() for f in answer.body.ghost_fragments()}
+    assert ghost_colours == {ghost_colour(answer.body.palette()).name()} != {ghost_colour(QPalette(QColor("#f0f0f0"))).name()}
+    canvas = window.stats.timeline.canvas
+    _, verify = canvas.bar_rects(max(range(len(canvas.rounds)), key=lambda i: canvas.bar_rects(i)[1].height()))
+    assert canvas.grab().toImage().pixelColor(verify.center()) == time_colours(dark=True)[1]
+    for plot in (window.stats.histogram, window.stats.cost_card.plot):
+        assert plot.getAxis("left").textPen().color() == QColor("#e8e8e8")
 
 
 def test_the_stats_panel_and_the_stats_line_follow_the_answer(make_window, qtbot) -> None:
@@ -97,7 +109,7 @@ def test_the_toggle_switches_to_standard_decoding_without_reloading(make_window,
     loaded = []
     window.session.pair_loaded.connect(loaded.append)
     send_and_wait(qtbot, window, "Hello")
-    window.speculative_action.setChecked(False)
+    window.toolbar.speculative_action.setChecked(False)
     result = send_and_wait(qtbot, window, "And again")
     assert set(result.origins) == {"target"} and result.mode == "standard"
     assert loaded == []
@@ -115,7 +127,7 @@ def test_compare_runs_both_ways_and_shows_the_speedup(make_window, qtbot) -> Non
     assert standard.tokens == speculative.tokens  # greedy: the same answer either way
     ratio = speculative.stats.generation_tps / standard.stats.generation_tps
     assert f"{ratio:.2f}x" in dialog.speedup.text()
-    assert dialog.views["speculative"].toPlainText() == speculative.text
+    assert dialog.views["speculative"].answer_text() == speculative.text
     dialog.close()
 
 
@@ -200,12 +212,12 @@ def test_copy_puts_a_message_on_the_clipboard(make_window, qtbot) -> None:
 
 def test_markdown_toggle_switches_finished_answers_between_views(make_window, qtbot) -> None:
     window = make_window()
-    window.markdown_action.setChecked(True)
+    window.toolbar.markdown_action.setChecked(True)
     send_and_wait(qtbot, window, "Hello")
     answer = window.chat.messages[-1]
-    window.markdown_action.setChecked(False)
+    window.toolbar.markdown_action.setChecked(False)
     assert colour_runs(answer.body)
-    window.markdown_action.setChecked(True)
+    window.toolbar.markdown_action.setChecked(True)
     assert not colour_runs(answer.body)
     assert window.session.settings.show_markdown()
 
@@ -259,7 +271,7 @@ def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, 
     window.session.load_pair(str(tiny_dirs[0]), "")
     qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
     assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
-    assert window.session.pair.draft is None and window.pair_label.text() == "tiny-target · speculative, prompt lookup"
+    assert window.session.pair.draft is None and window.toolbar.pair_label.text() == "tiny-target · speculative, prompt lookup"
 
 
 def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_window, qtbot, tiny_dirs, monkeypatch) -> None:
@@ -285,12 +297,12 @@ def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_wind
 def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None:
     """It used to ignore the drafter setting and the Speculative toggle."""
     window = make_window()
-    assert window.pair_label.text() == "tiny-target ← draft tiny-draft · speculative, draft model"
-    window.speculative_action.setChecked(False)
-    assert window.pair_label.text().endswith("· standard decoding")
-    window.speculative_action.setChecked(True)
+    assert window.toolbar.pair_label.text() == "tiny-target ← draft tiny-draft · speculative, draft model"
+    window.toolbar.speculative_action.setChecked(False)
+    assert window.toolbar.pair_label.text().endswith("· standard decoding")
+    window.toolbar.speculative_action.setChecked(True)
     window.apply_settings(window.session.params.replace(drafter="lookup"), "")
-    assert window.pair_label.text().endswith("· speculative, prompt lookup")
+    assert window.toolbar.pair_label.text().endswith("· speculative, prompt lookup")
 
 
 def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None:
@@ -302,7 +314,7 @@ def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None
 def assert_usable(qtbot, window) -> None:
     """Not stuck: Send reads Send and works, Enter sends, Compare is available."""
     qtbot.waitUntil(lambda: not window.session.busy, timeout=30_000)
-    assert window.send_button.text() == "Send" and window.send_button.isEnabled() and window.compare_action.isEnabled()
+    assert window.send_button.text() == "Send" and window.send_button.isEnabled() and window.toolbar.compare_action.isEnabled()
     result = send_and_wait(qtbot, window, "Are you still there?")
     assert result.tokens and window.chat.messages[-1].text == result.text
 
@@ -368,10 +380,10 @@ def test_a_damaged_model_is_named_with_what_to_do(make_window, qtbot, tiny_dirs,
 def test_a_failed_load_keeps_the_working_pair(make_window, qtbot, tmp_path: Path) -> None:
     """A failed load dropped the loaded pair ("No models loaded") and the status bar stayed on "Loading …"."""
     window = make_window()
-    label = window.pair_label.text()
+    label = window.toolbar.pair_label.text()
     with qtbot.waitSignal(window.session.pair_failed, timeout=30_000):
         window.session.load_pair(str(tmp_path / "nowhere"), "")
-    assert window.session.pair is not None and window.pair_label.text() == label
+    assert window.session.pair is not None and window.toolbar.pair_label.text() == label
     assert "Loading" not in window.statusBar().currentMessage() and "still in use" in window.statusBar().currentMessage()
     assert "No model at" in window.error_banner.text()
     send_and_wait(qtbot, window, "Still answering?")
@@ -507,10 +519,10 @@ def test_quitting_mid_answer_asks_first(make_window, qtbot, monkeypatch) -> None
 def test_tokens_per_pass_is_not_shown_when_nothing_is_drafted(make_window, qtbot) -> None:
     """It read 0.93-0.99 in standard mode (a last pass ending on EOS counts with no token)."""
     window = make_window()
-    window.speculative_action.setChecked(False)
+    window.toolbar.speculative_action.setChecked(False)
     send_and_wait(qtbot, window, "Hello")
     assert window.stats.values["per_pass"].text().startswith("–")
-    window.speculative_action.setChecked(True)
+    window.toolbar.speculative_action.setChecked(True)
     result = send_and_wait(qtbot, window, "Hello again")
     assert window.stats.values["per_pass"].text() == f"{result.stats.tokens_per_pass:.2f}"
 

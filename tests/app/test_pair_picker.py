@@ -159,7 +159,7 @@ def test_a_pair_that_does_not_fit_is_loaded_only_if_the_user_agrees(make_window,
     picker.refresh()
     picker.on_disk.targets.setCurrentRow(0)
     picker.on_disk.use_local_button.click()
-    assert window.session.pair is None and window.pair_label.text() == "No models loaded"
+    assert window.session.pair is None and window.toolbar.pair_label.text() == "No models loaded"
     assert warnings[0].startswith("Does not fit: needs about 50.0 GB but this machine gives models about 8.0 GB.")
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: QMessageBox.StandardButton.Yes)
     with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):

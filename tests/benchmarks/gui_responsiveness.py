@@ -1,9 +1,15 @@
 """How responsive the GUI thread stays while an answer streams (a benchmark, not a test).
 
 A 5 ms QTimer runs on the GUI thread during generation; the gaps between its ticks show how long the event
-loop was ever blocked. Tiny models are the hard case: they produce tokens fastest, so the most events.
+loop was ever blocked. Tiny models are the hard case: they produce tokens fastest, so the most events. Rejected
+drafts are shown as ghost text (the default), and `--tab` picks the side panel's tab in view while it streams
+(Rounds: the live timeline; Live: the plots).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python -m tests.benchmarks.gui_responsiveness [TARGET DRAFT] [--tokens N]
+        [--tab Live|Rounds|Positions|Cost] [--no-ghosts] [--no-adaptive]
+
+`--no-adaptive` drafts K = 4 every round: the most ghost text and the busiest timeline (the adaptive policy
+stops drafting on the random tiny pair, so its rounds are mostly plain).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ def main() -> int:
     parser.add_argument("target", nargs="?")
     parser.add_argument("draft", nargs="?")
     parser.add_argument("--tokens", type=int, default=1500)
+    parser.add_argument("--tab", default="Rounds", choices=["Live", "Rounds", "Positions", "Cost"])
+    parser.add_argument("--no-ghosts", action="store_true", help="hide the rejected drafts")
+    parser.add_argument("--no-adaptive", action="store_true", help="draft K = 4 every round")
     args = parser.parse_args()
     os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-bench-")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -40,11 +49,15 @@ def main() -> int:
     app = QApplication(sys.argv[:1])
     window = MainWindow(open_picker_if_needed=False)
     window.show()
+    tabs = window.stats.tabs
+    tabs.setCurrentIndex([tabs.tabText(i) for i in range(tabs.count())].index(args.tab))
+    window.stats.legend.show_rejected.setChecked(not args.no_ghosts)
     window.session.load_pair(target, draft)
     while window.session.pair is None:
         app.processEvents()
         time.sleep(0.01)
-    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, max_tokens=args.tokens, num_draft=4), "")
+    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, max_tokens=args.tokens, num_draft=4,
+                                        adaptive=not args.no_adaptive), "")
 
     ticks: list[float] = []
     batches: list[int] = []
@@ -63,7 +76,9 @@ def main() -> int:
     timer.stop()
     gaps = sorted((b - a) * 1000 for a, b in zip(ticks, ticks[1:]))
     result = done[0]
-    print(f"{result.stats.generated_tokens} tokens at {result.stats.generation_tps:.0f} tok/s in {len(batches)} batches "
+    print(f"tab {args.tab}, rejected drafts {'hidden' if args.no_ghosts else 'shown'}, "
+          f"{'fixed K' if args.no_adaptive else 'adaptive'}: {result.stats.rounds} rounds, {result.stats.drafted} drafted; "
+          f"{result.stats.generated_tokens} tokens at {result.stats.generation_tps:.0f} tok/s in {len(batches)} batches "
           f"(median {statistics.median(batches):.0f} events per batch)")
     print(f"timer gaps (5 ms timer): median {statistics.median(gaps):.1f} ms, p99 {gaps[int(len(gaps) * 0.99)]:.1f} ms, "
           f"longest {gaps[-1]:.1f} ms over {len(gaps)} ticks")

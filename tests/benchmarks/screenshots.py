@@ -6,12 +6,15 @@
 A window manager (openbox) runs for the duration: without one, Xvfb never exposes a second top-level window
 (the Compare dialog stays black), and windows have no title bars.
 
-main-window.png: an answer mid-generation with a draft model (fixed K, greedy, so every colour shows).
+main-window.png: an answer mid-generation with a draft model (fixed K, so every colour shows; sampled at
+temperature 0.7, so that p(d) and q(d) in the tooltips are probabilities rather than greedy's 0s and 1s).
 chat-features.png: a finished answer as Markdown (a highlighted code block with its Copy link), the question
 edited into a second branch ("‹ 2/2 ›"), and the chat search in use.
 compare.png: Compare on a code-editing prompt with prompt lookup, after both runs finished.
-With a fourth argument `dark`: main-window-dark.png only, in a dark palette (what macOS's dark mode gives Qt),
-to check that the token tints stay readable.
+visualizer.png: that answer finished, as coloured tokens with its rejected drafts, a correction's tooltip, and
+the round timeline; cost-card.png and positions.png: the side panel's Cost and Positions tabs.
+With a fourth argument `dark`: main-window-dark.png, visualizer-dark.png and cost-card-dark.png, in a dark
+palette (what macOS's dark mode gives Qt), to check that the tints stay readable.
 """
 
 from __future__ import annotations
@@ -41,9 +44,21 @@ def pump(app: QApplication, condition=lambda: False, seconds: float = 30.0) -> N
 
 
 def grab(widget, path: Path) -> None:
-    """A real screenshot of the X display, cropped to the widget's frame."""
-    g = widget.frameGeometry()
-    subprocess.run(f"xwd -root -silent | convert xwd:- -crop {g.width()}x{g.height()}+{g.x()}+{g.y()} {path}", shell=True, check=True)
+    """A real screenshot of the X display, cropped to the widget's frame (a window) or to the widget (a part)."""
+    if widget.isWindow():
+        g = widget.frameGeometry()
+        x, y, w, h = g.x(), g.y(), g.width(), g.height()
+    else:
+        corner = widget.mapToGlobal(widget.rect().topLeft())
+        x, y, w, h = corner.x(), corner.y(), widget.width(), widget.height()
+    subprocess.run(f"xwd -root -silent | convert xwd:- -crop {w}x{h}+{x}+{y} +repage {path}", shell=True, check=True)
+    for tip in (t for t in QApplication.topLevelWidgets() if t.isVisible() and t.inherits("QTipLabel")):
+        # Xvfb shows a tooltip's window black (it is never exposed): paste in what Qt draws for it instead.
+        overlay = Path(tempfile.mkdtemp()) / "tip.png"
+        tip.grab().save(str(overlay))
+        at = tip.geometry()
+        subprocess.run(["convert", str(path), str(overlay), "-geometry", f"+{at.x() - x}+{at.y() - y}", "-composite", str(path)],
+                       check=True)
 
 
 def main(target: str, draft: str, out: Path, dark: bool = False) -> int:
@@ -83,13 +98,14 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     window.show()
     window.session.load_pair(target, draft)
     pump(app, lambda: window.session.pair is not None, 120)
-    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=220), "")
+    window.apply_settings(GenerationParams(temperature=0.7, top_p=0.95, adaptive=False, num_draft=4, max_tokens=220, seed=7), "")
     window.input.setPlainText("Write a Python function that checks whether a string is a palindrome, and explain it.")
     window.send()
     pump(app, seconds=14)
     grab(window, out / ("main-window-dark.png" if dark else "main-window.png"))
     window.stop()
     pump(app, lambda: not window.session.busy, 60)
+    visualizer(app, window, out, "-dark" if dark else "")
     if dark:
         window.close()
         return 0
@@ -109,6 +125,38 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     print(dialog.speedup.text())
     window.close()
     return 0
+
+
+def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # noqa: ANN001 - MainWindow
+    """The finished answer as coloured tokens with its rejected drafts, a correction explained, and the tabs."""
+    from PySide6.QtWidgets import QToolTip
+
+    from app.token_view import ORIGIN_PROPERTY
+
+    window.toolbar.markdown_action.setChecked(False)
+    tabs = window.stats.tabs
+    tabs.setCurrentIndex(1)  # Rounds
+    pump(app, seconds=1.0)
+    view = window.chat.messages[-1].body
+    def place(fragment):  # noqa: ANN001, ANN202 - QTextFragment, QRect
+        cursor = view.textCursor()
+        cursor.setPosition(fragment.position())
+        return view.cursorRect(cursor)
+
+    fragment = next(f for f in view.token_fragments() if f.charFormat().property(ORIGIN_PROPERTY) == "corrected"
+                    and len(f.text().strip()) > 1 and f.position() > 150 and place(f).x() < 350)
+    rect = place(fragment)
+    QToolTip.showText(view.viewport().mapToGlobal(rect.bottomRight()), view.tooltip_at(fragment.position()), view)
+    pump(app, seconds=1.0)
+    grab(window, out / f"visualizer{suffix}.png")
+    QToolTip.hideText()
+    for index, name in ((3, "cost-card"), (2, "positions")):
+        if name == "positions" and suffix:
+            continue
+        tabs.setCurrentIndex(index)
+        pump(app, seconds=1.0)
+        grab(window.stats, out / f"{name}{suffix}.png")
+    tabs.setCurrentIndex(0)
 
 
 def chat_features(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 - MainWindow

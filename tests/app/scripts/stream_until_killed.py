@@ -1,5 +1,8 @@
-"""A SpecChat session (no window) answering one long question, printing after each batch the length of the text
-it has shown so far; the test kills it with SIGKILL and checks the database.
+"""A SpecChat session (no window) answering questions without end, printing after each batch the answer's id and
+the length of the text it has shown so far; the test kills it with SIGKILL and checks the database.
+
+A random tiny model can end an answer early (it samples EOS), so each finished answer is followed by another
+question: the stream goes on however the sampling falls.
 
     python -m tests.app.scripts.stream_until_killed TARGET DRAFT
 """
@@ -23,6 +26,7 @@ def main(target: str, draft: str) -> None:
     session.apply_settings(GenerationParams(temperature=1.0, top_p=1.0, max_tokens=4000, seed=1), "")
     conversation = session.new_conversation("A long story")
     session.answer_events.connect(lambda answer, events: print(answer.message_id, len(answer.text), flush=True))
+    session.answer_finished.connect(lambda *_: session.send(conversation, "Go on."))
     session.send(conversation, "Tell me a very long story.")
     while True:
         app.processEvents()

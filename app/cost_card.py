@@ -1,0 +1,123 @@
+"""The cost-model card: why speculation wins or loses on this machine, and what it would do on an Apple GPU.
+
+It fits DESIGN.md's cost model to the answer's rounds (engine/decoding/cost_model.py): the measured acceptance
+a, the draft cost c and the verify cost v(K) in target steps. A plot sets the tokens per second the model
+predicts for each K (a line) against what the rounds of each K achieved (dots). Below, the same acceptance
+with a memory-bound Apple GPU's costs, labelled as the prediction it is.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from engine.decoding.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel, fit
+from engine.events import RoundEvent
+
+WAITING = ("The model needs drafted rounds with their own timings (the policy times a drafter's first three "
+           "rounds, then one in eight): it appears after a few rounds of a speculative answer.")
+STANDARD = "Standard decoding drafts nothing: there is no speculation to model. Turn Speculative on."
+
+
+def describe_here(model: CostModel) -> str:
+    """The measured half of the card."""
+    best_k = max(range(0, max(model.measured_tps, default=0) + 5), key=model.predicted_tps)
+    return (
+        f"<b>Measured here</b> ({model.rounds_used} timed rounds)<br>"
+        f"acceptance a = {model.acceptance:.0%} of draft tokens reached ({model.verified_acceptance:.0%} of all verified)<br>"
+        f"draft cost c = {model.draft_cost:.2f} target steps per token<br>"
+        f"verify v(K) = 1 + {model.verify_cost(1) - 1:.2f}·K target steps<br>"
+        f"target step {model.step_s * 1000:.1f} ms{'' if model.step_measured else ' (estimated: no plain round timed)'}<br>"
+        f"best K here: {best_k} ({model.predicted_tps(best_k):.1f} tok/s predicted"
+        f"{', standard decoding' if best_k == 0 else ''})"
+    )
+
+
+def describe_apple_gpu(model: CostModel, draft_cost: float, drafter: str) -> str:
+    """The predicted half: the same acceptance, a memory-bound GPU's costs."""
+    k, speedup = model.apple_gpu(draft_cost)
+    source = "prompt lookup drafts for free" if drafter == "lookup" else f"a draft step costs its weights' share, {draft_cost:.2f}"
+    verdict = f"best K = {k}, {speedup:.2f}x standard decoding" if k else "speculation would not pay (K = 0)"
+    return (
+        "<b>Prediction for an Apple GPU</b> (not a measurement)<br>"
+        f"verify reads the weights once: v(K) = 1 + {APPLE_GPU_VERIFY_SLOPE}·K; {source}.<br>"
+        f"With a = {model.acceptance:.0%}: {verdict}."
+    )
+
+
+class CostCard(QWidget):
+    """The fitted model as text and a predicted-against-measured plot.
+
+    Attributes:
+        model: the last fit (None until one is possible).
+        draft_cost_on_gpu: a draft step's cost in target steps on an Apple GPU (the draft's share of the weights).
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rounds: list[RoundEvent] = []
+        self.model: CostModel | None = None
+        self.draft_cost_on_gpu = 0.0
+        self.mode = "speculative"
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(150)
+        self.plot.setMenuEnabled(False)
+        self.plot.setMouseEnabled(False, False)
+        self.plot.hideButtons()
+        self.plot.setLabel("bottom", "K (draft length)")
+        self.plot.setLabel("left", "tokens / s")
+        self.predicted = self.plot.plot(pen=pg.mkPen("#4C78A8", width=2), name="predicted")
+        self.measured = self.plot.plot(pen=None, symbol="o", symbolSize=7, symbolBrush="#E45756", name="measured")
+        layout.addWidget(self.plot)
+        self.key = QLabel("line: predicted by the model · dots: measured in this answer's rounds of that K")
+        self.key.setWordWrap(True)
+        self.key.setStyleSheet("color: palette(mid); font-size: 11px;")
+        layout.addWidget(self.key)
+        self.here = QLabel()
+        self.gpu = QLabel()
+        for label in (self.here, self.gpu):
+            label.setWordWrap(True)
+            layout.addWidget(label)
+        self.gpu.setObjectName("applePrediction")
+        layout.addStretch()
+        self._colour_axes()
+        self.reset("speculative")
+
+    def reset(self, mode: str, draft_cost_on_gpu: float | None = None) -> None:
+        self.rounds, self.model, self.mode = [], None, mode
+        if draft_cost_on_gpu is not None:
+            self.draft_cost_on_gpu = draft_cost_on_gpu
+        self.redraw()
+
+    def add(self, rounds: list[RoundEvent]) -> None:
+        self.rounds.extend(rounds)
+
+    def redraw(self) -> None:
+        self.model = fit(self.rounds)
+        if self.model is None:
+            self.predicted.setData([], [])
+            self.measured.setData([], [])
+            self.here.setText(STANDARD if self.mode == "standard" else WAITING)
+            self.gpu.setText("")
+            return
+        ks = list(range(0, max(max(self.model.measured_tps, default=0), 8) + 1))
+        self.predicted.setData(ks, [self.model.predicted_tps(k) for k in ks])
+        measured = self.model.measured_tps
+        self.measured.setData(list(measured), list(measured.values()))
+        drafter = next((r.drafter for r in reversed(self.rounds) if r.drafted), "model")
+        self.here.setText(describe_here(self.model))
+        self.gpu.setText(describe_apple_gpu(self.model, 0.0 if drafter == "lookup" else self.draft_cost_on_gpu, drafter))
+
+    def _colour_axes(self) -> None:
+        text = self.palette().text().color()
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).setPen(text)
+            self.plot.getAxis(axis).setTextPen(text)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "plot"):
+            self._colour_axes()

@@ -1,0 +1,40 @@
+"""The cost-model card: the fit of this answer, predicted against measured, and a labelled Apple GPU prediction."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cost_card import STANDARD, WAITING, CostCard
+from tests.app.conftest import send_and_wait
+
+
+def test_the_card_shows_the_fit_of_the_answer_and_a_labelled_prediction(make_window, qtbot) -> None:
+    window = make_window(max_tokens=80)
+    result = send_and_wait(qtbot, window, "Tell me a story about a ship")
+    card = window.stats.cost_card
+    assert card.model is not None
+    rounds = window.stats.timeline.canvas.rounds
+    reached = result.stats.accepted + sum(1 for r in rounds if r.accepted < r.drafted)
+    assert card.model.acceptance == pytest.approx(result.stats.accepted / reached)
+    assert card.model.verified_acceptance == pytest.approx(result.stats.acceptance_rate)
+    assert f"acceptance a = {card.model.acceptance:.0%} of draft tokens reached" in card.here.text()
+    ks, predicted = card.predicted.getData()
+    assert list(predicted) == pytest.approx([card.model.predicted_tps(int(k)) for k in ks])
+    measured_k, measured_tps = card.measured.getData()
+    assert dict(zip(map(int, measured_k), measured_tps)) == pytest.approx(card.model.measured_tps)
+    assert "Prediction for an Apple GPU" in card.gpu.text() and "not a measurement" in card.gpu.text()
+    share = window.session.pair.draft_weight_share
+    assert 0 < share < 1 and f"{share:.2f}" in card.gpu.text()
+
+
+def test_standard_decoding_has_nothing_to_model(make_window, qtbot) -> None:
+    window = make_window(max_tokens=20)
+    window.toolbar.speculative_action.setChecked(False)
+    send_and_wait(qtbot, window, "Hello")
+    assert window.stats.cost_card.model is None and window.stats.cost_card.here.text() == STANDARD
+
+
+def test_before_any_drafted_round_the_card_says_what_it_waits_for(qtbot) -> None:
+    card = CostCard()
+    qtbot.addWidget(card)
+    assert card.here.text() == WAITING and card.gpu.text() == ""

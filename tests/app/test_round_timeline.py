@@ -1,0 +1,63 @@
+"""The round timeline: one painted bar per round, its halves the round's draft and verify times, its cells the
+round's decisions."""
+
+from __future__ import annotations
+
+from app.round_timeline import TIME_H, RoundTimeline, describe_round, round_cells, time_colours
+from app.palette import is_dark
+from engine.events import RoundEvent
+from tests.app.conftest import send_and_wait
+
+
+def test_the_timeline_has_one_painted_bar_per_round(make_window, qtbot) -> None:
+    window = make_window(max_tokens=60)
+    result = send_and_wait(qtbot, window, "What is speculative decoding?")
+    canvas = window.stats.timeline.canvas
+    assert len(canvas.rounds) == result.stats.rounds
+    image = canvas.grab().toImage()
+    verify_colour = time_colours(is_dark(canvas.palette()))[1]
+    painted = 0
+    for index, event in enumerate(canvas.rounds):
+        _, verify = canvas.bar_rects(index)
+        if verify.height() >= 2:
+            assert image.pixelColor(verify.center()) == verify_colour
+            painted += 1
+        cells = round_cells(event)
+        assert cells.count("accepted") == event.accepted
+        assert len(cells) == (len(event.draft) + 1 if event.accepted == len(event.draft) else len(event.draft))
+    assert painted >= result.stats.rounds // 2  # most bars are tall enough to sample (the rest are clipped or tiny)
+
+
+def test_bar_heights_follow_the_times_on_a_scale_the_slowest_round_does_not_flatten() -> None:
+    rounds = [RoundEvent(i, 4, 2, 3, "model", 0.010, 0.030, draft=(1, 2, 3, 4), next_token=5) for i in range(40)]
+    rounds[0] = RoundEvent(0, 4, 2, 3, "model", 0.010, 3.0, draft=(1, 2, 3, 4), next_token=5)  # a warm-up round
+    timeline = RoundTimeline()
+    timeline.add(rounds)
+    draft, verify = timeline.canvas.bar_rects(5)
+    assert draft.height() + verify.height() == TIME_H  # an ordinary round fills the scale
+    assert abs(verify.height() - 3 * draft.height()) <= 2
+    first_draft, first_verify = timeline.canvas.bar_rects(0)
+    assert first_draft.height() + first_verify.height() == TIME_H  # clipped, not towering
+
+
+def test_the_timeline_follows_new_rounds_unless_scrolled_back(qtbot) -> None:
+    timeline = RoundTimeline()
+    qtbot.addWidget(timeline)
+    timeline.resize(200, timeline.height())
+    timeline.show()
+    event = RoundEvent(0, 2, 1, 2, "model", 0.01, 0.02, draft=(1, 2), next_token=3)
+    timeline.add([event] * 100)
+    bar = timeline.horizontalScrollBar()
+    assert bar.maximum() > 0 and bar.value() == bar.maximum()
+    bar.setValue(0)
+    timeline.add([event] * 10)
+    assert bar.value() == 0
+
+
+def test_a_bars_tooltip_says_what_the_round_did() -> None:
+    event = RoundEvent(6, 4, 1, 2, "model", 0.004, 0.021, draft=(1, 2, 3, 4), next_token=9, predicted_tps=50.0,
+                       predicted_tps_plain=40.0, timed=True)
+    text = describe_round(event)
+    assert "Round 7: model, K = 4" in text and "1 of 4 draft tokens accepted, then a corrected token" in text
+    assert "draft 4.0 ms, verify 21.0 ms (measured apart)" in text and "predicted 50.0 tok/s" in text
+    assert round_cells(event) == ["accepted", "corrected", "rejected", "rejected"]
