@@ -76,17 +76,13 @@ def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
     return mx.where(total > 0, r / mx.maximum(total, 1e-30), p)
 
 
-def verify_sampled(
-    target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array, keep: mx.array | None = None
-) -> Verdict:
+def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array) -> Verdict:
     """One speculative step by rejection sampling.
 
     Args:
         target_logprobs: (K+1, V) warped log-probabilities of the target at the K draft positions and after.
         draft_probs: (K, V) the draft's warped probabilities the draft tokens were drawn from.
         draft_tokens: (K,) the draft tokens.
-        keep: (lazy) how many leading drafts count; the rest are treated as never drafted. Where to stop
-            drafting may depend on anything the draft knows (its confidences), never on the target.
 
     Returns:
         The verdict: how many draft tokens were accepted, the correction or bonus token, p(d) and q(d).
@@ -98,10 +94,6 @@ def verify_sampled(
         return Verdict(mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32), none, none)
     p_d, q_d = draft_probabilities(p[:k], draft_probs, draft_tokens)
     accepted = mx.random.uniform(shape=(k,)) < ratio(p_d, q_d)
-    if keep is not None:
-        live = mx.arange(k) < keep
-        accepted = accepted & live
-        draft_probs = mx.where(live[:, None], draft_probs, 0.0)
     n = mx.cumprod(accepted.astype(mx.int32)).sum()
     # Row n of p against row n of q, where a zero row stands for "no draft at position K+1": the residual
     # of p_{K+1} against nothing is p_{K+1} itself, so one formula gives both correction and bonus.
@@ -110,13 +102,12 @@ def verify_sampled(
     return Verdict(n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32), p_d, q_d)
 
 
-def verify_greedy(target_choices: mx.array, draft_tokens: mx.array, keep: mx.array | None = None) -> Verdict:
+def verify_greedy(target_choices: mx.array, draft_tokens: mx.array) -> Verdict:
     """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
 
     Args:
         target_choices: (K+1,) the target's argmax at each verify position.
         draft_tokens: (K,) the draft tokens.
-        keep: (lazy) how many leading drafts count, as in `verify_sampled`.
     """
     k = draft_tokens.shape[0]
     if k == 0:
@@ -124,7 +115,5 @@ def verify_greedy(target_choices: mx.array, draft_tokens: mx.array, keep: mx.arr
         return Verdict(mx.array(0, dtype=mx.int32), target_choices[0], none, none)
     matches = target_choices[:k] == draft_tokens.astype(target_choices.dtype)
     p_d = matches.astype(mx.float32)
-    if keep is not None:
-        matches = matches & (mx.arange(k) < keep)
     n = mx.cumprod(matches.astype(mx.int32)).sum()
     return Verdict(n, mx.take(target_choices, n), p_d, mx.ones((k,), dtype=mx.float32))

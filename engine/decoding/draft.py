@@ -24,7 +24,6 @@ class Draft:
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
         source: the policy's name for where it came from: "model", "lookup", "lookup+copying", or "none".
-        keep: (lazy) how many leading tokens to verify; None for all of them.
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
         timed: whether the host waited for the draft, so that draft_s is its cost.
@@ -34,7 +33,6 @@ class Draft:
     count: int
     probs: mx.array | None
     source: str
-    keep: mx.array | None = None
     draft_s: float = 0.0
     catch_up_s: float = 0.0
     timed: bool = False

@@ -109,9 +109,6 @@ class DraftPolicy(Protocol):
     def choose(self, source: str, available: int) -> int:
         """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step."""
 
-    def stop_threshold(self, source: str) -> float | None:
-        """A draft model's confidence below which the rest of its draft is not worth verifying (None: keep all)."""
-
     def observe(self, costs: RoundCosts) -> None:
         """Learn from one round."""
 
@@ -125,9 +122,6 @@ class FixedDraftLength:
 
     def choose(self, source: str, available: int) -> int:
         return min(self.max_draft, available)
-
-    def stop_threshold(self, source: str) -> float | None:
-        return None
 
     def observe(self, costs: RoundCosts) -> None:
         pass
@@ -223,16 +217,6 @@ class AdaptiveDraftLength:
         plain = 1.0 / base
         self.last_prediction = (best_rate if best_k else plain, plain)
         return best_k
-
-    def stop_threshold(self, source: str) -> float | None:
-        """Verifying one more draft token pays while P(all drafted so far accepted) exceeds its marginal cost
-        (one verify slot, and the draft step the policy pays for by choosing K) in units of a target step."""
-        step = self.verify_time(1)
-        cost = self.draft_cost(source)
-        if step is None or cost is None:
-            return None
-        _, slope = self._line()
-        return min(1.0, (cost + slope) / step)
 
     def observe(self, costs: RoundCosts) -> None:
         for estimate in self._acceptance.values():

@@ -77,11 +77,11 @@ class SpeculativeDecoder:
         read = _read(draft, verdict, self.trace)  # the round's one device read
         verify_s = time.perf_counter() - start
         self.target.resolve(fed + read.ids)  # 4. the caches now hold the draft; the next round rewinds them
-        self._settle(draft, read.ids, read.accepted, read.kept, verify_s if timed else None, max(len(fed), 1) + draft.count)
+        self._settle(draft, read.ids, read.accepted, verify_s if timed else None, max(len(fed), 1) + draft.count)
         return Round(
             tokens=read.ids[: read.accepted] + [read.next_id],
-            origins=round_origins(read.kept, read.accepted),
-            drafted=read.kept,
+            origins=round_origins(draft.count, read.accepted),
+            drafted=draft.count,
             accepted=read.accepted,
             drafter=draft.drafter,
             draft_s=draft.draft_s,
@@ -121,16 +121,16 @@ class SpeculativeDecoder:
         if self.warper.uses_history:
             rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
         if self.warper.greedy:
-            return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens, draft.keep)
+            return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens)
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
-        return verify_sampled(self.warper.logprobs(rows), q, draft.tokens, draft.keep)
+        return verify_sampled(self.warper.logprobs(rows), q, draft.tokens)
 
-    def _settle(self, draft: Draft, ids: list[int], accepted: int, kept: int, verify_s: float | None, width: int) -> None:
+    def _settle(self, draft: Draft, ids: list[int], accepted: int, verify_s: float | None, width: int) -> None:
         """Tell the drafters the verdict and the policy what the round cost (`width`: tokens the pass read)."""
         for drafter in self.drafters:
             drafter.settle(draft, ids, accepted)
         draft_token_s = (draft.draft_s - draft.catch_up_s) / draft.count if draft.timed else None
-        self.policy.observe(RoundCosts(draft.source, kept, accepted, draft_token_s, verify_s, width))
+        self.policy.observe(RoundCosts(draft.source, draft.count, accepted, draft_token_s, verify_s, width))
 
     def _plain(self, context: list[int], budget: int, prediction: tuple[float, float] | None = None) -> Round:
         """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
@@ -168,7 +168,6 @@ class _Read:
     ids: list[int]
     accepted: int
     next_id: int
-    kept: int
     p: list[float]
     q: list[float]
 
@@ -178,13 +177,12 @@ def _read(draft: Draft, verdict: Verdict, trace: bool) -> _Read:
 
     Floats carry the ids exactly (float32 holds whole numbers up to 2**24, beyond any vocabulary)."""
     k = draft.count
-    keep = draft.keep if draft.keep is not None else mx.array(k)
-    parts = [draft.tokens, verdict.accepted, verdict.next_token, keep]
+    parts = [draft.tokens, verdict.accepted, verdict.next_token]
     values = [mx.reshape(a, (-1,)).astype(mx.float32) for a in parts]
     if trace:
         values += [verdict.p_draft.astype(mx.float32), verdict.q_draft.astype(mx.float32)]
     read = mx.concatenate(values).tolist()
     ids = [int(x) for x in read[:k]]
-    accepted, next_id, kept = (int(x) for x in read[k : k + 3])
-    p, q = (read[k + 3 : 2 * k + 3], read[2 * k + 3 :]) if trace else ([], [])
-    return _Read(ids, accepted, next_id, kept, p, q)
+    accepted, next_id = int(read[k]), int(read[k + 1])
+    p, q = (read[k + 2 : 2 * k + 2], read[2 * k + 2 :]) if trace else ([], [])
+    return _Read(ids, accepted, next_id, p, q)

@@ -146,17 +146,3 @@ def test_no_draft_samples_the_target_directly() -> None:
 def test_greedy_accepts_the_longest_prefix_matching_the_target_argmax(choices, draft, expected) -> None:
     k, token = decided(verify_greedy(mx.array(choices, dtype=mx.uint32), mx.array(draft, dtype=mx.uint32)))
     assert (int(k.item()), int(token.item())) == expected
-
-
-def test_drafts_past_keep_count_as_never_drafted() -> None:
-    """A draft model may stop early on its own information: tokens past `keep` are neither accepted nor
-    used as q; the next token comes from p at that position (a bonus)."""
-    k, token = decided(verify_greedy(mx.array([3, 5, 7, 2], dtype=mx.uint32), mx.array([3, 5, 7], dtype=mx.uint32), mx.array(1)))
-    assert (int(k.item()), int(token.item())) == (1, 5)
-    mx.random.seed(0)
-    p = mx.log(mx.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
-    draft = mx.array([1, 2], dtype=mx.uint32)
-    q = point_mass(draft, 3)
-    k, token = decided(verify_sampled(p, q, draft, mx.array(1)))
-    # Position 2 was not drafted, so its token is drawn from p_2 itself (token 2), not from p_2 minus q_2.
-    assert (int(k.item()), int(token.item())) == (1, 2)

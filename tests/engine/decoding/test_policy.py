@@ -73,14 +73,6 @@ def test_counts_decay_so_a_long_stretch_without_drafts_widens_the_estimate() -> 
     assert policy.acceptance("model") > 3 * low
 
 
-def test_stop_threshold_is_the_marginal_cost_in_target_steps() -> None:
-    policy = AdaptiveDraftLength(4)
-    assert policy.stop_threshold("model") is None
-    policy.observe(RoundCosts("model", 0, 0, 0.0, 0.10))
-    policy.observe(RoundCosts("model", 4, 4, 0.01, 0.18))
-    assert policy.stop_threshold("model") == pytest.approx((0.01 + 0.02) / 0.10)
-
-
 def test_one_slow_round_does_not_make_plain_steps_look_expensive() -> None:
     """Measured on tiny models: a 20 ms hiccup among 1.3 ms plain steps made K=1 look worth drafting."""
     policy = AdaptiveDraftLength(8)
@@ -110,4 +102,4 @@ def test_untimed_verifies_leave_the_verify_model_alone() -> None:
 
 def test_fixed_policy_always_drafts_k() -> None:
     fixed = FixedDraftLength(3)
-    assert fixed.choose("model", 10) == 3 and fixed.choose("lookup", 2) == 2 and fixed.stop_threshold("model") is None
+    assert fixed.choose("model", 10) == 3 and fixed.choose("lookup", 2) == 2

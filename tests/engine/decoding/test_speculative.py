@@ -153,15 +153,63 @@ def test_real_model_greedy_speculative_is_token_identical_to_standard(
                 assert result.stats.acceptance_rate == 1.0
 
 
-def test_surviving_prefix_drops_the_low_confidence_tail() -> None:
-    from engine.decoding.draft_model import surviving_prefix
+def test_every_drafted_token_is_verified_and_counted(tiny_target: LoadedModel) -> None:
+    """An adaptive confidence cut used to drop a draft's tail after the draft model had drafted it and the
+    target had verified it (1.62 instead of 2.47 tokens per round at K = 4), and told the policy fewer tokens
+    were drafted than the pass verified. With draft == target every drafted token is accepted, so each round
+    of an adaptive policy held at K = 4 must accept all 4 and report them to the policy."""
+    from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+    from engine.decoding.draft_model import DraftModelDrafter
+    from engine.decoding.sampling import Warper
+    from engine.decoding.speculative import SpeculativeDecoder
 
-    def keep(confidences: list[float], stop_below: float) -> int:
-        return int(surviving_prefix(mx.array(confidences), stop_below).item())
+    class HeldAtFour(AdaptiveDraftLength):
+        observed: list[RoundCosts] = []
 
-    assert keep([0.9, 0.9, 0.5, 0.9], 0.5) == 2  # 0.81 then 0.405 < 0.5
-    assert keep([0.1, 0.9], 0.5) == 1  # the first token is always verified
-    assert keep([0.99, 0.99, 0.99], 0.5) == 3
+        def choose(self, source: str, available: int) -> int:
+            return min(4, available)
+
+        def observe(self, costs: RoundCosts) -> None:
+            self.observed.append(costs)
+            super().observe(costs)
+
+    pair = ModelPair(tiny_target, tiny_target)
+    warper = Warper(GREEDY, pair.vocab_width)
+    policy = HeldAtFour(8)
+    context = pair.prompt_ids(PROMPTS[0])
+    pair.target_cache.catch_up(context)
+    decoder = SpeculativeDecoder(pair.target_cache, warper, policy, [DraftModelDrafter(pair.draft_cache, warper, policy)])
+    decoder.start(context)
+    for _ in range(12):
+        r = decoder.round(context, 50)
+        assert len(r.draft_ids) == r.drafted == r.accepted == 4
+        context = context + r.tokens
+    assert [(c.drafted, c.accepted, c.pass_width) for c in policy.observed[1:]] == [(4, 4, 5)] * 11
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_the_draft_models_repetition_penalty_sees_its_own_draft(tiny_target: LoadedModel, temperature: float) -> None:
+    """The target's verify penalises each position with the draft tokens before it; the draft model must too,
+    or q differs from p wherever a drafted token repeats (80% acceptance with draft == target before)."""
+    pair = ModelPair(tiny_target, tiny_target)
+    # top-k 5 under 6 drafted tokens: every draft repeats a token, so the penalty always matters.
+    params = GenerationParams(temperature=temperature, top_k=5, repetition_penalty=3.0, max_tokens=60, num_draft=6,
+                              adaptive=False, seed=5)
+    result = generate(PROMPTS[0], pair, params)
+    assert result.stats.drafted > 20
+    assert result.stats.acceptance_rate == 1.0
+
+
+
+@pytest.mark.real_weights
+def test_smollm_with_itself_accepts_every_draft_under_a_repetition_penalty(smollm: LoadedModel) -> None:
+    """The issue's measurement: SmolLM2 drafting for itself, penalty 3.0, temperature 1, K = 6, 60 tokens
+    accepted 80% before the draft model's penalty saw its own draft."""
+    pair = ModelPair(smollm, smollm)
+    params = GenerationParams(temperature=1.0, repetition_penalty=3.0, max_tokens=60, num_draft=6, adaptive=False, seed=2)
+    result = generate("Write a short poem about the sea.", pair, params)
+    assert result.stats.drafted > 20
+    assert result.stats.acceptance_rate == 1.0
 
 
 def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeypatch) -> None:
@@ -184,7 +232,7 @@ def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeyp
     monkeypatch.setattr(mx, "eval", lambda *a: reads.append("eval") or real_eval(*a))
     drafter = DraftModelDrafter(tiny_pair.draft_cache, warper, FixedDraftLength(6))
     decoder = SpeculativeDecoder(tiny_pair.target_cache, warper, FixedDraftLength(6), [drafter])
-    draft = drafter.draft(context, 6, stop_below=0.3, timed=False)
+    draft = drafter.draft(context, 6, timed=False)
     assert reads == [] and draft.count == 6 and draft.probs.shape[0] == 6
     drafter.settle(draft, draft.tokens.tolist(), 0)
     decoder.start(context)
