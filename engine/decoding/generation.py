@@ -63,20 +63,24 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[
     return caches
 
 
-def _policy(params: GenerationParams) -> DraftPolicy:
-    if params.adaptive:
-        return AdaptiveDraftLength(max(params.max_draft, params.num_draft), first_draft=params.num_draft)
-    return FixedDraftLength(params.num_draft)
+def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
+    """A fixed K, or the pair's adaptive policy for these settings (its estimates carry over between answers)."""
+    if not params.adaptive:
+        return FixedDraftLength(params.num_draft)
+    max_draft = max(params.max_draft, params.num_draft)
+    warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
+    key = (params.drafter, max_draft, params.num_draft, warp, pair.kv_bits)
+    return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decoder:
     """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper)
-    policy = _policy(params)
+    policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.drafter in ("lookup", "model+lookup"):
-        drafters.append(PromptLookupDrafter(policy))
+        drafters.append(PromptLookupDrafter(policy, pair.history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds)
@@ -243,6 +247,7 @@ def generate_stream(
         pair.discard_pending()
     result = answer.result()
     pair.remember_answer(result.text, result.tokens)
+    pair.history.add(answer.context)  # later chats may draft from this one
     yield result
 
 

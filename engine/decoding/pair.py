@@ -13,6 +13,8 @@ import mlx.core as mx
 
 from .cached_model import CachedModel
 from .chat import Message, prompt_token_ids
+from .history import DraftHistory
+from .policy import DraftPolicy
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, UnsupportedModelError
 from ..models.loading import LoadedModel, load_model
@@ -20,6 +22,7 @@ from ..models.memory import weight_bytes
 
 LoadProgress = Callable[[str, int, int], None]
 REMEMBERED_ANSWERS = 64
+KEPT_POLICIES = 8  # adaptive policies kept per pair, one per combination of drafter and sampling settings
 
 
 class ModelPair:
@@ -30,6 +33,7 @@ class ModelPair:
         draft: the small model that proposes tokens (None: prompt lookup and standard decoding only).
         check: the verdict on the pair's tokenizers (warnings included).
         target_cache, draft_cache: the models' prompt caches.
+        history: the conversations lookup drafts from besides the context (finished answers join it).
     """
 
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
@@ -41,6 +45,8 @@ class ModelPair:
         self.check = PairCheck(compatible=True)
         self._vocab_width: int | None = None
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
+        self._policies: OrderedDict[tuple, DraftPolicy] = OrderedDict()
+        self.history = DraftHistory()
         self.set_draft(draft)
 
     @classmethod
@@ -56,6 +62,7 @@ class ModelPair:
 
     def set_draft(self, draft: LoadedModel | None) -> None:
         """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
+        self.forget_policies()
         if draft is None:
             self.draft, self.draft_cache, self.check = None, None, PairCheck(compatible=True)
             return
@@ -121,6 +128,28 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
+
+    def policy(self, key: tuple, make: Callable[[], DraftPolicy]) -> DraftPolicy:
+        """The adaptive policy for one combination of drafter and sampling settings, kept across generations.
+
+        What drafting costs and how often drafts are accepted depend on the models, the machine and the
+        settings, not on the chat: keeping the estimates lets later turns and later chats skip the learning
+        rounds that short answers cannot pay for.
+        """
+        if key not in self._policies:
+            self._policies[key] = make()
+            while len(self._policies) > KEPT_POLICIES:
+                self._policies.popitem(last=False)
+        self._policies.move_to_end(key)
+        return self._policies[key]
+
+    def forget_policies(self) -> None:
+        """Start learning anew (another draft model; or a benchmark that wants every mode from the same state)."""
+        self._policies.clear()
+
+    def forget_history(self) -> None:
+        """Draft from the context only until conversations are added again (benchmarks repeat their prompts)."""
+        self.history = DraftHistory()
 
     def set_kv_bits(self, bits: int | None) -> None:
         """Quantize full-attention keys and values to `bits` (None: full precision); caches start over on a change."""

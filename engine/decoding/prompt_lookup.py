@@ -1,25 +1,37 @@
-"""Prompt-lookup drafting: propose what followed the last occurrence of the context's final n-gram.
+"""Lookup drafting: propose what followed the context's end before, in this context or in the user's history.
 
 Answers that reuse their input (editing code, fixing a given text, summarising, extracting) copy long runs of
 the prompt; matching the last few tokens against earlier context finds those runs at almost no cost and without
-a draft model. transformers calls it `prompt_lookup_num_tokens`, vLLM `ngram` speculation.
+a draft model. transformers calls it `prompt_lookup_num_tokens`, vLLM `ngram` speculation. SuffixDecoding
+(Oliaro et al., 2025) adds the user's other conversations (`history.py`) and sizes each draft by how much
+evidence it has: at most SPEC_FACTOR tokens per matched token, and only while the share of earlier occurrences
+that agree with the whole draft stays at or above MIN_PATH_SHARE.
 
-The index is incremental: every position is indexed once as the context grows, so a lookup costs O(n) per round
-however long the conversation is.
+The context's index is incremental: every position is indexed once as the context grows, so a lookup costs O(n)
+per round however long the conversation is.
 """
 
 from __future__ import annotations
 
 import time
 
+import math
+
 from .draft import NO_DRAFT, Draft, point_draft
+from .history import DraftHistory
 from .policy import DraftPolicy
+from .suffix_index import MAX_MATCH, Continuation
 
 MAX_NGRAM = 4
 MIN_NGRAM = 2
-# Prompt lookup's acceptance is bursty: once a copy is under way it tends to go on. The policy keeps a
-# separate estimate for rounds that follow a fully accepted lookup round.
-LOOKUP, LOOKUP_COPYING = "lookup", "lookup+copying"
+SPEC_FACTOR = 2.0  # draft tokens per matched token (SuffixDecoding's max_spec_factor)
+MIN_PATH_SHARE = 0.1  # the least share of earlier occurrences agreeing with a whole draft
+LONG_MATCH = 8  # matches at least this long are drafted from under an estimate of their own
+# Lookup's acceptance depends on the evidence and is bursty: a long match (the answer is copying something) is
+# accepted far more often than a 2-gram that happens to recur, and once a copy is under way it tends to go on.
+# The policy keeps separate estimates for the three, so that a chat where short matches fail does not stop
+# the drafting of a long copy in the next answer (the estimates are kept across answers).
+LOOKUP, LOOKUP_LONG, LOOKUP_COPYING = "lookup", "lookup+long", "lookup+copying"
 
 
 class NgramIndex:
@@ -52,28 +64,57 @@ class NgramIndex:
 
         Returns [] when no suffix n-gram occurred before.
         """
+        return self.match(max_tokens).tokens
+
+    def match(self, max_tokens: int) -> Continuation:
+        """The continuation of the latest earlier occurrence of the longest matching suffix, with the length of
+        that match followed back as far as it goes (up to MAX_MATCH), which the n-gram keys alone cannot tell."""
         tokens = self.tokens
         end = len(tokens)
         for n in range(min(self.max_ngram, end), self.min_ngram - 1, -1):
             latest, previous = self._ends.get(tuple(tokens[end - n : end]), (-1, -1))
             start = previous if latest == end else latest
             if start > 0:
-                return tokens[start : start + max_tokens]
-        return []
+                found = tokens[start : start + max_tokens]
+                return Continuation(_matched_back(tokens, start, end), found, [1.0] * len(found), 1)
+        return Continuation(0, [], [], 0)
+
+
+def _matched_back(tokens: list[int], start: int, end: int) -> int:
+    """How many tokens before `start` equal those before `end` (the occurrence and the context's end)."""
+    n = 0
+    while n < MAX_MATCH and start - 1 - n >= 0 and tokens[start - 1 - n] == tokens[end - 1 - n]:
+        n += 1
+    return n
+
+
+def draftable(found: Continuation, limit: int) -> list[int]:
+    """The part of a continuation worth drafting: scaled with the match length, cut where too few earlier
+    occurrences agree with the draft so far."""
+    longest = min(limit, len(found.tokens), math.ceil(SPEC_FACTOR * found.match_length))
+    share, count = 1.0, 0
+    for confidence in found.confidence[:longest]:
+        share *= confidence
+        if share < MIN_PATH_SHARE:
+            break
+        count += 1
+    return found.tokens[:count]
 
 
 class PromptLookupDrafter:
-    """Drafts from the context itself; its q is a point mass on each proposed token.
+    """Drafts from the context itself and from the history; its q is a point mass on each proposed token.
 
     Args:
         policy: chooses how many of the found tokens to draft.
+        history: the user's other conversations (None: the context only).
     """
 
     # Its drafts cost nothing and need no queued pass: a target pass queued early serves them as p_1.
     idle = True
 
-    def __init__(self, policy: DraftPolicy) -> None:
+    def __init__(self, policy: DraftPolicy, history: DraftHistory | None = None) -> None:
         self.policy = policy
+        self.history = history
         self.index = NgramIndex()
         self._copying = False
 
@@ -86,10 +127,22 @@ class PromptLookupDrafter:
     def propose(self, context: list[int], limit: int) -> Draft:
         start = time.perf_counter()
         self.index.extend(context[len(self.index.tokens) :])
-        candidates = self.index.continuation(limit)
-        source = LOOKUP_COPYING if self._copying else LOOKUP
+        found, source = self._best_match(context, limit)
+        candidates = draftable(found, limit)
         k = self.policy.choose(source, len(candidates)) if candidates else 0
         return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
+
+    def _best_match(self, context: list[int], limit: int) -> tuple[Continuation, str]:
+        """The longer match of the context's own index and the history's (the context on a tie: it is recent),
+        and the policy's name for its kind."""
+        found = self.index.match(limit)
+        if self.history is not None:
+            other = self.history.continuation(context, limit)
+            if other.match_length > found.match_length:
+                found = other
+        if self._copying:
+            return found, LOOKUP_COPYING
+        return found, LOOKUP_LONG if found.match_length >= LONG_MATCH else LOOKUP
 
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """A copy is under way while lookup's drafts are accepted whole."""

@@ -67,6 +67,7 @@ class SpeculativeDecoder:
 
     def round(self, context: list[int], budget: int) -> Round:
         """One round after `context`, emitting at most `budget` tokens."""
+        self.policy.split_pass = self._head is not None
         draft = self._propose(context, min(budget - 1, self.policy.max_draft))  # 1. draft
         prediction = self.policy.last_prediction
         if not draft.count:

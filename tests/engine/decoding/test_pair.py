@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.decoding.pair import ModelPair
+from engine.params import GenerationParams
 
 
 def test_vocab_width_is_the_target_logits_width(tiny_pair: ModelPair) -> None:
@@ -22,3 +23,21 @@ def test_load_by_name_reports_progress_only_for_imports(tiny_dirs) -> None:
     pair = ModelPair.load(str(tiny_dirs[0]), str(tiny_dirs[1]), progress=lambda *a: stages.append(a))
     assert pair.draft is not None and stages == []
     assert pair.context_length == 1024
+
+
+def first_round_drafts(pair: ModelPair, params: GenerationParams) -> int:
+    from engine.decoding.generation import generate_stream
+    from engine.events import RoundEvent
+
+    return next(e.drafted for e in generate_stream(pair, "Tell me a story", params) if isinstance(e, RoundEvent))
+
+
+def test_the_adaptive_policy_carries_over_between_answers_with_the_same_settings(tiny_pair: ModelPair, tiny_draft) -> None:
+    """Issue 14: short answers paid for learning every time. On the tiny pair a draft as costly as the target
+    never pays, so once learned the next answer's first round is plain; new settings or a new draft learn anew."""
+    params = GenerationParams(max_tokens=40, num_draft=4, adaptive=True, drafter="model")
+    assert first_round_drafts(tiny_pair, params) == 4  # nothing measured yet: draft to learn
+    assert first_round_drafts(tiny_pair, params) == 0
+    assert first_round_drafts(tiny_pair, params.replace(temperature=0.7, seed=1)) == 4
+    tiny_pair.set_draft(tiny_draft)
+    assert first_round_drafts(tiny_pair, params) == 4

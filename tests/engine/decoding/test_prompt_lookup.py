@@ -43,7 +43,49 @@ def test_incremental_indexing_equals_indexing_at_once() -> None:
 
 def test_drafter_follows_the_context() -> None:
     drafter = PromptLookupDrafter(FixedDraftLength(3))
-    drafter.start([10, 11, 12, 13, 14, 10, 11])
-    draft = drafter.propose([10, 11, 12, 13, 14, 10, 11], 3)
-    assert draft.tokens.tolist() == [12, 13, 14] and draft.source == "lookup" and draft.probs is None
-    assert drafter.propose([10, 11, 12, 13, 14, 10, 11, 12, 99], 3) is NO_DRAFT
+    drafter.start([10, 11, 12, 13, 14, 15, 10, 11, 12])
+    draft = drafter.propose([10, 11, 12, 13, 14, 15, 10, 11, 12], 3)
+    assert draft.tokens.tolist() == [13, 14, 15] and draft.source == "lookup" and draft.probs is None
+    assert drafter.propose([10, 11, 12, 13, 14, 15, 10, 11, 12, 99], 3) is NO_DRAFT
+
+
+def test_the_match_is_followed_back_beyond_the_ngram_keys() -> None:
+    tokens = [7, 1, 2, 3, 4, 5, 6, 8, 9, 0, 1, 2, 3, 4, 5]
+    found = index_of(tokens).match(3)
+    assert found.tokens == [6, 8, 9] and found.match_length == 5  # 1..5 matched, though keys are 3-grams
+
+
+def test_drafts_scale_with_the_match_and_stop_where_occurrences_disagree() -> None:
+    from engine.decoding.prompt_lookup import MIN_PATH_SHARE, draftable
+    from engine.decoding.suffix_index import Continuation
+
+    assert draftable(Continuation(1, [1, 2, 3, 4, 5], [1.0] * 5, 1), 8) == [1, 2]  # a 1-token match drafts 2
+    assert draftable(Continuation(9, [1, 2, 3, 4, 5], [1.0] * 5, 1), 3) == [1, 2, 3]  # the policy's limit
+    weak = MIN_PATH_SHARE ** 0.5 * 0.99
+    assert draftable(Continuation(9, [1, 2, 3], [1.0, weak, weak], 4), 8) == [1, 2]
+
+
+def test_the_drafter_reads_the_history_when_it_matches_longer() -> None:
+    from engine.decoding.history import DraftHistory
+
+    history = DraftHistory()
+    history.add([50, 51, 52, 53, 54, 55, 56, 57, 58, 59])  # an earlier chat
+    drafter = PromptLookupDrafter(FixedDraftLength(4), history)
+    context = [1, 2, 52, 53, 54, 55]
+    drafter.start(context)
+    draft = drafter.propose(context, 4)
+    assert draft.tokens.tolist() == [56, 57, 58, 59] and draft.source == "lookup"  # a 4-token match: short
+    # the context's own earlier occurrence wins a tie: it is the more recent text
+    context = [52, 53, 54, 55, 9, 9, 52, 53, 54, 55]
+    drafter.start(context)
+    assert drafter.propose(context, 4).tokens.tolist()[:1] == [9]
+
+
+def test_long_matches_are_drafted_under_their_own_estimate() -> None:
+    from engine.decoding.prompt_lookup import LONG_MATCH
+
+    copied = list(range(100, 100 + LONG_MATCH + 4))
+    context = copied + [1] + copied[:LONG_MATCH]
+    drafter = PromptLookupDrafter(FixedDraftLength(4))
+    drafter.start(context)
+    assert drafter.propose(context, 4).source == "lookup+long"

@@ -1,0 +1,162 @@
+"""Drafting from the user's history: every saved conversation, as suffix indexes prompt lookup reads.
+
+People's chats repeat each other: the same code edited again, the same document summarised anew, the same
+boilerplate. `DraftHistory` holds the token ids of those conversations (for one tokenizer) and answers "what
+most often followed the end of this context?" across all of them (`suffix_index.py`).
+
+Two indexes keep updates cheap: the main one over everything known when it was last built, and a small one over
+conversations added or grown since, rebuilt on each addition (its cost grows with its own size only). When the
+small one passes RECENT_TOKENS, both are merged in a background thread; until it finishes the old indexes
+answer. The whole history is bounded to `max_tokens` (the most recent conversations are kept) and
+can be saved to and loaded from one .npz file, so a launch reads its indexes back instead of re-tokenizing.
+
+Thread rule: only numpy and Python run here; nothing touches MLX, so building in a plain thread is safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .chat import Message, prompt_token_ids
+from .suffix_index import NO_CONTINUATION, Continuation, SuffixIndex
+
+log = logging.getLogger(__name__)
+
+MAX_HISTORY_TOKENS = 4_000_000  # 80 MB of documents and index at most
+RECENT_TOKENS = 32_768  # the recent index is rebuilt on each addition: ~50 ms at this size
+KEY_PREFIX = 64  # a conversation is known by its first tokens (system prompt and first message)
+
+
+def document_key(tokens: Sequence[int]) -> str:
+    """The key of a conversation's tokens: later turns extend the same prefix, so they replace the earlier ones."""
+    return hashlib.sha1(np.asarray(tokens[:KEY_PREFIX], dtype=np.int32).tobytes()).hexdigest()[:16]
+
+
+class DraftHistory:
+    """Token documents by key, bounded, with the suffix indexes over them.
+
+    Args:
+        max_tokens: the most tokens kept (older conversations are dropped first).
+    """
+
+    def __init__(self, max_tokens: int = MAX_HISTORY_TOKENS) -> None:
+        self.max_tokens = max_tokens
+        self._documents: OrderedDict[str, np.ndarray] = OrderedDict()  # int32, 4 bytes a token
+        self._main = SuffixIndex([])
+        self._recent = SuffixIndex([])
+        self._recent_keys: list[str] = []
+        self._lock = threading.Lock()
+        self._rebuilding: threading.Thread | None = None
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(d) for d in self._documents.values())
+
+    @property
+    def documents(self) -> int:
+        return len(self._documents)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory the documents and their indexes hold."""
+        return sum(d.nbytes for d in self._documents.values()) + self._main.nbytes + self._recent.nbytes
+
+    def add(self, tokens: Sequence[int], key: str | None = None) -> None:
+        """Add a conversation (or replace an earlier version of it: the same key)."""
+        if not tokens:
+            return
+        key = key or document_key(tokens)
+        with self._lock:
+            self._documents[key] = np.asarray(tokens, dtype=np.int32)
+            self._documents.move_to_end(key)
+            self._trim()
+            if key not in self._recent_keys:
+                self._recent_keys.append(key)
+            self._recent = SuffixIndex([self._documents[k] for k in self._recent_keys if k in self._documents])
+        if self._recent.tokens > RECENT_TOKENS:
+            self.rebuild(background=True)
+
+    def add_many(self, documents: Iterable[Sequence[int]]) -> None:
+        """Add many conversations and index them once (a launch reading the saved chats)."""
+        with self._lock:
+            for tokens in documents:
+                if tokens:
+                    key = document_key(tokens)
+                    self._documents[key] = np.asarray(tokens, dtype=np.int32)
+                    self._documents.move_to_end(key)
+            self._trim()
+        self.rebuild(background=False)
+
+    def _trim(self) -> None:
+        total = self.tokens
+        while total > self.max_tokens and len(self._documents) > 1:
+            _, dropped = self._documents.popitem(last=False)
+            total -= len(dropped)
+
+    def rebuild(self, background: bool = False) -> None:
+        """Index everything in the main index again and empty the recent one."""
+        if background:
+            if self._rebuilding is None or not self._rebuilding.is_alive():
+                self._rebuilding = threading.Thread(target=self._rebuild, name="history-index", daemon=True)
+                self._rebuilding.start()
+            return
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        with self._lock:
+            documents = list(self._documents.values())
+            keys = list(self._recent_keys)
+        main = SuffixIndex(documents)
+        with self._lock:
+            self._main = main
+            self._recent_keys = [k for k in self._recent_keys if k not in keys]
+            self._recent = SuffixIndex([self._documents[k] for k in self._recent_keys if k in self._documents])
+
+    def wait(self) -> None:
+        """Until a background rebuild has finished (tests, and saving)."""
+        thread = self._rebuilding
+        if thread is not None:
+            thread.join()
+
+    def continuation(self, context: Sequence[int], max_tokens: int) -> Continuation:
+        """The longer match of the two indexes (the recent one on a tie: it holds the newer versions)."""
+        main, recent = self._main, self._recent  # a rebuild swaps them whole; read each once
+        found = recent.continuation(context, max_tokens)
+        other = main.continuation(context, max_tokens)
+        best = found if found.match_length >= other.match_length else other
+        return best if best.match_length else NO_CONTINUATION
+
+
+def start_indexing(history: DraftHistory, tokenizer_folder: Path, chats: Callable[[], Iterable[Sequence[Message]]]) -> threading.Thread:
+    """Tokenize the saved conversations with the model's tokenizer and index them, in a background thread.
+
+    The thread loads its own tokenizer from the model folder: a tokenizer shared with the engine's thread could
+    be called from both at once. A conversation that cannot be rendered is skipped; a failure leaves the
+    history as it was (lookup still drafts from the context).
+    """
+
+    def index() -> None:
+        try:
+            from mlx_lm.utils import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer_folder)
+            documents = []
+            for messages in chats():
+                try:
+                    documents.append(prompt_token_ids(tokenizer, messages, chat=True))
+                except Exception:  # noqa: BLE001 - one odd conversation must not stop the others
+                    continue
+            history.add_many(documents)
+        except Exception:  # noqa: BLE001 - drafting from history is an optimisation, never an error
+            log.exception("indexing the saved conversations failed")
+
+    thread = threading.Thread(target=index, name="history-indexing", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,56 @@
+"""The history: conversations by key, bounded, indexed in two parts, saved and loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.decoding import history as history_module
+from engine.decoding.history import DraftHistory, document_key
+
+
+def test_a_later_turn_replaces_the_earlier_version_of_its_conversation() -> None:
+    history = DraftHistory()
+    first_turn = list(range(100, 180))
+    history.add(first_turn)
+    history.add(first_turn + [7, 8, 9])
+    assert history.documents == 1 and document_key(first_turn) == document_key(first_turn + [7])
+    assert history.continuation([177, 178, 179], 4).tokens == [7, 8, 9]
+
+
+def test_the_history_is_bounded_dropping_the_oldest_conversations() -> None:
+    history = DraftHistory(max_tokens=250)
+    for start in (1000, 2000, 3000):
+        history.add(list(range(start, start + 100)))
+    assert history.tokens == 200
+    assert history.continuation([1010, 1011], 2).tokens == []  # the oldest went
+    assert history.continuation([3010, 3011], 2).tokens == [3012, 3013]
+
+
+def test_the_recent_index_is_merged_into_the_main_one(monkeypatch) -> None:
+    monkeypatch.setattr(history_module, "RECENT_TOKENS", 150)
+    history = DraftHistory()
+    history.add(list(range(100, 200)))
+    assert history._recent.tokens > 0 and history._main.tokens == 0
+    history.add(list(range(500, 600)))  # past RECENT_TOKENS: merged in the background
+    history.wait()
+    assert history._main.documents == 2 and history._recent.tokens == 0
+    assert history.continuation([510, 511], 2).tokens == [512, 513]
+
+
+def test_saved_conversations_are_indexed_in_the_background(tiny_dirs) -> None:
+    from engine.decoding.history import start_indexing
+
+    chats = [[{"role": "user", "content": "Name the planets of the solar system in order please"}],
+             [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]]
+    history = DraftHistory()
+    start_indexing(history, tiny_dirs[0], lambda: iter(chats)).join()
+    history.wait()
+    assert history.documents == 2 and history._main.documents == 2
+
+
+def test_indexing_that_fails_leaves_the_history_empty(tmp_path: Path) -> None:
+    from engine.decoding.history import start_indexing
+
+    history = DraftHistory()
+    start_indexing(history, tmp_path / "no-model", lambda: iter([])).join()
+    assert history.documents == 0
