@@ -18,7 +18,7 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from engine.events import trace_line
 
@@ -209,19 +209,7 @@ class ConversationStore:
 
     def messages(self, conversation_id: int) -> list[StoredMessage]:
         """The thread shown: from the first message through each message's selected child."""
-        rows = self.db.execute(f"SELECT {_COLUMNS}, selected FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,))
-        children: dict[int | None, list[tuple]] = {}
-        for row in rows:
-            children.setdefault(row[6], []).append(row)
-        thread, parent = [], None
-        while children.get(parent):
-            siblings = children[parent]
-            index = next((i for i, row in enumerate(siblings) if row[8]), len(siblings) - 1)
-            row = siblings[index]
-            thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
-                                        json.loads(row[7]), index + 1, len(siblings)))
-            parent = row[0]
-        return thread
+        return _shown_thread(self.db, conversation_id)
 
     def add_message(self, conversation_id: int, role: str, content: str, parent_id: int | None = AFTER_LAST) -> int:
         """Add a message under `parent_id` (None: a first message; by default after the thread's last) and show it.
@@ -317,6 +305,43 @@ class ConversationStore:
             if message.summary:
                 lines += [f"*{message.summary}*", ""]
         return "\n".join(lines).rstrip() + "\n"
+
+
+def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMessage]:
+    rows = db.execute(f"SELECT {_COLUMNS}, selected FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,))
+    children: dict[int | None, list[tuple]] = {}
+    for row in rows:
+        children.setdefault(row[6], []).append(row)
+    thread, parent = [], None
+    while children.get(parent):
+        siblings = children[parent]
+        index = next((i for i, row in enumerate(siblings) if row[8]), len(siblings) - 1)
+        row = siblings[index]
+        thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
+                                    json.loads(row[7]), index + 1, len(siblings)))
+        parent = row[0]
+    return thread
+
+
+def saved_chats(path: Path, limit: int = 1000) -> Iterator[list[dict[str, str]]]:
+    """The shown thread of each saved conversation, oldest first (the `limit` most recent), with its system
+    prompt, for the engine's history index. Opens its own read-only connection: it runs on another thread."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        rows = db.execute("SELECT id, system_prompt FROM conversations ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
+        for conversation_id, system_prompt in reversed(rows.fetchall()):
+            messages = [{"role": m.role, "content": m.content} for m in _shown_thread(db, conversation_id) if m.content]
+            if system_prompt:
+                messages.insert(0, {"role": "system", "content": system_prompt})
+            if messages:
+                yield messages
+    except sqlite3.Error:
+        return
+    finally:
+        db.close()
 
 
 def _escape_like(text: str) -> str:

@@ -37,7 +37,7 @@ def describe_here(model: CostModel) -> str:
 def describe_apple_gpu(model: CostModel, draft_cost: float, drafter: str) -> str:
     """The predicted half: the same acceptance, a memory-bound GPU's costs."""
     k, speedup = model.apple_gpu(draft_cost)
-    source = "prompt lookup drafts for free" if drafter == "lookup" else f"a draft step costs its weights' share, {draft_cost:.2f}"
+    source = "lookup drafts for free" if drafter == "lookup" else f"a draft step costs its weights' share, {draft_cost:.2f}"
     verdict = f"best K = {k}, {speedup:.2f}x standard decoding" if k else "speculation would not pay (K = 0)"
     return (
         "<b>Prediction for an Apple GPU</b> (not a measurement)<br>"

@@ -30,7 +30,7 @@ from engine.models.model_store import LocalModel, all_local_models, delete_cache
 
 from .worker import DraftVerdict
 
-NO_DRAFT = "None: prompt lookup only"
+NO_DRAFT = "None: lookup only (this chat and saved chats)"
 SOURCES = {"hf-cache": "downloaded", "lm-studio": "LM Studio", "opened": "opened"}
 
 

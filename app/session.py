@@ -50,7 +50,7 @@ class StreamingAnswer:
     stopping: bool = False
 
 
-DRAFTING = {"model": "draft model", "lookup": "prompt lookup", "model+lookup": "draft model + prompt lookup"}
+DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
 
 
 class _Requests(QObject):

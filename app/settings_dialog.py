@@ -19,7 +19,7 @@ from engine.errors import InvalidParameterError
 from engine.params import RANGES, GenerationParams
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
-DRAFTERS = [("Draft model", "model"), ("Prompt lookup (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
+DRAFTERS = [("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 
 
@@ -67,7 +67,7 @@ class SettingsDialog(QDialog):
         form.addRow("Longest adaptive draft", self.max_draft)
         form.addRow("Drafts come from", self.drafter)
         self.drafter_note = QLabel(
-            "No draft model is loaded: answers draft by prompt lookup until a pair with a draft model is."
+            "No draft model is loaded: answers draft by lookup (this chat and your saved chats) until a pair with a draft model is."
         )
         self.drafter_note.setWordWrap(True)
         self.drafter_note.setStyleSheet("color: palette(mid);")

@@ -135,6 +135,13 @@ class EngineWorker(QObject):
         self._cancel_up_to = -1
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
+        self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
+
+    @staticmethod
+    def _saved_chats():  # noqa: ANN205 - an iterator of message lists
+        from app.conversations import saved_chats
+
+        return saved_chats(data_dir() / "conversations.sqlite3")
 
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
@@ -148,6 +155,7 @@ class EngineWorker(QObject):
     @Slot(str, str)
     def load(self, target: str, draft: str) -> None:
         """Load a pair beside the current one, which keeps working if the new one fails to load."""
+        from engine.decoding.history import start_indexing
         from engine.decoding.pair import ModelPair
 
         try:
@@ -156,6 +164,7 @@ class EngineWorker(QObject):
             self.load_errored.emit(readable_error(error))
             return
         self.pair = pair
+        self.history_indexing = start_indexing(pair.history, pair.target.path, self._saved_chats)
         self.load_finished.emit(
             PairInfo(
                 target=target,

@@ -56,11 +56,15 @@ class Run:
     tokens_per_pass: float
     identical_to_standard: bool | None = None
     category: str = ""
+    timed_tokens: int = 0  # the tokens and seconds tok/s is computed from (after the first round)
+    timed_s: float = 0.0
     token_ids: list[int] = field(default_factory=list, repr=False)
+    text: str = field(default="", repr=False)
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)
         out.pop("token_ids")
+        out.pop("text")
         return out
 
 
@@ -75,18 +79,23 @@ class Measurement:
     drafted: int
     accepted: int
     rounds: int
+    text: str = ""
+
+    @property
+    def timed_tokens(self) -> int:
+        return len(self.token_ids) - self.first_round_tokens
 
     def tps(self) -> float:
-        later = len(self.token_ids) - self.first_round_tokens
         seconds = self.end - self.first_round_end
-        return later / seconds if later > 0 and seconds > 0 else 0.0
+        return self.timed_tokens / seconds if self.timed_tokens > 0 and seconds > 0 else 0.0
 
 
-def measure_ours(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> Measurement:
-    """Run our engine, noting when its first round ended."""
+def measure_ours(pair: ModelPair, prompt: list[int] | list[dict[str, str]], params: GenerationParams,
+                 system_prompt: str | None = None) -> Measurement:
+    """Run our engine on token ids or a conversation, noting when its first round ended."""
     first_end, first_tokens = None, 0
     result = None
-    for event in generate_stream(pair, prompt_ids, params):
+    for event in generate_stream(pair, prompt, params, system_prompt=system_prompt):
         if isinstance(event, RoundEvent) and first_end is None:
             first_end, first_tokens = time.perf_counter(), event.emitted
         elif isinstance(event, GenerationResult):
@@ -94,7 +103,7 @@ def measure_ours(pair: ModelPair, prompt_ids: list[int], params: GenerationParam
     end = time.perf_counter()
     assert result is not None
     s = result.stats
-    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds)
+    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds, result.text)
 
 
 def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationParams, speculative: bool) -> Measurement:
@@ -136,12 +145,13 @@ def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
 
 
 def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> Measurement:
+    pair.forget_history()  # every run is a first chat: an earlier run of the same prompt would be copied whole
     if mode in OUR_MODES:
         return measure_ours(pair, prompt_ids, params.replace(**OUR_MODES[mode]))
     return measure_mlx_lm(pair, prompt_ids, params, speculative=mode == "mlx-lm-speculative")
 
 
-def _reduce(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
+def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
     return Run(
         mode=mode,
         prompt_index=prompt_index,
@@ -150,16 +160,21 @@ def _reduce(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run
         generation_tps=m.tps(),
         acceptance_rate=(m.accepted / m.drafted) if m.drafted else None,
         tokens_per_pass=len(m.token_ids) / m.rounds if m.rounds else 0.0,
+        timed_tokens=max(m.timed_tokens, 0),
+        timed_s=m.end - m.first_round_end,
         token_ids=m.token_ids,
+        text=m.text,
     )
 
 
-def check_modes(modes: Iterable[str], has_draft: bool) -> list[str]:
+def check_modes(modes: Iterable[str], has_draft: bool, conversation: bool = False) -> list[str]:
     """The modes to run, standard first, validated; raises ValueError naming what is wrong."""
     chosen = [m.strip() for m in modes if m.strip()]
-    unknown = [m for m in chosen if m not in ALL_MODES]
+    known = tuple(OUR_MODES) if conversation else ALL_MODES
+    unknown = [m for m in chosen if m not in known]
     if unknown:
-        raise ValueError(f"Unknown benchmark mode {unknown[0]!r}: choose from {', '.join(ALL_MODES)}.")
+        why = " (mlx-lm's modes take single prompts, not conversations)" if unknown[0] in MLX_LM_MODES else ""
+        raise ValueError(f"Unknown benchmark mode {unknown[0]!r}{why}: choose from {', '.join(known)}.")
     if not has_draft:
         needing = [m for m in chosen if m in NEEDS_DRAFT]
         if needing:
@@ -185,7 +200,7 @@ def run_benchmark(
         for index, prompt_ids in enumerate(prompts):
             baseline: list[int] | None = None
             for mode in modes:
-                run = _reduce(mode, index, iteration, _run(mode, pair, prompt_ids, params))
+                run = to_run(mode, index, iteration, _run(mode, pair, prompt_ids, params))
                 run.category = categories[index] if categories else ""
                 if mode == "standard":
                     baseline = run.token_ids

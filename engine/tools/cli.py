@@ -7,18 +7,17 @@ expected failure prints one line, "error: <what is wrong and what to do>", and e
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Sequence, TextIO
 
 from .benchmark import ALL_MODES
+from .benchmark_command import benchmark_command
 from ..errors import SpecChatError
 from ..models.app_paths import RESOURCES
 from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
-DEFAULT_PROMPTS = RESOURCES / "prompts" / "benchmark.json"
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
@@ -101,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--iterations", type=int, default=1)
     b.add_argument("--follow-up", action="store_true", help="also time a chat's second turn (prompt caching)")
+    b.add_argument(
+        "--conversation", type=Path,
+        help="a JSON list of user messages run as one chat (or a list of such lists: chats in order), timed per turn",
+    )
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
@@ -178,104 +181,6 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
         if args.stats:
             out.write(result.summary() + "\n")
     return 0
-
-
-def _benchmark_prompts(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(prompt, category) pairs: --prompt values, then --prompt-file; the bundled set if neither is given."""
-    prompts = [(p, "") for p in args.prompt]
-    files = [args.prompt_file] if args.prompt_file else ([] if prompts else [DEFAULT_PROMPTS])
-    for path in files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise SpecChatError(f"Cannot read the prompt file {path}: {e.strerror}. Check the path.") from e
-        if text.lstrip().startswith("["):
-            try:
-                entries = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise SpecChatError(f"{path} is not valid JSON ({e.msg}, line {e.lineno}). Fix the file.") from e
-            prompts += [(e["prompt"], e.get("category", "")) if isinstance(e, dict) else (str(e), "") for e in entries]
-        else:
-            prompts += [(line, "") for line in text.splitlines() if line.strip()]
-    return prompts
-
-
-def cmd_benchmark(args: argparse.Namespace, out: TextIO) -> int:
-    params = _params(args)
-    if args.iterations < 1:
-        raise SpecChatError(f"--iterations must be at least 1, not {args.iterations}.")
-    report = _benchmark_report(args, params)
-    if args.plot:
-        _plot_speedups(report, args.plot)
-    if args.json:
-        out.write(json.dumps(report) + "\n")
-    else:
-        _print_benchmark(report, out)
-    return 0
-
-
-def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dict[str, object]:
-    """Run the chosen modes on the prompts, alternating, and total the runs (the `--json` contract)."""
-    from ..decoding.pair import ModelPair
-    from .benchmark import check_modes, machine_info, measure_follow_up, run_benchmark, summarize, summarize_by_category
-
-    try:
-        modes = check_modes(args.modes.split(","), has_draft=bool(args.draft))
-    except ValueError as e:
-        raise SpecChatError(str(e)) from e
-    prompts = _benchmark_prompts(args)
-    pair = ModelPair.load(args.target, args.draft)
-    prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p, _ in prompts]
-
-    def progress(run) -> None:  # noqa: ANN001
-        if not args.json:
-            print(
-                f"  prompt {run.prompt_index} iteration {run.iteration} {run.mode:<20} "
-                f"{run.tokens:4d} tokens {run.generation_tps:8.1f} tok/s",
-                file=sys.stderr,
-            )
-
-    categories = [c for _, c in prompts]
-    runs = run_benchmark(pair, prompt_ids, modes, params, args.iterations, on_run=progress, categories=categories)
-    report: dict[str, object] = {
-        "machine": machine_info(),
-        "runs": [r.as_dict() for r in runs],
-        "summary": summarize(runs),
-        "categories": summarize_by_category(runs),
-    }
-    if args.follow_up:
-        # The longest prompt (a text to edit or summarise): the case where re-reading the conversation hurts.
-        longest = max(range(len(prompts)), key=lambda i: len(prompt_ids[i]))
-        timing = measure_follow_up(pair, prompts[longest][0], "Now say that again in one sentence.", params.replace(mode="standard"))
-        report["follow_up"] = dataclasses.asdict(timing)
-    return report
-
-
-def _plot_speedups(report: dict, path: Path) -> None:
-    from .svg_chart import bar_chart
-
-    groups = {"all prompts": report["summary"], **report["categories"]}
-    speedups = {
-        g: {m: s["speedup_vs_standard"] for m, s in summary.items() if s["speedup_vs_standard"] is not None}
-        for g, summary in groups.items()
-    }
-    bar_chart("Tokens per second relative to standard decoding", speedups, 1.0, path)
-
-
-def _print_benchmark(report: dict, out: TextIO) -> None:
-    from .benchmark import format_table
-
-    out.write(format_table(report["summary"]) + "\n")
-    for category, summary in report["categories"].items():
-        out.write(f"\n{category}\n" + format_table(summary) + "\n")
-    if "follow_up" in report:
-        f = report["follow_up"]
-        out.write(
-            f"\nfollow-up turn: first token after {f['second_turn_ttft_s']:.2f} s with the prompt cache "
-            f"({f['second_turn_cached_tokens']} of {f['second_turn_prompt_tokens']} prompt tokens cached), "
-            f"{f['second_turn_uncached_ttft_s']:.2f} s without; first turn {f['first_turn_ttft_s']:.2f} s\n"
-        )
-    out.write(f"measured on {', '.join(f'{k} {v}' for k, v in report['machine'].items())}\n")
 
 
 def cmd_list_models(args: argparse.Namespace, out: TextIO) -> int:
@@ -360,7 +265,7 @@ def cmd_import_gguf(args: argparse.Namespace, out: TextIO) -> int:
 
 COMMANDS = {
     "generate": cmd_generate,
-    "benchmark": cmd_benchmark,
+    "benchmark": lambda args, out: benchmark_command(args, _params(args), out),
     "list-models": cmd_list_models,
     "download": cmd_download,
     "models": cmd_models,

@@ -271,7 +271,7 @@ def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, 
     window.session.load_pair(str(tiny_dirs[0]), "")
     qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
     assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
-    assert window.session.pair.draft is None and window.toolbar.pair_label.text() == "tiny-target · speculative, prompt lookup"
+    assert window.session.pair.draft is None and window.toolbar.pair_label.text() == "tiny-target · speculative, lookup"
 
 
 def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_window, qtbot, tiny_dirs, monkeypatch) -> None:
@@ -302,7 +302,7 @@ def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None
     assert window.toolbar.pair_label.text().endswith("· standard decoding")
     window.toolbar.speculative_action.setChecked(True)
     window.apply_settings(window.session.params.replace(drafter="lookup"), "")
-    assert window.toolbar.pair_label.text().endswith("· speculative, prompt lookup")
+    assert window.toolbar.pair_label.text().endswith("· speculative, lookup")
 
 
 def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None:

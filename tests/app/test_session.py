@@ -138,3 +138,19 @@ def test_kill_9_mid_answer_loses_nothing_that_was_shown(tiny_dirs, tmp_path) -> 
     saved = store.messages(store.conversations()[0].id)[-1]
     assert saved.id == message_id and saved.role == "assistant"
     assert len(saved.content) >= shown[-1] > 0 and store.check_integrity()
+
+
+def test_a_loaded_pair_indexes_the_saved_conversations_for_lookup(qtbot, session: ChatSession, tiny_dirs) -> None:
+    """Issue 14: lookup drafts from every saved conversation. Chats saved before a load are indexed in the
+    background after it (engine tests show drafting from the index)."""
+    conversation = session.new_conversation("Tell me a story")
+    answer(qtbot, session, conversation, "Tell me a story about a lighthouse keeper and a storm")
+    with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
+        session.load_pair(str(tiny_dirs[0]), "")  # a fresh pair: its history starts empty
+    session.engine.history_indexing.join(timeout=30)
+    pair = session.engine.pair
+    pair.history.wait()
+    assert pair.history.documents == 1
+    prompt = pair.prompt_ids("Tell me a story about a lighthouse keeper and a storm")
+    found = pair.history.continuation(prompt[:12], 4)
+    assert found.match_length == 12 and found.tokens == prompt[12:16]

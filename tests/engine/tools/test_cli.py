@@ -192,3 +192,34 @@ def test_trace_writes_one_json_object_per_round_that_adds_up(tiny_dirs, tmp_path
     emitted = [token for r in rounds for token in (r["draft"][: r["accepted"]] + [r["next"]])[: r["emitted"]]]
     assert emitted == result["tokens"]
     assert sum(r["k"] for r in rounds) >= result["stats"]["drafted"] and any(r["rejected"] is not None for r in rounds)
+
+
+def test_benchmark_conversation_json_contract(tiny_dirs, tmp_path: Path) -> None:
+    chats = tmp_path / "chat.json"
+    chats.write_text(json.dumps([["Hello there", "Say it again"], ["Hello once more"]]))
+    code, out = run(["benchmark", "--target", str(tiny_dirs[0]), "--modes", "prompt-lookup", "--conversation", str(chats),
+                     "--max-tokens", "12", "--iterations", "2", "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert len(data["runs"]) == 2 * 2 * 3 and all(r["identical_to_standard"] for r in data["runs"])
+    assert [r["category"] for r in data["runs"][:3]] == ["chat 1 turn 1", "chat 1 turn 2", "chat 2 turn 1"]
+    lookup = data["summary"]["prompt-lookup"]
+    assert set(lookup) >= {"median_tps", "speedup_vs_standard", "acceptance_rate", "tokens_per_pass", "turns"}
+    assert [t["category"] for t in lookup["turns"]] == ["chat 1 turn 1", "chat 1 turn 2", "chat 2 turn 1"]
+    assert data["summary"]["standard"]["speedup_vs_standard"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [("{", "is not valid JSON"), ('{"a": 1}', "must hold a JSON list of user messages"), ("[[]]", "must hold a JSON list")],
+)
+def test_benchmark_conversation_refuses_bad_files(tiny_dirs, tmp_path: Path, capsys, content: str, message: str) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(content)
+    assert run(["benchmark", "--target", str(tiny_dirs[0]), "--conversation", str(path)])[0] == 1
+    assert message in capsys.readouterr().err
+    assert run(["benchmark", "--target", str(tiny_dirs[0]), "--conversation", str(tmp_path / "none.json")])[0] == 1
+    assert "Cannot read the conversation file" in capsys.readouterr().err
+    path.write_text('["Hi"]')
+    assert run(["benchmark", "--target", str(tiny_dirs[0]), "--conversation", str(path), "--modes", "mlx-lm-standard"])[0] == 1
+    assert "take single prompts" in capsys.readouterr().err
