@@ -26,7 +26,7 @@ def make_chats(count: int, seed: int = 0) -> list[list[dict[str, str]]]:
     sentences = [s.strip() + "." for p in prompts for s in p.replace("\n", " ").split(".") if s.strip()]
     chats = []
     for _ in range(count):
-        question = rng.choice(prompts)
+        question = f"Conversation {len(chats) + 1}. " + rng.choice(prompts)  # distinct chats, distinct keys
         answer = " ".join(rng.choice(sentences) for _ in range(rng.randint(10, 30)))
         follow_up = " ".join(rng.sample(sentences, 3))
         chats.append([{"role": "user", "content": question}, {"role": "assistant", "content": answer},
