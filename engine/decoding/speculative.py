@@ -58,10 +58,11 @@ class SpeculativeDecoder:
         self.drafters = list(drafters)
         self.trace = trace
         self._head: mx.array | None = None  # queued (1, V) logits for the next position
+        self._head_token: mx.array | None = None  # queued choice from them, for a next round that drafts nothing
 
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target)."""
-        self._head = None
+        self._head = self._head_token = None
         for drafter in self.drafters:
             drafter.start(context)
 
@@ -110,7 +111,7 @@ class SpeculativeDecoder:
         if self._head is not None:
             self.target.checkpoint_round()
             rows = mx.concatenate([self._head, self.target.forward(draft.tokens)])
-            self._head = None
+            self._head = self._head_token = None
             return rows, [], False
         tail = self.target.catch_up(context, max_tail=REFEED_TAIL)
         self.target.checkpoint_round()
@@ -133,22 +134,39 @@ class SpeculativeDecoder:
         draft_token_s = (draft.draft_s - draft.catch_up_s) / draft.count if draft.timed else None
         self.policy.observe(RoundCosts(draft.source, draft.count, accepted, draft_token_s, verify_s, width))
 
+    def _choose(self, head: mx.array, context: list[int]) -> mx.array:
+        """The next token from the target's (1, V) logits after `context`."""
+        if self.warper.uses_history:
+            head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
+        return self.warper.choose(head)[0]
+
+    def _queue_head(self, token: mx.array) -> None:
+        """Queue the target's pass after `token`, and (without a penalty, which needs the context) the choice from it.
+
+        As in standard decoding, what the next round reads must be an array queued here: on MLX's CPU backend a
+        choice built after this queue waits behind it, and reading it then cost 11 ms a step on SmolLM2.
+        """
+        self._head = self.target.forward(token)[-1:]
+        if self.warper.uses_history:
+            mx.async_eval(token, self._head)
+            return
+        self._head_token = self.warper.choose(self._head)[0]
+        mx.async_eval(token, self._head_token)
+
     def _plain(self, context: list[int], budget: int, prediction: tuple[float, float] | None = None) -> Round:
         """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
         start = time.perf_counter()
-        head = self._head
+        head, token = self._head, self._head_token
         width = 1
         if head is None:
             tail = self.target.catch_up(context, max_tail=REFEED_TAIL)
             head = self.target.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
             width = len(tail)
-        self._head = None
-        if self.warper.uses_history:
-            head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
-        token, _ = self.warper.choose(head)
+        self._head = self._head_token = None
+        if token is None:
+            token = self._choose(head, context)
         if budget > 1 and all(drafter.idle for drafter in self.drafters):
-            self._head = self.target.forward(token)[-1:]
-            mx.async_eval(self._head)
+            self._queue_head(token)
         token_id = int(token.item())
         if self._head is not None:
             self.target.resolve([token_id])
