@@ -133,12 +133,18 @@ class PromptLookupDrafter:
         return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
 
     def _best_match(self, context: list[int], limit: int) -> tuple[Continuation, str]:
-        """The longer match of the context's own index and the history's (the context on a tie: it is recent),
-        and the policy's name for its kind."""
+        """The longer match of the context's own index and the history's, and the policy's name for its kind.
+
+        On a tie the context's latest occurrence wins (it is the most recent text) unless the history saw the
+        match several times and mostly went on the same way: an edit asked for again in a new chat has the
+        original text in its prompt once and the edited text in earlier answers several times.
+        """
         found = self.index.match(limit)
         if self.history is not None:
             other = self.history.continuation(context, limit)
-            if other.match_length > found.match_length:
+            if other.match_length > found.match_length or (
+                other.match_length == found.match_length and other.occurrences >= 2 and other.confidence[:1] >= [0.5]
+            ):
                 found = other
         if self._copying:
             return found, LOOKUP_COPYING

@@ -79,6 +79,11 @@ def test_the_drafter_reads_the_history_when_it_matches_longer() -> None:
     context = [52, 53, 54, 55, 9, 9, 52, 53, 54, 55]
     drafter.start(context)
     assert drafter.propose(context, 4).tokens.tolist()[:1] == [9]
+    # unless the history saw the match several times going on the same way (an edit asked for again)
+    history.add([60, 52, 53, 54, 55, 56, 57])
+    history.add([61, 52, 53, 54, 55, 56, 58])
+    drafter.start(context)
+    assert drafter.propose(context, 4).tokens.tolist()[:1] == [56]
 
 
 def test_long_matches_are_drafted_under_their_own_estimate() -> None:
