@@ -26,6 +26,7 @@ MAX_NGRAM = 4
 MIN_NGRAM = 2
 SPEC_FACTOR = 2.0  # draft tokens per matched token (SuffixDecoding's max_spec_factor)
 MIN_PATH_SHARE = 0.1  # the least share of earlier occurrences agreeing with a whole draft
+MIN_PROMISING = 4  # a declined match at least this long leaves the next pass unqueued (see `idle`)
 LONG_MATCH = 8  # matches at least this long are drafted from under an estimate of their own
 # Lookup's acceptance depends on the evidence and is bursty: a long match (the answer is copying something) is
 # accepted far more often than a 2-gram that happens to recur, and once a copy is under way it tends to go on.
@@ -109,20 +110,24 @@ class PromptLookupDrafter:
         history: the user's other conversations (None: the context only).
     """
 
-    # Its drafts cost nothing and need no queued pass: a target pass queued early serves them as p_1.
-    idle = True
-
     def __init__(self, policy: DraftPolicy, history: DraftHistory | None = None) -> None:
         self.policy = policy
         self.history = history
         self.index = NgramIndex()
         self._copying = False
+        self._declined = False  # it found a match worth drafting only without a queued pass
+
+    @property
+    def idle(self) -> bool:
+        """Whether the target's next pass may be queued early. Not after the policy declined a match of at least
+        MIN_PROMISING tokens because a queued pass made it dear: the next round can then draft in one pass."""
+        return not self._declined
 
     def start(self, context: list[int]) -> None:
         """Index a new generation's context (the prompt)."""
         self.index = NgramIndex()
         self.index.extend(context)
-        self._copying = False
+        self._copying = self._declined = False
 
     def propose(self, context: list[int], limit: int) -> Draft:
         start = time.perf_counter()
@@ -130,6 +135,7 @@ class PromptLookupDrafter:
         found, source = self._best_match(context, limit)
         candidates = draftable(found, limit)
         k = self.policy.choose(source, len(candidates)) if candidates else 0
+        self._declined = not k and bool(candidates) and found.match_length >= MIN_PROMISING and self.policy.split_pass
         return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
 
     def _best_match(self, context: list[int], limit: int) -> tuple[Continuation, str]:

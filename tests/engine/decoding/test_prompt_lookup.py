@@ -94,3 +94,24 @@ def test_long_matches_are_drafted_under_their_own_estimate() -> None:
     drafter = PromptLookupDrafter(FixedDraftLength(4))
     drafter.start(context)
     assert drafter.propose(context, 4).source == "lookup+long"
+
+
+def test_a_match_declined_for_a_queued_pass_leaves_the_next_pass_unqueued() -> None:
+    """After a pipelined plain step a draft costs a verify pass of its own, so the policy may decline a fair
+    match; the drafter then asks not to queue the next pass, so that the next round can draft in one pass
+    (summarising fell from 4.5 to 3.3 tokens per pass without this)."""
+    from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+
+    policy = AdaptiveDraftLength(8)
+    for _ in range(5):
+        policy.observe(RoundCosts("none", 0, 0, None, 0.070))
+    for accepted in (2, 0) * 4:
+        policy.observe(RoundCosts("lookup", 2, accepted, 0.0, 0.080))
+    context = [1, 2, 3, 4, 5, 6, 7, 9, 1, 2, 3, 4, 5]
+    drafter = PromptLookupDrafter(policy)
+    drafter.start(context)
+    policy.split_pass = True
+    assert drafter.propose(context, 4) is NO_DRAFT and not drafter.idle
+    policy.split_pass = False
+    assert drafter.propose(context, 4).count > 0
+    assert drafter.idle
