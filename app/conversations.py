@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from engine.events import trace_line
+from engine.models.app_paths import data_dir
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -307,7 +308,13 @@ class ConversationStore:
         return "\n".join(lines).rstrip() + "\n"
 
 
+def database_path() -> Path:
+    """Where the conversations are saved: the app-data folder's one database."""
+    return data_dir() / "conversations.sqlite3"
+
+
 def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMessage]:
+    """A conversation's shown thread: from the first message through each message's selected child."""
     rows = db.execute(f"SELECT {_COLUMNS}, selected FROM messages WHERE conversation_id = ? ORDER BY id", (conversation_id,))
     children: dict[int | None, list[tuple]] = {}
     for row in rows:

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from engine.events import GenerationResult, RoundEvent, TokenEvent
-from engine.models.app_paths import data_dir
 from engine.params import GenerationParams
 
-from .conversations import AFTER_LAST, ConversationStore
+from .conversations import AFTER_LAST, ConversationStore, database_path
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
@@ -98,7 +97,7 @@ class ChatSession(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.settings = AppSettings()
-        self.store = ConversationStore(data_dir() / "conversations.sqlite3", on_degraded=self.storage_failed.emit)
+        self.store = ConversationStore(database_path(), on_degraded=self.storage_failed.emit)
         self.params = self.settings.params()
         self.system_prompt = self.settings.system_prompt()
         self.pair: PairInfo | None = None

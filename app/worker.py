@@ -139,9 +139,9 @@ class EngineWorker(QObject):
 
     @staticmethod
     def _saved_chats():  # noqa: ANN205 - an iterator of message lists
-        from app.conversations import saved_chats
+        from app.conversations import database_path, saved_chats
 
-        return saved_chats(data_dir() / "conversations.sqlite3")
+        return saved_chats(database_path())
 
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""

@@ -7,10 +7,13 @@ most often followed the end of this context?" across all of them (`suffix_index.
 Two indexes keep updates cheap: the main one over everything known when it was last built, and a small one over
 conversations added or grown since, rebuilt on each addition (its cost grows with its own size only). When the
 small one passes RECENT_TOKENS, both are merged in a background thread; until it finishes the old indexes
-answer. The whole history is bounded to `max_tokens` (the most recent conversations are kept) and
-can be saved to and loaded from one .npz file, so a launch reads its indexes back instead of re-tokenizing.
+answer. The whole history is bounded to `max_tokens` (the most recent conversations are kept).
 
-Thread rule: only numpy and Python run here; nothing touches MLX, so building in a plain thread is safe.
+A history belongs to one tokenizer (ids mean nothing across tokenizers): a loaded pair starts with an empty one
+and `start_indexing` fills it from the saved conversations in a background thread, with a tokenizer of its
+own, so neither the launch nor the engine's thread waits for it.
+
+Thread rule: only numpy, Python and a tokenizer run here; nothing touches MLX arrays, so a plain thread is safe.
 """
 
 from __future__ import annotations
@@ -68,14 +71,12 @@ class DraftHistory:
         """Memory the documents and their indexes hold."""
         return sum(d.nbytes for d in self._documents.values()) + self._main.nbytes + self._recent.nbytes
 
-    def add(self, tokens: Sequence[int], key: str | None = None) -> None:
-        """Add a conversation (or replace an earlier version of it: the same key)."""
+    def add(self, tokens: Sequence[int]) -> None:
+        """Add a conversation (or replace an earlier version of it: the same first tokens)."""
         if not tokens:
             return
-        key = key or document_key(tokens)
         with self._lock:
-            self._documents[key] = np.asarray(tokens, dtype=np.int32)
-            self._documents.move_to_end(key)
+            key = self._put(tokens)
             self._trim()
             if key not in self._recent_keys:
                 self._recent_keys.append(key)
@@ -88,11 +89,16 @@ class DraftHistory:
         with self._lock:
             for tokens in documents:
                 if tokens:
-                    key = document_key(tokens)
-                    self._documents[key] = np.asarray(tokens, dtype=np.int32)
-                    self._documents.move_to_end(key)
+                    self._put(tokens)
             self._trim()
         self.rebuild(background=False)
+
+    def _put(self, tokens: Sequence[int]) -> str:
+        """Store a conversation as the newest under its key (the caller holds the lock); returns the key."""
+        key = document_key(tokens)
+        self._documents[key] = np.asarray(tokens, dtype=np.int32)
+        self._documents.move_to_end(key)
+        return key
 
     def _trim(self) -> None:
         total = self.tokens
@@ -120,7 +126,7 @@ class DraftHistory:
             self._recent = SuffixIndex([self._documents[k] for k in self._recent_keys if k in self._documents])
 
     def wait(self) -> None:
-        """Until a background rebuild has finished (tests, and saving)."""
+        """Until a background rebuild has finished (tests and benchmarks)."""
         thread = self._rebuilding
         if thread is not None:
             thread.join()

@@ -13,9 +13,8 @@ per round however long the conversation is.
 
 from __future__ import annotations
 
-import time
-
 import math
+import time
 
 from .draft import NO_DRAFT, Draft, point_draft
 from .history import DraftHistory

@@ -192,24 +192,34 @@ def run_benchmark(
     categories: list[str] | None = None,
 ) -> list[Run]:
     """All modes on all prompts, alternating, after one warm-up run of each mode."""
-    warm = params.replace(max_tokens=min(params.max_tokens, 8))
     for mode in modes:
-        _run(mode, pair, prompts[0], warm)
+        _run(mode, pair, prompts[0], warm_up(params))
     runs: list[Run] = []
     for iteration in range(iterations):
+        standard: dict[int, list[int]] = {}
         for index, prompt_ids in enumerate(prompts):
-            baseline: list[int] | None = None
             for mode in modes:
                 run = to_run(mode, index, iteration, _run(mode, pair, prompt_ids, params))
                 run.category = categories[index] if categories else ""
-                if mode == "standard":
-                    baseline = run.token_ids
-                if params.greedy:
-                    run.identical_to_standard = run.token_ids == baseline
-                runs.append(run)
-                if on_run:
-                    on_run(run)
+                record(run, standard, params.greedy, runs, on_run)
     return runs
+
+
+def warm_up(params: GenerationParams) -> GenerationParams:
+    """The settings of a mode's untimed first run (MLX compiles and allocates on first use)."""
+    return params.replace(max_tokens=min(params.max_tokens, 8))
+
+
+def record(run: Run, standard: dict[int, list[int]], greedy: bool, runs: list[Run], on_run: Callable[[Run], None] | None) -> None:
+    """Keep a run, noting (greedy) whether it is token-identical to standard decoding's run of the same prompt
+    or turn; standard runs first, so its tokens are at hand."""
+    if run.mode == "standard":
+        standard[run.prompt_index] = run.token_ids
+    if greedy:
+        run.identical_to_standard = run.token_ids == standard.get(run.prompt_index)
+    runs.append(run)
+    if on_run:
+        on_run(run)
 
 
 def _paired_ratio(runs: list[Run], mode: str, reference: str) -> float | None:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..decoding.pair import ModelPair
 from ..params import GenerationParams
-from .benchmark import OUR_MODES, Run, to_run, measure_ours, summarize
+from .benchmark import OUR_MODES, Run, measure_ours, record, summarize, to_run, warm_up
 
 
 def load_chats(path: Path) -> list[list[str]]:
@@ -75,21 +75,14 @@ def run_conversation(
     on_run: Callable[[Run], None] | None = None,
 ) -> list[Run]:
     """Every mode through the chats, `iterations` times, standard first in each iteration."""
-    warm = params.replace(max_tokens=min(params.max_tokens, 8))
     for mode in modes:
-        run_chats(pair, [chats[0][:1]], mode, warm, -1, system_prompt)
+        run_chats(pair, [chats[0][:1]], mode, warm_up(params), -1, system_prompt)
     runs: list[Run] = []
     for iteration in range(iterations):
-        baseline: dict[int, list[int]] = {}
+        standard: dict[int, list[int]] = {}
         for mode in modes:
             for run in run_chats(pair, chats, mode, params, iteration, system_prompt):
-                if mode == "standard":
-                    baseline[run.prompt_index] = run.token_ids
-                if params.greedy:
-                    run.identical_to_standard = run.token_ids == baseline.get(run.prompt_index)
-                runs.append(run)
-                if on_run:
-                    on_run(run)
+                record(run, standard, params.greedy, runs, on_run)
     return runs
 
 
