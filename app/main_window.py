@@ -20,7 +20,9 @@ from engine.params import GenerationParams
 from .chat_view import ChatInput, ChatView
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
+from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
+from .server_dialog import ServerDialog
 from .session import ChatSession, StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
@@ -51,6 +53,8 @@ class MainWindow(QMainWindow):
         self._connect_session()
         self.picker = PairPickerDialog(self.session.engine, self.session.downloads, self)
         self.picker.pair_chosen.connect(self.session.load_pair)
+        self.server_dialog = ServerDialog(LocalServer(self.session, self), self)
+        self.server_dialog.server.state_changed.connect(lambda address: self.serving.setText(address and f"Serving {address}"))
         self.conversations.refresh()
         if self.session.store.degraded:
             self.show_error(self.session.store.degraded)
@@ -99,6 +103,8 @@ class MainWindow(QMainWindow):
         splitter.setSizes([200, 760, 300])
         self.setCentralWidget(splitter)
         self.statusBar().showMessage("Choose models to start (Models…)")
+        self.serving = QLabel()
+        self.statusBar().addPermanentWidget(self.serving)
 
     def _build_toolbar(self) -> None:
         self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
@@ -106,7 +112,8 @@ class MainWindow(QMainWindow):
         t = self.toolbar
         for signal, slot in ((t.models_action.triggered, self.open_picker), (t.speculative_action.toggled, self._mode_toggled),
                              (t.compare_action.triggered, self.compare), (t.markdown_action.toggled, self._markdown_toggled),
-                             (t.settings_action.triggered, self.open_settings)):
+                             (t.settings_action.triggered, self.open_settings),
+                             (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
             signal.connect(slot)
         # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, there.
         for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
@@ -373,7 +380,8 @@ class MainWindow(QMainWindow):
     # --- shutting down -------------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Stop the session's workers (saving a running answer) and deliver what they sent to the dialogs."""
+        """Stop serving, stop the session's workers (saving a running answer), deliver what they sent to the dialogs."""
+        self.server_dialog.server.stop()
         self.session.shutdown()
         QCoreApplication.sendPostedEvents(self.picker)
 
@@ -385,11 +393,7 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     def _confirm_quit(self) -> bool:
-        answer = QMessageBox.question(
-            self,
-            "Quit while answering?",
-            "An answer is still being generated. Quit anyway? What was generated so far is kept.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            QMessageBox.StandardButton.No,
-        )
-        return answer == QMessageBox.StandardButton.Yes
+        yes, no = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+        answer = QMessageBox.question(self, "Quit while answering?",
+                                      "An answer is still being generated. Quit anyway? What was generated so far is kept.", yes | no, no)
+        return answer == yes

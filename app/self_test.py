@@ -1,7 +1,8 @@
 """`specchat --self-test`: prove the app works end to end, without a screen or a download.
 
 It opens the real main window offscreen, loads a pair (tiny built-in random models unless --target is given),
-generates a short answer speculatively, and checks that coloured tokens and statistics appeared. It prints
+generates a short answer speculatively, checks that coloured tokens and statistics appeared, and asks the
+local server (OpenAI-compatible, on a free loopback port) for a short answer. It prints
 one line and exits 0, or prints the reason and exits 1. Settings and conversations go to a temporary folder,
 never the user's. The packaged app runs it in CI, so a module or data file missing from the bundle fails there.
 """
@@ -43,6 +44,28 @@ def _check(window, result) -> str | None:  # noqa: ANN001 - MainWindow, Generati
     if result.stats.drafted == 0:
         return "nothing was drafted"
     return None
+
+
+def _check_server(window) -> str | None:  # noqa: ANN001 - MainWindow
+    """Serve on a free loopback port and ask for a short completion (the bundle must carry the server's stack)."""
+    import json
+    import urllib.request
+
+    server = window.server_dialog.server
+    if not server.start(port=0):
+        return "the local server did not start"
+    try:
+        body = json.dumps({"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 4}).encode()
+        request = urllib.request.Request(server.address + "/chat/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            reply = json.loads(response.read())
+        if reply["usage"]["completion_tokens"] < 1 or "speculation" not in reply:
+            return f"the local server's reply lacks tokens or stats: {reply}"
+        return None
+    except OSError as error:
+        return f"the local server did not answer: {error}"
+    finally:
+        server.stop()
 
 
 def run_self_test(target: str | None = None, draft: str | None = None) -> int:
@@ -108,14 +131,14 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
             print(f"self-test failed: {failures[0]}")
             return 1
         result = results[0]
-        reason = _check(window, result)
+        reason = _check(window, result) or _check_server(window)
         if reason:
             print(f"self-test failed: {reason}")
             return 1
         info = window.session.pair
         pair = info.target_name + (f" with draft {info.draft_name}" if info.draft_name else "")
         print(
-            f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown "
+            f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown, the local server answered "
             f"({time.monotonic() - started:.1f} s)"
         )
         return 0

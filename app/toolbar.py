@@ -1,4 +1,5 @@
-"""The window's toolbar: choose models, switch speculative/standard, Compare, Markdown, settings, and the pair shown.
+"""The window's toolbar: choose models, switch speculative/standard, Compare, Markdown, settings, the local server,
+and the pair shown.
 
 Only the controls live here; what they do is the main window's (which forwards to the session).
 """
@@ -29,6 +30,7 @@ class MainToolbar(QToolBar):
         self.markdown_action.setCheckable(True)
         self.markdown_action.setChecked(markdown)
         self.settings_action = self._action("Settings…", "Generation settings (Ctrl+,)")
+        self.server_action = self._action("Server…", "Serve the loaded models to other programs (OpenAI-compatible)")
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.addWidget(spacer)

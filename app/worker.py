@@ -214,6 +214,16 @@ class EngineWorker(QObject):
                 self.generation_yielded.emit(request.request_id, batch)
             self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
+    @Slot(object)
+    def serve_job(self, job) -> None:  # noqa: ANN001 - engine.tools.generation_queue.GenerationJob
+        """Generate a Local server request with the loaded pair; the job's callback takes every event."""
+        from engine.tools.generation_queue import NoModelLoaded, run_job
+
+        if self.pair is None:
+            job.deliver(NoModelLoaded())
+            return
+        run_job(self.pair, job)
+
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Check candidate drafts against a target by their tokenizers (cached per pair)."""

@@ -1,6 +1,6 @@
 """`specchat-cli` (also `python -m engine`): the engine from a terminal.
 
-Subcommands: generate, benchmark, list-models, download, models, delete, check-pair, import-gguf. Every
+Subcommands: generate, benchmark, serve, list-models, download, models, delete, check-pair, import-gguf. Every
 expected failure prints one line, "error: <what is wrong and what to do>", and exits with status 1.
 """
 
@@ -107,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
+    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
+    _add_sampling_options(s, preset="default")
+    s.add_argument("--mode", choices=MODES, default="speculative", help="the default; a request may set its own")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+
     sub.add_parser("list-models", help="the recommended draft/target pairs, with download state and fit")
 
     d = sub.add_parser("download", help="download a model from the Hugging Face hub into the HF cache")
@@ -180,6 +188,27 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         if args.stats:
             out.write(result.summary() + "\n")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
+    from .generation_queue import EngineThread
+    from .server import RunningServer, bind, check_host, create_app
+
+    params = _params(args, mode=args.mode)
+    check_host(args.host, args.api_key)
+    sock = bind(args.host, args.port)
+    engine = EngineThread(lambda: _load_pair(args), args.target)
+    engine.start()  # loads the pair on the thread that will generate with it
+    app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
+                     log=lambda record: print(record.line(), file=sys.stderr, flush=True))
+    server = RunningServer(app, sock)
+    out.write(f"Serving {engine.model_ids()[0]} on http://{args.host}:{server.port}/v1 (Ctrl-C stops)\n")
+    out.flush()
+    try:
+        server.run()
+    finally:
+        sock.close()
     return 0
 
 
@@ -266,6 +295,7 @@ def cmd_import_gguf(args: argparse.Namespace, out: TextIO) -> int:
 COMMANDS = {
     "generate": cmd_generate,
     "benchmark": lambda args, out: benchmark_command(args, _params(args), out),
+    "serve": cmd_serve,
     "list-models": cmd_list_models,
     "download": cmd_download,
     "models": cmd_models,

@@ -1,0 +1,164 @@
+"""Generation jobs for the server: one pair generates one answer at a time, on the thread that owns MLX.
+
+The server's request handlers run on an event loop; MLX objects belong to the thread that made them. So a
+request becomes a `GenerationJob` handed to a runner that owns the pair: `EngineThread` for `specchat-cli
+serve` (it loads the pair itself, then runs jobs in order), or the app's engine worker for its "Local server"
+switch. Either runs the job with `run_job`, which streams the engine's events to the job's `deliver`
+callback and ends with the result or the error. `cancel` is seen between rounds, so a client that goes away
+frees the model within one round; a job cancelled while it waited never starts.
+
+`Admission` bounds how many jobs may wait: the server refuses the rest with 503 instead of queueing
+without limit.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..events import GenerationResult, RoundEvent
+from ..params import GenerationParams
+
+Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
+
+
+@dataclass
+class GenerationJob:
+    """One request's generation.
+
+    Attributes:
+        prompt: a completion's text or a chat's messages.
+        chat: apply the chat template (chat completions).
+        params: the request's settings.
+        deliver: called on the runner's thread with each event, then with the result or an exception.
+        cancelled: set by the server when the client went away; checked between rounds.
+        rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
+    """
+
+    prompt: str | list[dict[str, str]]
+    chat: bool
+    params: GenerationParams
+    deliver: Deliver
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    rounds_after_cancel: int = 0
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+class JobRunner(Protocol):
+    """Runs jobs one at a time on the thread that owns the pair."""
+
+    def submit(self, job: GenerationJob) -> None: ...
+
+    def model_ids(self) -> list[str]: ...
+
+
+def run_job(pair: Any, job: GenerationJob) -> None:
+    """Generate a job's answer with `pair` (a ModelPair, on its thread), delivering every event, then the result.
+
+    Never raises: whatever ends the job is delivered to it, so the server answers every request."""
+    from ..decoding.generation import generate_stream
+
+    if job.cancelled.is_set():
+        job.deliver(CancelledBeforeStart())
+        return
+    try:
+        for event in generate_stream(pair, job.prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set):
+            if isinstance(event, RoundEvent) and job.cancelled.is_set():
+                job.rounds_after_cancel += 1
+            job.deliver(event)
+    except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
+        job.deliver(error)
+
+
+class CancelledBeforeStart(Exception):
+    """The client went away while its job waited; it never ran."""
+
+
+class NoModelLoaded(Exception):
+    """The runner has no pair to generate with (the app's server before a pair is loaded)."""
+
+
+def model_ids(target_name: str, target: str | None = None) -> list[str]:
+    """The names a client may give as `model`: the target's display name first, then the name it was loaded by."""
+    return [target_name] + ([target] if target and target != target_name else [])
+
+
+class EngineThread:
+    """`specchat-cli serve`'s runner: a thread that loads the pair and then runs jobs in order."""
+
+    def __init__(self, load: Callable[[], Any], target: str) -> None:
+        self._load = load
+        self._target = target
+        self._jobs: queue.Queue[GenerationJob | None] = queue.Queue()
+        self._ready = threading.Event()
+        self._ids: list[str] = []
+        self.pair: Any = None
+        self.load_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="specchat-engine", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread and wait for the pair; raises what loading raised."""
+        self._thread.start()
+        self._ready.wait()
+        if self.load_error is not None:
+            raise self.load_error
+
+    def submit(self, job: GenerationJob) -> None:
+        self._jobs.put(job)
+
+    def model_ids(self) -> list[str]:
+        return list(self._ids)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Finish the running job (cancel it first to end it sooner) and end the thread."""
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            self.pair = self._load()
+            self._ids = model_ids(self.pair.target.display_name, self._target)
+        except BaseException as error:  # noqa: BLE001 - raised again by start() on the caller's thread
+            self.load_error = error
+            return
+        finally:
+            self._ready.set()
+        while (job := self._jobs.get()) is not None:
+            run_job(self.pair, job)
+
+
+class QueueFull(Exception):
+    """More jobs are waiting than the server allows."""
+
+
+class Admission:
+    """Counts the jobs the server holds (running and waiting) and refuses one beyond the bound."""
+
+    def __init__(self, max_waiting: int) -> None:
+        self.max_waiting = max_waiting
+        self._held = 0
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        with self._lock:
+            return self._held
+
+    def enter(self) -> None:
+        """Admit one job (the running one plus `max_waiting` behind it), or raise QueueFull."""
+        with self._lock:
+            if self._held > self.max_waiting:
+                raise QueueFull()
+            self._held += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._held -= 1
+
+
+def is_result(event: object) -> bool:
+    return isinstance(event, GenerationResult)

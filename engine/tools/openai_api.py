@@ -1,0 +1,257 @@
+"""The OpenAI wire format: request bodies into our settings, results into OpenAI's response and chunk shapes.
+
+Pure data, no HTTP and no MLX, so each rule is testable on its own. Every request problem is an `ApiError`
+carrying the status and the error body OpenAI's clients parse (`{"error": {"message", "type", "param",
+"code"}}`). Besides OpenAI's fields we take our own as extra body fields (`num_draft`, `drafter`, `mode`,
+`top_k`, `min_p`, `adaptive`, `repetition_penalty`) and answer with a `speculation` object next to `usage`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidParameterError, PromptError, SpecChatError
+from ..events import GenerationResult
+from ..params import DRAFTERS, MODES, GenerationParams
+
+# Body field -> GenerationParams field, with the type a JSON value must have.
+NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty"}
+WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed"}
+CHOICE_FIELDS = {"mode": MODES, "drafter": DRAFTERS}
+ROLES = ("system", "user", "assistant", "developer")
+MAX_STOP_STRINGS = 4
+
+
+class ApiError(Exception):
+    """A request the server refuses, as OpenAI reports it."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+
+def engine_error(error: SpecChatError) -> ApiError:
+    """An engine error (raised while generating) as the client's error: all of them are about the request."""
+    if isinstance(error, PromptError) and "reads at most" in str(error):
+        return ApiError(400, str(error), param="messages", code="context_length_exceeded")
+    return ApiError(400, str(error), code="invalid_value" if isinstance(error, InvalidParameterError) else None)
+
+
+@dataclass
+class ApiRequest:
+    """One request, parsed: what to generate from and how."""
+
+    endpoint: str  # "chat" or "completions"
+    model: str
+    prompt: str | list[dict[str, str]]  # a completion's text, or a chat's messages
+    params: GenerationParams
+    stream: bool = False
+    include_usage: bool = False
+
+    @property
+    def chat(self) -> bool:
+        return self.endpoint == "chat"
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body."""
+    try:
+        body = json.loads(raw or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ApiError(400, f"The request body is not valid JSON ({e}). Send a JSON object.") from e
+    if not isinstance(body, dict):
+        raise ApiError(400, "The request body must be a JSON object.")
+    return body
+
+
+def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaults: GenerationParams) -> ApiRequest:
+    """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
+    model = _model(body, models)
+    prompt = _messages(body) if endpoint == "chat" else _prompt(body)
+    if body.get("n", 1) != 1:
+        raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
+    stream = _typed(body, "stream", bool, False)
+    options = _typed(body, "stream_options", dict, None) or {}
+    return ApiRequest(endpoint, model, prompt, _params(body, defaults), stream, bool(options.get("include_usage")))
+
+
+def _model(body: dict[str, Any], models: list[str]) -> str:
+    if not models:
+        raise ApiError(503, "No model pair is loaded: load one in SpecChat first.", kind="server_error", code="no_model")
+    model = body.get("model", models[0])
+    if model not in models:
+        raise ApiError(404, f"The model {model!r} does not exist here: this server serves {', '.join(models)}.",
+                       param="model", code="model_not_found")
+    return models[0]
+
+
+def _messages(body: dict[str, Any]) -> list[dict[str, str]]:
+    """A chat's messages: role and text, content parts joined."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(400, "'messages' is required: a non-empty list of {role, content} objects.", param="messages")
+    out = []
+    for i, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ROLES:
+            raise ApiError(400, f"messages[{i}].role must be one of {', '.join(ROLES)}.", param=f"messages[{i}].role")
+        out.append({"role": "system" if role == "developer" else role, "content": _content(message.get("content"), i)})
+    return out
+
+
+def _content(content: object, index: int) -> str:
+    """A message's text: a string, or a list of text parts (images are not supported)."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    raise ApiError(400, f"messages[{index}].content must be text (a string or text parts).", param=f"messages[{index}].content")
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str) or not prompt:
+        raise ApiError(400, "'prompt' is required: a non-empty string.", param="prompt")
+    return prompt
+
+
+def _typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    """body[name] if it has the right JSON type (booleans are not numbers), the default if absent or null."""
+    value = body.get(name)
+    if value is None:
+        return default
+    numeric = kind in (int, float, (int, float))
+    if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
+        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[call-overload]
+        raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
+    return value
+
+
+def _params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParams:
+    """The server's defaults with the request's settings on top, validated as the engine validates them."""
+    changes: dict[str, Any] = {field: _typed(body, name, (int, float), None) for name, field in NUMBER_FIELDS.items()}
+    changes.update({field: _typed(body, name, int, None) for name, field in WHOLE_FIELDS.items()})
+    for name, choices in CHOICE_FIELDS.items():
+        value = _typed(body, name, str, None)
+        if value is not None and value not in choices:
+            raise ApiError(400, f"'{name}' must be one of {', '.join(choices)}, not {value!r}.", param=name)
+        changes[name] = value
+    changes["adaptive"] = _typed(body, "adaptive", bool, None)
+    limit = _typed(body, "max_completion_tokens", int, None)
+    changes["max_tokens"] = _typed(body, "max_tokens", int, limit)
+    changes["stop"] = _stop(body)
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if changes.get("temperature", 0) > 2:
+        raise ApiError(400, f"'temperature' must be between 0 and 2, not {changes['temperature']}.", param="temperature")
+    for field, value in changes.items():  # one at a time, so an error names the field it is about
+        _replace(defaults, {field: value}, param=_BODY_NAMES.get(field, field))
+    return _replace(defaults, changes, param=None)
+
+
+_BODY_NAMES = {field: name for name, field in {**NUMBER_FIELDS, **WHOLE_FIELDS}.items()}
+
+
+def _replace(defaults: GenerationParams, changes: dict[str, Any], param: str | None) -> GenerationParams:
+    try:
+        return defaults.replace(**changes)
+    except InvalidParameterError as e:
+        raise ApiError(400, str(e), param=param, code="invalid_value") from e
+
+
+def _stop(body: dict[str, Any]) -> tuple[str, ...] | None:
+    stop = body.get("stop")
+    if stop is None:
+        return None
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops) or len(stops) > MAX_STOP_STRINGS:
+        raise ApiError(400, f"'stop' must be a non-empty string or a list of up to {MAX_STOP_STRINGS} of them.", param="stop")
+    return tuple(stops)
+
+
+FINISH = {"stop": "stop", "length": "length", "context": "length", "cancelled": "stop"}
+
+
+def new_id(endpoint: str) -> str:
+    return ("chatcmpl-" if endpoint == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
+
+
+def usage(result: GenerationResult) -> dict[str, int]:
+    s = result.stats
+    return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
+            "total_tokens": s.prompt_tokens + s.generated_tokens}
+
+
+def speculation(result: GenerationResult, drafter: str) -> dict[str, Any]:
+    """What speculation did for this response (llama.cpp's draft_n / draft_n_accepted, and more)."""
+    s = result.stats
+    return {
+        "mode": result.mode,
+        "drafter": drafter if result.mode == "speculative" else "none",
+        "rounds": s.rounds,
+        "drafted": s.drafted,
+        "accepted": s.accepted,
+        "acceptance_rate": round(s.acceptance_rate, 4),
+        "tokens_per_pass": round(s.tokens_per_pass, 4),
+        "tokens_per_second": round(s.generation_tps, 2),
+        "cached_prompt_tokens": s.cached_prompt_tokens,
+    }
+
+
+class ResponseShape:
+    """The response and chunk bodies of one request (one id and creation time for all its chunks)."""
+
+    def __init__(self, request: ApiRequest) -> None:
+        self.request = request
+        self.id = new_id(request.endpoint)
+        self.created = int(time.time())
+        self.object = "chat.completion" if request.chat else "text_completion"
+
+    def _envelope(self, kind: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.request.model, "choices": choices}
+
+    def complete(self, result: GenerationResult) -> dict[str, Any]:
+        """The whole, non-streamed response."""
+        finish = FINISH[result.finish_reason]
+        if self.request.chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "finish_reason": finish, "logprobs": None}
+        else:
+            choice = {"index": 0, "text": result.text, "finish_reason": finish, "logprobs": None}
+        body = self._envelope(self.object, [choice])
+        body.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
+        return body
+
+    def chunk(self, text: str | None = None, finish: str | None = None, first: bool = False) -> dict[str, Any]:
+        """A streamed chunk: the first (the role), a piece of text, or the last (a finish reason)."""
+        if not self.request.chat:
+            return self._envelope("text_completion", [{"index": 0, "text": text or "", "finish_reason": finish, "logprobs": None}])
+        delta: dict[str, str] = {"role": "assistant", "content": ""} if first else ({"content": text} if text else {})
+        return self._envelope("chat.completion.chunk", [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+
+    def last_chunks(self, result: GenerationResult) -> list[dict[str, Any]]:
+        """The chunk with the finish reason, usage and speculation; and OpenAI's usage-only chunk when asked."""
+        last = self.chunk(finish=FINISH[result.finish_reason])
+        last.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
+        chunks = [last]
+        if self.request.include_usage:
+            usage_only = self._envelope(last["object"], [])
+            usage_only["usage"] = usage(result)
+            chunks.append(usage_only)
+        return chunks
+
+
+def sse(data: dict[str, Any] | str) -> bytes:
+    """One server-sent event as OpenAI streams them."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return f"data: {payload}\n\n".encode()

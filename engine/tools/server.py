@@ -1,0 +1,338 @@
+"""`specchat-cli serve` and the app's "Local server": an OpenAI-compatible endpoint over one model pair.
+
+Starlette routes on uvicorn. A request is parsed (`openai_api`), admitted into a bounded queue (`Admission`:
+full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the pair on its
+MLX thread; the runner's events come back to the event loop through an asyncio queue. A client that goes
+away cancels its job, which the engine sees between rounds. Every failure is answered in OpenAI's error
+shape, and a request's exception never leaves its handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import secrets
+import socket
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..errors import SpecChatError
+from ..events import GenerationResult, TokenEvent
+from ..params import GenerationParams
+from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, QueueFull
+from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
+
+RETRY_AFTER_S = 2
+Defaults = GenerationParams | Callable[[], GenerationParams]
+DISCONNECT_POLL_S = 0.1
+
+
+@dataclass
+class RequestRecord:
+    """One finished request, for the log (the CLI's stderr, the app's server log)."""
+
+    path: str
+    status: int
+    tokens: int = 0
+    tokens_per_pass: float = 0.0
+    tokens_per_s: float = 0.0
+    note: str = ""
+
+    def line(self) -> str:
+        """E.g. '14:02:11 POST /v1/chat/completions 200 52 tokens, 3.1/pass, 40.2 tok/s speculative'."""
+        detail = f"{self.tokens} tokens, {self.tokens_per_pass:.1f}/pass, {self.tokens_per_s:.1f} tok/s" if self.tokens else ""
+        return " ".join(part for part in (time.strftime("%H:%M:%S"), f"POST {self.path}", str(self.status), detail, self.note) if part)
+
+
+class ServerState:
+    """What the routes share: the runner, the defaults, the key, the queue bound and the log."""
+
+    def __init__(self, runner: JobRunner, defaults: Defaults, api_key: str | None, max_waiting: int,
+                 log: Callable[[RequestRecord], None] | None) -> None:
+        self.runner, self._defaults, self.api_key = runner, defaults, api_key
+        self.admission = Admission(max_waiting)
+        self.log = log or (lambda record: None)
+        self.served = 0
+        self.refused = 0
+
+    @property
+    def defaults(self) -> GenerationParams:
+        """The settings a request starts from (the app's: whatever its settings say at the time)."""
+        return self._defaults() if callable(self._defaults) else self._defaults
+
+
+def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: str | None = None,
+               max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None) -> Starlette:
+    """The ASGI app serving `runner`'s pair."""
+    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log)
+
+    async def chat(request: Request) -> Response:
+        return await _generate(state, request, "chat")
+
+    async def completions(request: Request) -> Response:
+        return await _generate(state, request, "completions")
+
+    async def models(request: Request) -> Response:
+        _check_key(state, request)
+        created = int(time.time())
+        data = [{"id": m, "object": "model", "created": created, "owned_by": "specchat"} for m in state.runner.model_ids()]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def health(request: Request) -> Response:
+        a = state.admission
+        return JSONResponse({"status": "ok", "models": state.runner.model_ids(), "busy": a.held > 0,
+                             "waiting": max(a.held - 1, 0), "served": state.served, "refused": state.refused})
+
+    routes = [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
+    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app.state.server = state
+    return app
+
+
+def _check_key(state: ServerState, request: Request) -> None:
+    if state.api_key is None:
+        return
+    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+    if not secrets.compare_digest(given.encode(), state.api_key.encode()):
+        raise ApiError(401, "Incorrect API key: send the server's key as 'Authorization: Bearer KEY'.",
+                       param=None, code="invalid_api_key")
+
+
+async def _generate(state: ServerState, request: Request, endpoint: str) -> Response:
+    _check_key(state, request)
+    api = parse_request(parse_body(await request.body()), endpoint, state.runner.model_ids(), state.defaults)
+    try:
+        state.admission.enter()
+    except QueueFull:
+        state.refused += 1
+        raise ApiError(503, "The server is busy: every place in its queue is taken. Retry after a moment.",
+                       kind="server_error", code="queue_full") from None
+    job, events = _submit(state, api)
+    try:
+        first = await _next_event(events, request, job)
+    except BaseException:
+        job.cancel()
+        raise
+    if first is None:  # the client went away while waiting
+        return Response(status_code=499)
+    _raise_failure(first)
+    if api.stream:
+        return StreamingResponse(_stream(state, api, job, events, first, request.url.path), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+    return await _whole(state, api, job, events, first, request)
+
+
+def _submit(state: ServerState, api: ApiRequest) -> tuple[GenerationJob, asyncio.Queue]:
+    """Hand the request to the runner; its events arrive in the returned queue on this loop."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue = asyncio.Queue()
+
+    def deliver(event: object) -> None:  # on the runner's thread
+        if isinstance(event, (GenerationResult, BaseException)):
+            state.admission.leave()
+        try:
+            loop.call_soon_threadsafe(events.put_nowait, event)
+        except RuntimeError:  # the loop closed: the server is shutting down
+            pass
+
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver)
+    state.runner.submit(job)
+    return job, events
+
+
+async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJob) -> object | None:
+    """The job's next event, or None (with the job cancelled) if the client disconnects first."""
+    getter = asyncio.ensure_future(events.get())
+    try:
+        while True:
+            done, _ = await asyncio.wait({getter}, timeout=DISCONNECT_POLL_S)
+            if done:
+                return getter.result()
+            if await request.is_disconnected():
+                job.cancel()
+                return None
+    finally:
+        getter.cancel()
+
+
+def _raise_failure(event: object) -> None:
+    """An exception delivered instead of events, as the client's error."""
+    if not isinstance(event, BaseException):
+        return
+    if isinstance(event, SpecChatError):
+        raise engine_error(event)
+    if isinstance(event, NoModelLoaded):
+        raise ApiError(503, "No model pair is loaded: load one in SpecChat first.", kind="server_error", code="no_model")
+    if isinstance(event, CancelledBeforeStart):
+        raise ApiError(499, "The request was cancelled.")
+    raise event
+
+
+async def _whole(state: ServerState, api: ApiRequest, job: GenerationJob, events: asyncio.Queue, first: object,
+                 request: Request) -> Response:
+    event: object | None = first
+    while not isinstance(event, GenerationResult):
+        _raise_failure(event)
+        event = await _next_event(events, request, job)
+        if event is None:
+            return Response(status_code=499)
+    _record(state, api, request.url.path, event)
+    return JSONResponse(ResponseShape(api).complete(event))
+
+
+async def _stream(state: ServerState, api: ApiRequest, job: GenerationJob, events: asyncio.Queue, first: object,
+                  path: str) -> AsyncIterator[bytes]:
+    """The SSE body: a role chunk, a chunk per token's text, the rest of the text, the last chunks, [DONE].
+
+    Starlette cancels this generator when the client disconnects; `finally` then cancels the job."""
+    shape = ResponseShape(api)
+    streamed: list[str] = []
+    finished = False
+    try:
+        if api.chat:
+            yield sse(shape.chunk(first=True))
+        event = first
+        while not isinstance(event, GenerationResult):
+            if isinstance(event, BaseException):
+                yield sse(_failure_body(event))
+                finished = True
+                return
+            if isinstance(event, TokenEvent) and event.text:
+                streamed.append(event.text)
+                yield sse(shape.chunk(text=event.text))
+            event = await events.get()
+        finished = True
+        rest = event.text[len("".join(streamed)):]
+        if rest:
+            yield sse(shape.chunk(text=rest))
+        for chunk in shape.last_chunks(event):
+            yield sse(chunk)
+        yield sse("[DONE]")
+        _record(state, api, path, event)
+    finally:
+        if not finished:
+            job.cancel()
+
+
+def _failure_body(error: BaseException) -> dict[str, Any]:
+    """An error that ended a stream after it began, as an error event (the status line was sent already)."""
+    try:
+        _raise_failure(error)
+    except ApiError as e:
+        return e.body()
+    except BaseException:  # noqa: BLE001
+        _print_traceback(error)
+    return ApiError(500, "The server failed while generating; its log has the details.", kind="server_error").body()
+
+
+def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationResult) -> None:
+    state.served += 1
+    s = result.stats
+    how = f"speculative ({api.params.drafter})" if api.params.mode == "speculative" else "standard"
+    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how))
+
+
+async def _api_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, ApiError)
+    request.app.state.server.log(RequestRecord(request.url.path, error.status, note=error.message))
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if error.status == 503 else None
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    message = {404: f"No route {request.url.path}: the API is under /v1 (chat/completions, completions, models).",
+               405: f"{request.method} is not allowed on {request.url.path}."}.get(error.status_code, str(error.detail))
+    return JSONResponse(ApiError(error.status_code, message).body(), status_code=error.status_code)
+
+
+async def _internal_error(request: Request, error: Exception) -> Response:
+    body = ApiError(500, "The server failed on this request; its log has the details.", kind="server_error").body()
+    return JSONResponse(body, status_code=500)
+
+
+def _print_traceback(error: BaseException) -> None:
+    print("".join(traceback.format_exception(error)), file=sys.stderr)
+
+
+def check_host(host: str, api_key: str | None) -> None:
+    """Refuse to serve beyond this machine without a key."""
+    if api_key or is_loopback(host):
+        return
+    raise SpecChatError(
+        f"Serving on {host} lets other machines use the model: pass --api-key KEY (clients send it as a Bearer "
+        "token), or serve on 127.0.0.1."
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: any free port), or an error saying what to do."""
+    try:
+        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(info[0], socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(info[4])
+        sock.listen(64)
+        return sock
+    except OSError as e:
+        reason = "it is in use" if e.errno in (48, 98) else (e.strerror or str(e))
+        raise SpecChatError(f"Cannot serve on {host}:{port}: {reason}. Pick another port with --port.") from e
+
+
+class RunningServer:
+    """uvicorn serving an app on a bound socket, in a thread of its own (the app) or the caller's (the CLI)."""
+
+    def __init__(self, app: Starlette, sock: socket.socket) -> None:
+        import uvicorn
+
+        self.sock = sock
+        config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none", lifespan="off",
+                                timeout_graceful_shutdown=2)
+        self.server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def run(self) -> None:
+        """Serve until interrupted (Ctrl-C) or `stop()`."""
+        self.server.run(sockets=[self.sock])
+
+    def start(self) -> None:
+        """Serve in a background thread; returns once it accepts connections."""
+        self._thread = threading.Thread(target=self.run, name="specchat-server", daemon=True)
+        self._thread.start()
+        while not self.server.started and self._thread.is_alive():
+            time.sleep(0.01)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.sock.close()

@@ -1,0 +1,262 @@
+"""The OpenAI-compatible server, driven by the official `openai` client and raw HTTP, on the tiny pair.
+
+The server's engine thread loads its own pair and generates on it; references are computed with the
+engine's own `generate` on the test's pair. Greedy, so the texts must match token for token.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from engine.decoding.generation import generate
+from engine.decoding.pair import ModelPair
+from engine.errors import SpecChatError
+from engine.params import GenerationParams
+from engine.tools.generation_queue import EngineThread, GenerationJob
+from engine.tools.server import RunningServer, bind, check_host, create_app
+
+GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
+QUESTION = [{"role": "user", "content": "Tell me about the sea."}]
+
+
+class RecordingRunner:
+    """The engine thread, keeping every job it was given (to look at cancellations)."""
+
+    def __init__(self, engine: EngineThread) -> None:
+        self.engine = engine
+        self.jobs: list[GenerationJob] = []
+
+    def submit(self, job: GenerationJob) -> None:
+        self.jobs.append(job)
+        self.engine.submit(job)
+
+    def model_ids(self) -> list[str]:
+        return self.engine.model_ids()
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_dirs):
+    engine = EngineThread(lambda: ModelPair.load(str(tiny_dirs[0]), str(tiny_dirs[1])), str(tiny_dirs[0]))
+    engine.start()
+    yield RecordingRunner(engine)
+    engine.stop()
+
+
+def serve(runner, **options) -> RunningServer:
+    server = RunningServer(create_app(runner, GREEDY, **options), bind("127.0.0.1", 0))
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def server(engine):
+    server = serve(engine)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0)
+
+
+def url(server: RunningServer, path: str) -> str:
+    return f"http://127.0.0.1:{server.port}{path}"
+
+
+def reference(tiny_pair, prompt, max_tokens: int, chat: bool = True):
+    return generate(prompt, tiny_pair, GREEDY.replace(max_tokens=max_tokens), chat=chat)
+
+
+def test_models_lists_the_target_by_name_and_by_path(client, tiny_dirs) -> None:
+    ids = [m.id for m in client.models.list().data]
+    assert ids == [tiny_dirs[0].name, str(tiny_dirs[0])]
+
+
+def test_chat_completion_equals_the_engines_own_generate_with_stats(client, tiny_pair) -> None:
+    expected = reference(tiny_pair, QUESTION, 24)
+    response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=24, temperature=0)
+    assert response.choices[0].message.content == expected.text
+    assert response.choices[0].finish_reason == ("stop" if expected.finish_reason == "stop" else "length")
+    assert response.usage.completion_tokens == len(expected.tokens) and response.usage.prompt_tokens == expected.stats.prompt_tokens
+    spec = response.model_extra["speculation"]
+    assert spec["drafter"] == "model" and spec["drafted"] >= spec["accepted"] > 0
+    assert spec["tokens_per_pass"] == pytest.approx(response.usage.completion_tokens / spec["rounds"], abs=1e-3)
+
+
+def test_streamed_chat_deltas_join_to_the_same_text_and_end_with_stats(client, tiny_pair) -> None:
+    expected = reference(tiny_pair, QUESTION, 30)
+    chunks = list(client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=30, stream=True,
+                                                 stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == expected.text
+    finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert len(finish) == 1 and finish[0].model_extra["speculation"]["rounds"] > 0
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == len(expected.tokens)
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_completions_streamed_and_not_equal_generate_without_the_chat_template(client, tiny_pair) -> None:
+    expected = reference(tiny_pair, "The sea is", 20, chat=False)
+    whole = client.completions.create(model="tiny-target", prompt="The sea is", max_tokens=20)
+    assert whole.choices[0].text == expected.text and whole.usage.completion_tokens == len(expected.tokens)
+    streamed = client.completions.create(model="tiny-target", prompt="The sea is", max_tokens=20, stream=True)
+    assert "".join(c.choices[0].text for c in streamed) == expected.text
+
+
+def test_our_extra_fields_choose_standard_decoding(client, tiny_pair) -> None:
+    expected = reference(tiny_pair, QUESTION, 16)
+    response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=16,
+                                              extra_body={"mode": "standard"})
+    assert response.choices[0].message.content == expected.text
+    assert response.model_extra["speculation"]["drafted"] == 0 and response.model_extra["speculation"]["mode"] == "standard"
+
+
+def test_a_stop_string_ends_the_answer_before_it(client, tiny_pair) -> None:
+    full = reference(tiny_pair, QUESTION, 24).text
+    stop = full[len(full) // 2 :][:3]
+    response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=24, stop=[stop])
+    assert response.choices[0].message.content == full[: full.index(stop)]
+    assert response.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    "body, status, code",
+    [
+        (b"{bad", 400, None),
+        (b'{"model": "tiny-target"}', 400, None),
+        (b'{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}', 404, "model_not_found"),
+        (b'{"messages": [{"role": "user", "content": "x"}], "temperature": -1}', 400, "invalid_value"),
+        (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": "many"}', 400, None),
+    ],
+)
+def test_each_bad_request_gets_its_status_and_an_openai_error_body(server, body, status, code) -> None:
+    response = httpx.post(url(server, "/v1/chat/completions"), content=body)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"] and "Traceback" not in response.text
+
+
+def test_a_prompt_longer_than_the_context_is_a_400_streamed_or_not(client) -> None:
+    long = [{"role": "user", "content": "word " * 1100}]
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.chat.completions.create(model="tiny-target", messages=long, max_tokens=4, stream=stream)
+        assert caught.value.code == "context_length_exceeded"
+
+
+def test_unknown_routes_and_methods_answer_in_the_error_shape(server) -> None:
+    missing = httpx.get(url(server, "/v2/engines"))
+    wrong = httpx.get(url(server, "/v1/chat/completions"))
+    assert (missing.status_code, wrong.status_code) == (404, 405)
+    assert missing.json()["error"]["message"] and wrong.json()["error"]["message"]
+
+
+def test_the_server_keeps_serving_after_bad_requests(server, client) -> None:
+    httpx.post(url(server, "/v1/chat/completions"), content=b"\xff\xfe")
+    health = httpx.get(url(server, "/health")).json()
+    assert health["status"] == "ok" and not health["busy"]
+    assert client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=3).choices[0].message.content
+
+
+def test_a_key_is_required_when_set(engine) -> None:
+    keyed = serve(engine, api_key="s3cret")
+    try:
+        base = f"http://127.0.0.1:{keyed.port}/v1"
+        with pytest.raises(openai.AuthenticationError) as caught:
+            openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list()
+        assert caught.value.code == "invalid_api_key"
+        assert httpx.post(base + "/chat/completions", json={"messages": QUESTION}).status_code == 401
+        assert openai.OpenAI(base_url=base, api_key="s3cret").models.list().data
+    finally:
+        keyed.stop()
+
+
+def test_serving_beyond_loopback_needs_a_key() -> None:
+    with pytest.raises(SpecChatError, match="--api-key"):
+        check_host("0.0.0.0", None)
+    check_host("0.0.0.0", "key")
+    check_host("127.0.0.1", None)
+    check_host("::1", None)
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    taken = bind("127.0.0.1", 0)
+    try:
+        with pytest.raises(SpecChatError, match="in use. Pick another port"):
+            bind("127.0.0.1", taken.getsockname()[1])
+    finally:
+        taken.close()
+
+
+def test_a_client_that_disconnects_mid_stream_frees_the_model_within_one_round(server, engine, client) -> None:
+    body = {"messages": QUESTION, "max_tokens": 900, "stream": True, "extra": 1}
+    with httpx.stream("POST", url(server, "/v1/chat/completions"), json=body, timeout=30) as response:
+        lines = response.iter_lines()
+        for _ in range(4):
+            next(lines)
+    job = engine.jobs[-1]
+    assert _eventually(lambda: not httpx.get(url(server, "/health")).json()["busy"])
+    assert job.cancelled.is_set() and job.rounds_after_cancel <= 1
+    assert client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=3).choices[0].message.content
+
+
+class BlockedRunner:
+    """A runner that holds every job until released: the queue fills."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def submit(self, job: GenerationJob) -> None:
+        def finish() -> None:
+            self.release.wait(10)
+            job.deliver(RuntimeError("released"))
+
+        threading.Thread(target=finish, daemon=True).start()
+
+    def model_ids(self) -> list[str]:
+        return ["blocked"]
+
+
+def test_a_full_queue_answers_503_with_retry_after() -> None:
+    runner = BlockedRunner()
+    server = serve(runner, max_waiting=1)
+    try:
+        held = [threading.Thread(target=httpx.post, args=(url(server, "/v1/completions"),),
+                                 kwargs={"json": {"prompt": "a"}, "timeout": 20}) for _ in range(2)]
+        for thread in held:
+            thread.start()
+        assert _eventually(lambda: httpx.get(url(server, "/health")).json()["waiting"] == 1)
+        refused = httpx.post(url(server, "/v1/completions"), json={"prompt": "a"})
+        assert refused.status_code == 503 and refused.headers["retry-after"].isdigit()
+        assert refused.json()["error"]["code"] == "queue_full"
+    finally:
+        runner.release.set()
+        server.stop()
+
+
+def test_an_unexpected_failure_is_a_500_without_a_traceback() -> None:
+    runner = BlockedRunner()
+    runner.release.set()
+    server = serve(runner)
+    try:
+        response = httpx.post(url(server, "/v1/completions"), json={"prompt": "a"})
+        assert response.status_code == 500 and response.json()["error"]["type"] == "server_error"
+        assert "released" not in response.text and "Traceback" not in response.text
+    finally:
+        server.stop()
+
+
+def _eventually(condition, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
