@@ -269,7 +269,7 @@ class MainWindow(QMainWindow):
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
         is_shown = answer.conversation_id == self.conversation_id
         self.answer_view = self.chat.add_message("assistant") if is_shown else None
-        self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None)
+        self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None, answer.lenience)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
         self.stats.add_events(events)

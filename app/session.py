@@ -37,6 +37,7 @@ class StreamingAnswer:
         runs: each token's [text, origin, round], to show the coloured view again.
         trace: each round's record (RoundEvent.trace_record), to explain and export the speculation.
         stopping: Stop was asked for; the engine ends the answer within a round.
+        lenience: above 0, lenient (lossy) acceptance is on for this answer.
     """
 
     request_id: int
@@ -47,6 +48,7 @@ class StreamingAnswer:
     runs: list[list] = field(default_factory=list)
     trace: list[dict] = field(default_factory=list)
     stopping: bool = False
+    lenience: float = 0.0
 
 
 DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
@@ -164,8 +166,10 @@ class ChatSession(QObject):
             return "Loading…" if self.loading else "No models loaded"
         params = self.effective_params()
         names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
-        how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}"
-        return f"{names} · {how}" + (" · loading another pair…" if self.loading else "")
+        ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
+        how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
+        lossy = f" · LOSSY (lenience {params.lenience:g})" if params.lossy else ""
+        return f"{names} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
         """A conversation as the engine reads it (answers that failed before any text are left out)."""
@@ -248,7 +252,8 @@ class ChatSession(QObject):
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
-        self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode)
+        self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode,
+                                      lenience=params.lenience if params.lossy else 0.0)
         self.answer_started.emit(self.answer)
         self.busy_changed.emit(True)
         self._requests.generate.emit(request)

@@ -24,6 +24,9 @@ SAVED_PARAMS = {
     "max_tokens": int,
     "repetition_penalty": float,
     "kv_bits": lambda raw: int(raw) or None,  # saved as 0 for full precision
+    "lenience": float,
+    "ssd": bool,
+    "fanout": int,
 }
 
 

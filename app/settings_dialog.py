@@ -45,6 +45,47 @@ class SettingsDialog(QDialog):
         for label, value in DRAFTERS:
             self.drafter.addItem(label, value)
         self.drafter.setCurrentIndex([v for _, v in DRAFTERS].index(params.drafter))
+        self._build_sampling_fields(params)
+        self._build_speculation_extras(params)
+        self.system_prompt = QPlainTextEdit(system_prompt)
+        self.system_prompt.setPlaceholderText("Optional instructions sent before every conversation")
+        self.system_prompt.setMaximumHeight(90)
+        form.addRow("Draft length (K)", self.num_draft)
+        form.addRow("", self.adaptive)
+        form.addRow("Longest adaptive draft", self.max_draft)
+        form.addRow("Drafts come from", self.drafter)
+        form.addRow("", self.ssd)
+        form.addRow("SSD fan-out", self.fanout)
+        self.drafter_note = QLabel(
+            "No draft model is loaded: answers draft by lookup (this chat and your saved chats) until a pair with a draft model is."
+        )
+        self.drafter_note.setWordWrap(True)
+        self.drafter_note.setStyleSheet("color: palette(mid);")
+        form.addRow("", self.drafter_note)
+        form.addRow("Temperature (0 = greedy)", self.temperature)
+        form.addRow("Top-p", self.top_p)
+        form.addRow("Top-k (0 = off)", self.top_k)
+        form.addRow("Min-p (0 = off)", self.min_p)
+        form.addRow("Repetition penalty (1 = off)", self.repetition_penalty)
+        form.addRow("Max tokens", self.max_tokens)
+        form.addRow("KV cache", self.kv_bits)
+        form.addRow("Lenience (0 = exact, above: LOSSY)", self.lenience)
+        form.addRow("System prompt", self.system_prompt)
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020;")
+        self.error.setWordWrap(True)
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.adaptive.toggled.connect(self._adaptive_toggled)
+        self._adaptive_toggled(params.adaptive)
+        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft))
+        self._show_drafter_note(has_draft)
+
+    def _build_sampling_fields(self, params: GenerationParams) -> None:
+        """The warp, the length limit, the repetition penalty and the KV cache's precision."""
         self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.05, decimals=2, value=params.temperature)
         self.top_p = QDoubleSpinBox(minimum=0.01, maximum=1.0, singleStep=0.05, decimals=2, value=params.top_p)
         self.top_k = whole_number_box("top_k", params.top_k)
@@ -59,39 +100,22 @@ class SettingsDialog(QDialog):
         self.kv_bits.setCurrentIndex([v for _, v in KV_CACHE].index(params.kv_bits))
         self.kv_bits.setToolTip("Store the attention cache in fewer bits: longer chats in less memory, slightly "
                                 "different answers. Sliding-window layers stay in full precision.")
-        self.system_prompt = QPlainTextEdit(system_prompt)
-        self.system_prompt.setPlaceholderText("Optional instructions sent before every conversation")
-        self.system_prompt.setMaximumHeight(90)
-        form.addRow("Draft length (K)", self.num_draft)
-        form.addRow("", self.adaptive)
-        form.addRow("Longest adaptive draft", self.max_draft)
-        form.addRow("Drafts come from", self.drafter)
-        self.drafter_note = QLabel(
-            "No draft model is loaded: answers draft by lookup (this chat and your saved chats) until a pair with a draft model is."
-        )
-        self.drafter_note.setWordWrap(True)
-        self.drafter_note.setStyleSheet("color: palette(mid);")
-        form.addRow("", self.drafter_note)
-        form.addRow("Temperature (0 = greedy)", self.temperature)
-        form.addRow("Top-p", self.top_p)
-        form.addRow("Top-k (0 = off)", self.top_k)
-        form.addRow("Min-p (0 = off)", self.min_p)
-        form.addRow("Repetition penalty (1 = off)", self.repetition_penalty)
-        form.addRow("Max tokens", self.max_tokens)
-        form.addRow("KV cache", self.kv_bits)
-        form.addRow("System prompt", self.system_prompt)
-        self.error = QLabel()
-        self.error.setStyleSheet("color: #b00020;")
-        self.error.setWordWrap(True)
-        form.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
-        self.adaptive.toggled.connect(self._adaptive_toggled)
-        self._adaptive_toggled(params.adaptive)
-        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft))
-        self._show_drafter_note(has_draft)
+
+    def _build_speculation_extras(self, params: GenerationParams) -> None:
+        """SSD (drafting ahead) with its fan-out, and lenient acceptance."""
+        self.ssd = QCheckBox("SSD: the draft model drafts the next round while the target verifies")
+        self.ssd.setChecked(params.ssd)
+        self.ssd.setToolTip("Speculative speculative decoding: drafts for the likely outcomes of each verify are made "
+                            "during it; a guessed outcome starts the next round with its draft ready. Adaptive keeps it "
+                            "only where it measures faster. Exact: answers are the target's either way.")
+        self.fanout = whole_number_box("fanout", params.fanout)
+        self.fanout.setToolTip("Outcomes pre-drafted per likely accepted length")
+        self.lenience = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=params.lenience)
+        self.lenience.setToolTip("Lenient acceptance: accept a draft token with probability min(1, p / ((1 - δ) q)). "
+                                 "0 is exact; above 0 more drafts survive and answers are LOSSY: no longer what the "
+                                 "target alone would write.")
+        self.ssd.toggled.connect(self.fanout.setEnabled)
+        self.fanout.setEnabled(params.ssd)
 
     def _adaptive_toggled(self, adaptive: bool) -> None:
         """Adaptive rounds choose their own length up to the longest draft; a fixed K applies otherwise."""
@@ -114,6 +138,9 @@ class SettingsDialog(QDialog):
             max_tokens=self.max_tokens.value(),
             repetition_penalty=self.repetition_penalty.value(),
             kv_bits=self.kv_bits.currentData(),
+            lenience=round(self.lenience.value(), 2),
+            ssd=self.ssd.isChecked(),
+            fanout=self.fanout.value(),
         )
 
     def accept(self) -> None:

@@ -112,11 +112,15 @@ class StatsPanel(QFrame):
         self.values: dict[str, QLabel] = {}
         for key, label in [("mode", "Mode"), ("tps", "Tokens / s"), ("per_pass", "Tokens per pass"), ("drafted", "Drafted"),
                            ("accepted", "Accepted"), ("draft_k", "Last draft length"), ("ttft", "First token after"),
-                           ("memory", "Peak memory"), ("prefill", "Prompt")]:
+                           ("memory", "Peak memory"), ("prefill", "Prompt"), ("ssd", "SSD")]:
             self.values[key] = QLabel("–")
             self.values[key].setObjectName(f"stat_{key}")
             self.values[key].setWordWrap(True)
             form.addRow(label, self.values[key])
+        self.values["ssd"].setToolTip("Speculative speculative decoding: drafts made for the next round while the target "
+                                      "verified this one. Ready: rounds whose outcome was guessed (a fan-out hit); unused: "
+                                      "pre-drafted tokens for outcomes that did not happen; hidden: drafting time saved.")
+        self._form = form
         layout.addLayout(form)
         layout.addStretch()
         self._build_round_tabs()
@@ -174,8 +178,9 @@ class StatsPanel(QFrame):
             for plot in (self.rate_plot, self.accept_plot):
                 self._colour_axes(plot)
 
-    def reset(self, mode: str, draft_cost_on_gpu: float | None = None) -> None:
-        """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card)."""
+    def reset(self, mode: str, draft_cost_on_gpu: float | None = None, lenience: float = 0.0) -> None:
+        """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card;
+        `lenience` above 0: lenient acceptance, which the Mode row calls lossy)."""
         self._start = time.perf_counter()
         self._rate = RecentRate(RATE_WINDOW_S)  # over the tokens so far
         self._times: list[float] = []
@@ -183,6 +188,8 @@ class StatsPanel(QFrame):
         self._accept_times: list[float] = []
         self._accept_rates: list[float] = []
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
+        self.ssd = {"checked": 0, "hits": 0, "predrafted": 0, "wasted": 0, "hidden_s": 0.0}
+        self._form.setRowVisible(self.values["ssd"], False)
         self._first_token: float | None = None
         self._prompt_tokens = 0
         self._last_plot = 0.0
@@ -192,7 +199,7 @@ class StatsPanel(QFrame):
             plot.enableAutoRange(axis="x")  # a new answer starts at 0 s, not where the last one ended
         for label in self.values.values():
             label.setText("–")
-        self.values["mode"].setText(mode)
+        self.values["mode"].setText(f"{mode}, LOSSY (lenience {lenience:g})" if lenience else mode)
         self.timeline.clear()
         self.histogram.clear_counts()
         self.cost_card.reset(mode, draft_cost_on_gpu)
@@ -217,6 +224,7 @@ class StatsPanel(QFrame):
                 self.drafted += event.drafted
                 self.accepted += event.accepted
                 self.values["draft_k"].setText(f"{event.drafted} ({event.drafter})")
+                self._count_ssd(event)
                 if self.drafted:
                     self._accept_times.append(now)
                     self._accept_rates.append(100.0 * self.accepted / self.drafted)
@@ -234,6 +242,20 @@ class StatsPanel(QFrame):
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._redraw_plots(now)
         self._show_counts()
+
+    def _count_ssd(self, event: RoundEvent) -> None:
+        """SSD's figures: drafts that were ready, pre-drafted tokens unused, drafting time hidden."""
+        c = self.ssd
+        c["checked"] += event.ssd_hit is not None
+        c["hits"] += event.ssd_hit is True
+        c["predrafted"] += event.predrafted
+        c["wasted"] += event.predraft_wasted
+        c["hidden_s"] += event.hidden_draft_s
+        if c["predrafted"]:
+            self._form.setRowVisible(self.values["ssd"], True)
+            ready = f"{c['hits'] / c['checked']:.0%}" if c["checked"] else "–"
+            self.values["ssd"].setText(f"{ready} of drafts ready · {c['wasted']} of {c['predrafted']} pre-drafted "
+                                       f"tokens unused · {c['hidden_s']:.2f} s drafting hidden")
 
     def _redraw_plots(self, now: float) -> None:
         self._last_plot = now

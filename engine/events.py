@@ -69,6 +69,12 @@ class RoundEvent:
         predicted_tps, predicted_tps_plain: the adaptive policy's prediction, when it chose K, of tokens per second
             with that K and with K = 0 (None when it predicted nothing).
         timed: whether draft_s and verify_s measure the two apart (see draft_s).
+        ssd_hit: with SSD, True when this round's draft was pre-drafted during the previous verify, False when
+            it had been pre-drafted for other outcomes (a miss), None when nothing was pre-drafted for it.
+        predrafted: tokens SSD pre-drafted for the next round while this round's verify ran.
+        predraft_wasted: pre-drafted tokens this round's outcome left unused.
+        hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (measured synchronous
+            cost per token x K).
     """
 
     round: int
@@ -86,6 +92,10 @@ class RoundEvent:
     predicted_tps: float | None = None
     predicted_tps_plain: float | None = None
     timed: bool = False
+    ssd_hit: bool | None = None
+    predrafted: int = 0
+    predraft_wasted: int = 0
+    hidden_draft_s: float = 0.0
 
     @property
     def next_origin(self) -> Origin:
@@ -123,6 +133,10 @@ class RoundEvent:
             "predicted_tps": self.predicted_tps,
             "predicted_tps_plain": self.predicted_tps_plain,
             "timed": self.timed,
+            "ssd_hit": self.ssd_hit,
+            "predrafted": self.predrafted,
+            "predraft_wasted": self.predraft_wasted,
+            "hidden_draft_s": self.hidden_draft_s,
         }
 
 
@@ -146,6 +160,16 @@ class GenerationStats:
     ttft_s: float = 0.0
     total_s: float = 0.0
     peak_memory_gb: float = 0.0
+    ssd_checked: int = 0  # rounds whose draft SSD had pre-drafted outcomes for
+    ssd_hits: int = 0  # of those, rounds whose outcome was among them
+    predrafted: int = 0
+    predraft_wasted: int = 0
+    hidden_draft_s: float = 0.0
+
+    @property
+    def fanout_hit_rate(self) -> float | None:
+        """SSD: the share of rounds whose draft was ready when they began (None without SSD)."""
+        return self.ssd_hits / self.ssd_checked if self.ssd_checked else None
 
     @property
     def acceptance_rate(self) -> float:
@@ -172,6 +196,7 @@ class GenerationStats:
             tokens_per_pass=self.tokens_per_pass,
             generation_tps=self.generation_tps,
             prompt_tps=self.prompt_tps,
+            fanout_hit_rate=self.fanout_hit_rate,
         )
         return out
 
@@ -191,6 +216,11 @@ class GenerationResult:
     mode: str
     finish_reason: FinishReason
     stats: GenerationStats = field(default_factory=GenerationStats)
+    lenience: float = 0.0  # above 0: lenient acceptance, so the text is not exactly the target's distribution
+
+    @property
+    def lossy(self) -> bool:
+        return self.lenience > 0
 
     def summary(self) -> str:
         """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted, 3.1 tokens per pass'."""
@@ -204,6 +234,10 @@ class GenerationResult:
         else:
             parts.append("standard decoding")
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
+        if s.ssd_checked:
+            parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
+        if self.lossy:
+            parts.append(f"LOSSY (lenience {self.lenience:g})")
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
@@ -213,6 +247,8 @@ class GenerationResult:
             "origins": list(self.origins),
             "mode": self.mode,
             "finish_reason": self.finish_reason,
+            "lenience": self.lenience,
+            "lossy": self.lossy,
             "stats": self.stats.as_dict(),
         }
 

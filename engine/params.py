@@ -27,6 +27,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "max_tokens": (1, None),
     "repetition_context_size": (1, None),
     "prefill_step_size": (1, None),
+    "fanout": (1, 8),
 }
 
 
@@ -57,6 +58,12 @@ class GenerationParams:
         kv_bits: store full-attention keys and values in 8 or 4 bits (None: full precision), for long chats
             in less memory. Draft and target use the same caches in every mode, so speculation stays exact
             with respect to the quantized target.
+        ssd: speculative speculative decoding (seed 001): the draft model drafts the next round for the likely
+            outcomes while the target verifies (`decoding/ssd.py`); with `adaptive`, only where it measures faster.
+        fanout: with `ssd`, the outcomes pre-drafted per likely accepted length.
+        lenience: δ in [0, 1] (seed 002's --delta): accept a draft token with probability
+            min(1, p / ((1 - δ) q)). 0 is the exact rule; above 0 the output is LOSSY, no longer distributed as
+            the target's; 1 accepts every draft token.
     """
 
     mode: Mode = "speculative"
@@ -76,6 +83,9 @@ class GenerationParams:
     prefill_step_size: int = 512
     kv_bits: int | None = None
     trace_rounds: bool = True
+    lenience: float = 0.0
+    ssd: bool = False
+    fanout: int = 3
 
     def __post_init__(self) -> None:
         for problem in _problems(self):
@@ -90,6 +100,11 @@ class GenerationParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def lossy(self) -> bool:
+        """Whether the output may differ from the target's distribution (lenient acceptance while speculating)."""
+        return self.lenience > 0 and self.mode == "speculative"
 
     # Presets, as in seed 000: named starting points for the GUI and the CLI.
     @classmethod
@@ -119,6 +134,8 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"min_p must be in [0, 1] (0 switches it off), not {p.min_p}.")
     if p.repetition_penalty <= 0:
         problems.append(f"repetition_penalty must be above 0 (1 switches it off), not {p.repetition_penalty}.")
+    if not isinstance(p.lenience, (int, float)) or isinstance(p.lenience, bool) or not 0 <= p.lenience <= 1:
+        problems.append(f"lenience must be in [0, 1] (0 is exact; above 0 is lossy), not {p.lenience!r}.")
     if p.kv_bits not in KV_BITS:
         problems.append(f"kv_bits must be 8, 4 or None (full precision), not {p.kv_bits!r}.")
     if any(not s for s in p.stop):

@@ -14,6 +14,9 @@ mlx-lm instead samples the target and accepts only on equality ("sample-and-matc
 probability sum(p*q) instead of sum(min(p, q)). Prompt lookup proposes without a distribution: its q is a
 point mass on the proposed token, for which the rule accepts with probability p(d).
 
+Lenient acceptance (seed 002's --delta, off by default) accepts with min(1, p / ((1 - δ) q)) instead: more
+draft tokens survive, and the output is no longer the target's distribution (lossy).
+
 Everything here is lazy MLX: the caller evaluates the result once per round, together with the draft. Besides
 the verdict, each function returns p(d) and q(d) for every draft token (what the rule compared), for the
 speculation trace; they come out of the same read.
@@ -54,10 +57,13 @@ def draft_probabilities(p: mx.array, q: mx.array, draft_tokens: mx.array) -> tup
     return mx.take_along_axis(p, index, axis=-1)[:, 0], mx.take_along_axis(q, index, axis=-1)[:, 0]
 
 
-def ratio(p_d: mx.array, q_d: mx.array) -> mx.array:
-    """min(1, p(d) / q(d)). d was drawn from q, so q(d) > 0 except by float underflow, when the ratio is
-    effectively infinite."""
-    return mx.minimum(1.0, p_d / mx.maximum(q_d, 1e-30))
+def ratio(p_d: mx.array, q_d: mx.array, lenience: float = 0.0) -> mx.array:
+    """min(1, p(d) / ((1 - lenience) q(d))): the exact rule at lenience 0, every token accepted at 1.
+
+    d was drawn from q, so q(d) > 0 except by float underflow, when the ratio is effectively infinite."""
+    if lenience >= 1.0:
+        return mx.ones_like(p_d)
+    return mx.minimum(1.0, p_d / mx.maximum((1.0 - lenience) * q_d, 1e-30))
 
 
 def acceptance_probabilities(p: mx.array, q: mx.array, draft_tokens: mx.array) -> mx.array:
@@ -76,13 +82,25 @@ def residual_distribution(p: mx.array, q: mx.array) -> mx.array:
     return mx.where(total > 0, r / mx.maximum(total, 1e-30), p)
 
 
-def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array) -> Verdict:
+def lenient_output(p: mx.array, q: mx.array, lenience: float) -> mx.array:
+    """The distribution of the first token one round emits, for target p and draft q (both (V,)) at `lenience`.
+
+    A draft token x ~ q is kept with probability a(x) = min(1, p(x) / ((1 - δ) q(x))); otherwise the correction
+    comes from the residual. At δ = 0 this is p exactly; its distance from p is what lenience costs.
+    """
+    kept = q * ratio(p, q, lenience)
+    return kept + (1.0 - kept.sum()) * residual_distribution(p, q)
+
+
+def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_tokens: mx.array, lenience: float = 0.0) -> Verdict:
     """One speculative step by rejection sampling.
 
     Args:
         target_logprobs: (K+1, V) warped log-probabilities of the target at the K draft positions and after.
         draft_probs: (K, V) the draft's warped probabilities the draft tokens were drawn from.
         draft_tokens: (K,) the draft tokens.
+        lenience: δ of the lenient (lossy) rule; 0 is exact. A correction is still drawn from norm(max(0, p - q)),
+            which is what p - q·min(1, p / ((1 - δ) q)) leaves wherever it is positive.
 
     Returns:
         The verdict: how many draft tokens were accepted, the correction or bonus token, p(d) and q(d).
@@ -93,7 +111,7 @@ def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_token
         none = mx.zeros((0,), dtype=mx.float32)
         return Verdict(mx.array(0, dtype=mx.int32), mx.random.categorical(target_logprobs[0]).astype(mx.uint32), none, none)
     p_d, q_d = draft_probabilities(p[:k], draft_probs, draft_tokens)
-    accepted = mx.random.uniform(shape=(k,)) < ratio(p_d, q_d)
+    accepted = mx.random.uniform(shape=(k,)) < ratio(p_d, q_d, lenience)
     n = mx.cumprod(accepted.astype(mx.int32)).sum()
     # Row n of p against row n of q, where a zero row stands for "no draft at position K+1": the residual
     # of p_{K+1} against nothing is p_{K+1} itself, so one formula gives both correction and bonus.
@@ -102,12 +120,13 @@ def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_token
     return Verdict(n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32), p_d, q_d)
 
 
-def verify_greedy(target_choices: mx.array, draft_tokens: mx.array) -> Verdict:
+def verify_greedy(target_choices: mx.array, draft_tokens: mx.array, lenience: float = 0.0) -> Verdict:
     """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
 
     Args:
         target_choices: (K+1,) the target's argmax at each verify position.
         draft_tokens: (K,) the draft tokens.
+        lenience: only 1 changes greedy verification (p(d) is 0 or 1): then every draft token is accepted.
     """
     k = draft_tokens.shape[0]
     if k == 0:
@@ -115,5 +134,7 @@ def verify_greedy(target_choices: mx.array, draft_tokens: mx.array) -> Verdict:
         return Verdict(mx.array(0, dtype=mx.int32), target_choices[0], none, none)
     matches = target_choices[:k] == draft_tokens.astype(target_choices.dtype)
     p_d = matches.astype(mx.float32)
+    if lenience >= 1.0:
+        matches = mx.ones_like(matches)
     n = mx.cumprod(matches.astype(mx.int32)).sum()
     return Verdict(n, mx.take(target_choices, n), p_d, mx.ones((k,), dtype=mx.float32))

@@ -20,6 +20,7 @@ from typing import Any, Generator
 
 import mlx.core as mx
 import mlx.nn as nn
+from mlx_lm.models.cache import KVCache
 
 from . import caches
 
@@ -188,6 +189,27 @@ class CachedModel:
             self.tokens.extend(ids)
         return logits
 
+    def fork(self, length: int) -> "CachedModel | None":
+        """A twin holding the first `length` cached positions (resolved ids, then pending ones), whose passes
+        leave this cache as it is; None unless every layer is a plain KV cache (SSD's pre-drafts).
+
+        The twin's layers view this cache's keys and values; its first write copies what it keeps."""
+        resolved = min(length, len(self.tokens))
+        if length - resolved > self._pending or not all(type(layer) is KVCache for layer in self.cache):
+            return None
+        twin = CachedModel.__new__(CachedModel)
+        twin.__dict__.update(self.__dict__)
+        twin.cache = [_kv_prefix(layer, length) for layer in self.cache]
+        twin.tokens = self.tokens[:resolved]
+        twin._pending = length - resolved
+        twin._turns, twin._round = [], None
+        return twin
+
+    def adopt(self, twin: "CachedModel") -> None:
+        """Take a twin's cache and ids as this one's (an SSD hit: the pre-draft's context is the real one)."""
+        self.cache, self.tokens, self._pending = twin.cache, twin.tokens, twin._pending
+        self._turns, self._round = [], None
+
     def discard_pending(self) -> None:
         """After an interrupted pass whose inputs were never resolved, start over rather than guess the ids."""
         if self._pending:
@@ -198,3 +220,12 @@ class CachedModel:
         assert len(ids) == self._pending, (len(ids), self._pending)
         self.tokens.extend(ids)
         self._pending = 0
+
+
+def _kv_prefix(layer: KVCache, length: int) -> KVCache:
+    """A new KVCache over the first `length` positions of `layer` (new array objects: writes never reach it)."""
+    twin = KVCache()
+    if length and layer.keys is not None:
+        twin.keys, twin.values = layer.keys[..., :length, :], layer.values[..., :length, :]
+        twin.offset = length
+    return twin

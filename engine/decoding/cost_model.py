@@ -38,6 +38,21 @@ def best_speedup(acceptance: float, draft_cost: float, slope: float, max_k: int 
     return best
 
 
+def ssd_speedup(acceptance: float, draft_cost: float, slope: float, k: int, hit_rate: float, predrafted: float,
+                overlap: float) -> float:
+    """Predicted speedup over standard decoding of SSD rounds (costs in target steps).
+
+    A synchronous round costs K c + v(K). An SSD round verifies while `predrafted` tokens (per round) are drafted
+    beside it: the share `overlap` of that drafting uses capacity the verify leaves idle, the rest adds to the
+    round; a miss (1 - hit rate) still drafts K tokens first. overlap 1 is the best case (a device with room
+    to spare), 0 the worst (both compete for the same bandwidth, as on this CPU).
+    """
+    verify = 1 + slope * k
+    side = predrafted * draft_cost
+    seconds = max(verify, overlap * side) + (1 - overlap) * side + (1 - hit_rate) * k * draft_cost
+    return expected_tokens(acceptance, k) / seconds
+
+
 @dataclass
 class CostModel:
     """The cost model of one answer.

@@ -9,9 +9,12 @@ round asks them in order and verifies the first draft offered; a round nobody dr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import mlx.core as mx
+
+if TYPE_CHECKING:
+    from .acceptance import Verdict
 
 
 @dataclass
@@ -27,6 +30,14 @@ class Draft:
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
         timed: whether the host waited for the draft, so that draft_s is its cost.
+        fed: how many draft tokens went into the draft model's cache, to be resolved with the verdict (None:
+            all but the last).
+        rows: (K+1, V) the draft's logits at every position, the one after the last token too (SSD's guesses).
+        ssd_hit: True when SSD pre-drafted this draft, False when it pre-drafted but guessed the outcome wrong,
+            None when nothing was pre-drafted for this round.
+        predrafted: tokens SSD pre-drafted during this round's verify pass.
+        predraft_wasted: pre-drafted tokens this round's outcome made useless.
+        hidden_draft_s: on an SSD hit, the drafting time it saved (measured synchronous cost per token x K).
     """
 
     tokens: mx.array
@@ -36,6 +47,12 @@ class Draft:
     draft_s: float = 0.0
     catch_up_s: float = 0.0
     timed: bool = False
+    fed: int | None = None
+    rows: mx.array | None = None
+    ssd_hit: bool | None = None
+    predrafted: int = 0
+    predraft_wasted: int = 0
+    hidden_draft_s: float = 0.0
 
     @property
     def drafter(self) -> str:
@@ -59,6 +76,10 @@ class Drafter(Protocol):
 
     def propose(self, context: list[int], limit: int) -> Draft:
         """Up to `limit` tokens to follow `context`, or NO_DRAFT to leave the round to the next drafter."""
+
+    def speculate(self, context: list[int], draft: Draft, verdict: "Verdict") -> int:
+        """Called once the round's verify pass is built (not yet read): SSD pre-drafts the next round here.
+        Returns the tokens pre-drafted (0 for drafters that do not)."""
 
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """Every round's verdict, whoever drafted: the draft verified (NO_DRAFT for a plain round), its ids as

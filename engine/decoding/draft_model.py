@@ -57,57 +57,79 @@ class DraftModelDrafter:
         """The policy gave it nothing to draft last time (one more observation rarely changes that)."""
         return self._last_k == 0
 
-    def propose(self, context: list[int], limit: int) -> Draft:
+    def propose(self, context: list[int], limit: int, keep_rows: bool = False) -> Draft:
         k = self._last_k = self.policy.choose(self.source, limit)
         if not k:
             return NO_DRAFT
+        return self.draft_chosen(context, k, keep_rows)
+
+    def draft_chosen(self, context: list[int], k: int, keep_rows: bool = False) -> Draft:
+        """Draft the `k` tokens the policy chose, timing the round when it is one of those timed."""
+        self._last_k = k
         timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
         self._drafted_rounds += 1
-        return self.draft(context, k, timed)
+        return self.draft(context, k, timed, keep_rows)
 
-    def draft(self, context: list[int], k: int, timed: bool = False) -> Draft:
+    def draft(self, context: list[int], k: int, timed: bool = False, keep_rows: bool = False) -> Draft:
         """Draft `k` tokens after `context`, without waiting for the device (unless `timed`).
 
         Args:
             context: the tokens so far (prompt and output).
             k: how many tokens to draft.
             timed: wait for the draft to finish, so that its cost can be measured.
+            keep_rows: also feed the last draft token and keep the draft's logits at every position, K + 1
+                rows (SSD guesses the round's outcome from them).
         """
         start = time.perf_counter()
         tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL)
         catch_up_s = time.perf_counter() - start
-        warper = self.warper
-        history = mx.array(context, dtype=mx.uint32) if warper.uses_history else None
-
+        history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
         self.cached.checkpoint_round()  # what follows may be rejected
-        tokens: list[mx.array] = []
-        probs: list[mx.array] = []
-        for i in range(k):
-            row = warper.fit_width(logits)
-            if history is not None:  # the penalty sees the tokens drafted so far, as the target's verify does
-                row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
-            token, logprobs = warper.choose(row)
-            tokens.append(token)
-            if logprobs is not None:
-                probs.append(mx.exp(logprobs))
-            if i + 1 < k:
-                logits = self.cached.forward(token)  # pending: its id is read with the round's verdict
-            mx.async_eval(token)
-        draft = Draft(
-            tokens=mx.concatenate(tokens),
-            count=k,
-            probs=mx.concatenate(probs, axis=0) if probs else None,
-            source=self.source,
-            catch_up_s=catch_up_s,
-            timed=timed,
-        )
+        tokens, probs, rows = draft_steps(self.cached, self.warper, history, logits, k, keep_rows)
+        draft = Draft(tokens, k, probs, self.source, catch_up_s=catch_up_s, timed=timed,
+                      fed=k if keep_rows else k - 1, rows=rows)
         if timed:
             mx.eval(draft.tokens)
         draft.draft_s = time.perf_counter() - start
         return draft
 
+    def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
+        """Drafts nothing ahead (SSD does, in `ssd.py`)."""
+        return 0
+
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
-        """Record the ids of the draft tokens that were fed back into the draft model (all but the last)."""
+        """Record the ids of the draft tokens that were fed back into the draft model (all but the last, or all
+        with `keep_rows`)."""
         if draft.source == self.source:
-            self.cached.resolve(ids[: max(len(ids) - 1, 0)])
+            fed = len(ids) - 1 if draft.fed is None else draft.fed
+            self.cached.resolve(ids[: max(fed, 0)])
+
+
+def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
+                keep_rows: bool = False) -> tuple[mx.array, mx.array | None, mx.array | None]:
+    """Sample `k` tokens autoregressively from `logits` (the (1, V) row after the cached tokens), lazily.
+
+    Returns the tokens (k,), their distributions (k, V) when sampling (None when greedy) and, with `keep_rows`,
+    the draft's logits at all k + 1 positions (the last token fed too). `history`: the context for the
+    repetition penalty, which sees the tokens drafted so far, as the target's verify does.
+    """
+    tokens: list[mx.array] = []
+    probs: list[mx.array] = []
+    rows: list[mx.array] = []
+    for i in range(k):
+        row = warper.fit_width(logits)
+        rows.append(row)
+        if history is not None:
+            row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
+        token, logprobs = warper.choose(row)
+        tokens.append(token)
+        if logprobs is not None:
+            probs.append(mx.exp(logprobs))
+        if i + 1 < k or keep_rows:
+            logits = cached.forward(token)  # pending: its id is read with the round's verdict
+        mx.async_eval(token)
+    if keep_rows:
+        rows.append(warper.fit_width(logits))
+    return (mx.concatenate(tokens), mx.concatenate(probs, axis=0) if probs else None,
+            mx.concatenate(rows, axis=0) if keep_rows else None)

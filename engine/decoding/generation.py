@@ -27,6 +27,7 @@ from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder, Round
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
+from .ssd import SsdDrafter
 from .standard import StandardDecoder
 from .stop_strings import StopStrings
 
@@ -69,7 +70,7 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
         return FixedDraftLength(params.num_draft)
     max_draft = max(params.max_draft, params.num_draft)
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
-    key = (params.drafter, max_draft, params.num_draft, warp, pair.kv_bits)
+    key = (params.drafter, max_draft, params.num_draft, warp, pair.kv_bits, params.ssd, params.fanout)
     return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
@@ -82,8 +83,11 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decod
     if params.drafter in ("lookup", "model+lookup"):
         drafters.append(PromptLookupDrafter(policy, pair.history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
-        drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
-    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds)
+        if params.ssd:
+            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, params.adaptive))
+        else:
+            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
 
 
 @dataclass
@@ -130,8 +134,17 @@ class _Answer:
                 break
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
+        self._count_ssd(r)
         yield self._round_event(r, kept)
         self.stats.rounds += 1
+
+    def _count_ssd(self, r: Round) -> None:
+        s = self.stats
+        s.ssd_checked += r.ssd_hit is not None
+        s.ssd_hits += r.ssd_hit is True
+        s.predrafted += r.predrafted
+        s.predraft_wasted += r.predraft_wasted
+        s.hidden_draft_s += r.hidden_draft_s
 
     def _round_event(self, r: Round, emitted: int) -> RoundEvent:
         return RoundEvent(
@@ -144,6 +157,10 @@ class _Answer:
             predicted_tps=r.predicted_tps,
             predicted_tps_plain=r.predicted_tps_plain,
             timed=r.timed,
+            ssd_hit=r.ssd_hit,
+            predrafted=r.predrafted,
+            predraft_wasted=r.predraft_wasted,
+            hidden_draft_s=r.hidden_draft_s,
         )
 
     def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
@@ -166,7 +183,9 @@ class _Answer:
         self.stats.total_s = time.perf_counter() - self.start
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
         self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-        return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats)
+        lenience = self.params.lenience if self.params.lossy else 0.0
+        return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats,
+                                lenience)
 
 
 def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:

@@ -155,6 +155,10 @@ class PromptLookupDrafter:
             return found, LOOKUP_COPYING
         return found, LOOKUP_LONG if found.match_length >= LONG_MATCH else LOOKUP
 
+    def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
+        """Drafts nothing ahead (SSD does, in `ssd.py`)."""
+        return 0
+
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """A copy is under way while lookup's drafts are accepted whole."""
         self._copying = draft.drafter == "lookup" and accepted == draft.count

@@ -30,6 +30,7 @@ class Round:
             tokens per second for that length and for K = 0 (None for a fixed length).
         timed: whether draft_s and verify_s measure the two apart (the host waited for the draft, and the verify
             pass was not queued by the round before).
+        ssd_hit, predrafted, predraft_wasted, hidden_draft_s: SSD's figures for the round (see `Draft`).
     """
 
     tokens: list[int]
@@ -45,6 +46,10 @@ class Round:
     predicted_tps: float | None = None
     predicted_tps_plain: float | None = None
     timed: bool = False
+    ssd_hit: bool | None = None
+    predrafted: int = 0
+    predraft_wasted: int = 0
+    hidden_draft_s: float = 0.0
 
 
 def round_origins(drafted: int, accepted: int) -> list[Origin]:

@@ -47,16 +47,19 @@ class SpeculativeDecoder:
         drafters: asked in order each round; the first draft offered is verified (prompt lookup goes before
             the draft model: its drafts are free).
         trace: read p(d) and q(d) of every draft token with the verdict (the speculation trace).
+        lenience: δ of the lenient, lossy acceptance rule (0: exact).
     """
 
     def __init__(
-        self, target: CachedModel, warper: Warper, policy: DraftPolicy, drafters: Sequence[Drafter], trace: bool = True
+        self, target: CachedModel, warper: Warper, policy: DraftPolicy, drafters: Sequence[Drafter], trace: bool = True,
+        lenience: float = 0.0,
     ) -> None:
         self.target = target
         self.warper = warper
         self.policy = policy
         self.drafters = list(drafters)
         self.trace = trace
+        self.lenience = lenience
         self._head: mx.array | None = None  # queued (1, V) logits for the next position
         self._head_token: mx.array | None = None  # queued choice from them, for a next round that drafts nothing
 
@@ -76,6 +79,7 @@ class SpeculativeDecoder:
         start = time.perf_counter()
         rows, fed, timed = self._verify_pass(context, draft)  # 2. the target's p_1..p_{K+1}, one pass
         verdict = self._accept(rows, draft, context)  # 3. the acceptance rule (lazy)
+        predrafted = sum(d.speculate(context, draft, verdict) for d in self.drafters)  # SSD: the next round, meanwhile
         read = _read(draft, verdict, self.trace)  # the round's one device read
         verify_s = time.perf_counter() - start
         self.target.resolve(fed + read.ids)  # 4. the caches now hold the draft; the next round rewinds them
@@ -94,6 +98,10 @@ class SpeculativeDecoder:
             predicted_tps=prediction[0] if prediction else None,
             predicted_tps_plain=prediction[1] if prediction else None,
             timed=timed,
+            ssd_hit=draft.ssd_hit,
+            predrafted=predrafted,
+            predraft_wasted=draft.predraft_wasted,
+            hidden_draft_s=draft.hidden_draft_s,
         )
 
     def _propose(self, context: list[int], limit: int) -> Draft:
@@ -123,9 +131,9 @@ class SpeculativeDecoder:
         if self.warper.uses_history:
             rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
         if self.warper.greedy:
-            return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens)
+            return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens, self.lenience)
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
-        return verify_sampled(self.warper.logprobs(rows), q, draft.tokens)
+        return verify_sampled(self.warper.logprobs(rows), q, draft.tokens, self.lenience)
 
     def _settle(self, draft: Draft, ids: list[int], accepted: int, verify_s: float | None, width: int) -> None:
         """Tell the drafters the verdict and the policy what the round cost (`width`: tokens the pass read)."""

@@ -35,10 +35,17 @@ OUR_MODES: dict[str, dict[str, object]] = {
     "prompt-lookup": {"mode": "speculative", "drafter": "lookup", "adaptive": True},
     "prompt-lookup-fixed": {"mode": "speculative", "drafter": "lookup", "adaptive": False},
     "adaptive+lookup": {"mode": "speculative", "drafter": "model+lookup", "adaptive": True},
+    # SSD: every round pre-drafts the next (fixed K); adaptive-ssd lets the policy and the switch choose.
+    "ssd": {"mode": "speculative", "drafter": "model", "adaptive": False, "ssd": True},
+    "adaptive-ssd": {"mode": "speculative", "drafter": "model", "adaptive": True, "ssd": True},
+    # Lenient (lossy) acceptance at --lenience δ (0.5 if not given), otherwise as "speculative".
+    "lenient": {"mode": "speculative", "drafter": "model", "adaptive": False},
 }
+DEFAULT_LENIENCE = 0.5
 MLX_LM_MODES = ("mlx-lm-standard", "mlx-lm-speculative")
 ALL_MODES = tuple(OUR_MODES) + MLX_LM_MODES
-NEEDS_DRAFT = {"speculative", "speculative-untraced", "adaptive", "adaptive+lookup", "mlx-lm-speculative"}
+NEEDS_DRAFT = {"speculative", "speculative-untraced", "adaptive", "adaptive+lookup", "lenient", "ssd", "adaptive-ssd",
+               "mlx-lm-speculative"}
 # What each of our modes is compared with among mlx-lm's.
 MLX_LM_COUNTERPART = {"standard": "mlx-lm-standard", **{m: "mlx-lm-speculative" for m in OUR_MODES if m != "standard"}}
 
@@ -58,6 +65,7 @@ class Run:
     category: str = ""
     timed_tokens: int = 0  # the tokens and seconds tok/s is computed from (after the first round)
     timed_s: float = 0.0
+    ssd: dict[str, float] | None = None  # SSD's counts: checked, hits, predrafted, wasted, hidden_draft_s
     token_ids: list[int] = field(default_factory=list, repr=False)
     text: str = field(default="", repr=False)
 
@@ -80,6 +88,7 @@ class Measurement:
     accepted: int
     rounds: int
     text: str = ""
+    ssd: dict[str, float] | None = None
 
     @property
     def timed_tokens(self) -> int:
@@ -103,7 +112,9 @@ def measure_ours(pair: ModelPair, prompt: list[int] | list[dict[str, str]], para
     end = time.perf_counter()
     assert result is not None
     s = result.stats
-    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds, result.text)
+    ssd = {"checked": s.ssd_checked, "hits": s.ssd_hits, "predrafted": s.predrafted, "wasted": s.predraft_wasted,
+           "hidden_draft_s": s.hidden_draft_s} if params.ssd else None
+    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds, result.text, ssd)
 
 
 def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationParams, speculative: bool) -> Measurement:
@@ -147,8 +158,14 @@ def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
 def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> Measurement:
     pair.forget_history()  # every run is a first chat: an earlier run of the same prompt would be copied whole
     if mode in OUR_MODES:
-        return measure_ours(pair, prompt_ids, params.replace(**OUR_MODES[mode]))
+        return measure_ours(pair, prompt_ids, mode_params(mode, params))
     return measure_mlx_lm(pair, prompt_ids, params, speculative=mode == "mlx-lm-speculative")
+
+
+def mode_params(mode: str, params: GenerationParams) -> GenerationParams:
+    """The settings one of our modes runs with: only the lenient mode is lossy, whatever --lenience says."""
+    lenience = (params.lenience or DEFAULT_LENIENCE) if mode == "lenient" else 0.0
+    return params.replace(**{"ssd": False, **OUR_MODES[mode]}, lenience=lenience)
 
 
 def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
@@ -164,6 +181,7 @@ def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
         timed_s=m.end - m.first_round_end,
         token_ids=m.token_ids,
         text=m.text,
+        ssd=m.ssd,
     )
 
 
@@ -256,7 +274,22 @@ def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
             "identical_to_standard": all(identical) if identical else None,
             "untimed_runs": len(every) - len([r for r in every if r.generation_tps > 0]),
         }
+        summary[mode].update(_ssd_summary(every))
     return summary
+
+
+def _ssd_summary(runs: list[Run]) -> dict[str, object]:
+    """For SSD modes: the share of rounds whose draft was pre-drafted, and what pre-drafting wasted and hid."""
+    counts = [r.ssd for r in runs if r.ssd is not None]
+    if not counts:
+        return {}
+    total = {key: sum(c[key] for c in counts) for key in counts[0]}
+    return {
+        "fanout_hit_rate": total["hits"] / total["checked"] if total["checked"] else None,
+        "predrafted_tokens": total["predrafted"],
+        "predraft_wasted_share": total["wasted"] / total["predrafted"] if total["predrafted"] else None,
+        "hidden_draft_s": total["hidden_draft_s"],
+    }
 
 
 def summarize_by_category(runs: list[Run]) -> dict[str, dict[str, dict[str, object]]]:
@@ -328,11 +361,17 @@ def format_table(summary: dict[str, dict[str, object]]) -> str:
     header = f"{'mode':<22}{'tok/s':>9}{'vs std':>9}{'vs mlx-lm':>11}{'accept':>9}{'tok/pass':>10}{'= greedy':>10}"
     lines = [header, "-" * len(header)]
     for mode, s in summary.items():
+        label = f"{mode} (LOSSY {s['lenience']:g})" if s.get("lossy") else mode
         lines.append(
-            f"{mode:<22}{fmt(s['median_tps'], '.1f'):>9}{fmt(s['speedup_vs_standard'], '.2f'):>9}"
+            f"{label:<22}{fmt(s['median_tps'], '.1f'):>9}{fmt(s['speedup_vs_standard'], '.2f'):>9}"
             f"{fmt(s['ratio_vs_mlx_lm'], '.2f'):>11}{fmt(s['acceptance_rate'], '.0%'):>9}"
             f"{fmt(s['tokens_per_pass'], '.2f'):>10}{fmt(s['identical_to_standard'], ''):>10}"
         )
+    for mode, s in summary.items():
+        if s.get("predrafted_tokens") is not None:
+            hit, wasted = s["fanout_hit_rate"], s["predraft_wasted_share"]
+            lines.append(f"{mode}: fan-out hit rate {fmt(hit, '.0%')}, {fmt(wasted, '.0%')} of {s['predrafted_tokens']} "
+                         f"pre-drafted tokens unused, {s['hidden_draft_s']:.2f} s of drafting hidden")
     untimed = {mode: s["untimed_runs"] for mode, s in summary.items() if s.get("untimed_runs")}
     if untimed:
         lines.append("left out, too short to time: " + ", ".join(f"{n} run(s) of {mode}" for mode, n in untimed.items()))

@@ -36,7 +36,11 @@ SAMPLING_OPTIONS = {
     "seed": "seed",
     "max_tokens": "max_tokens",
     "kv_bits": "kv_bits",
+    "lenience": "lenience",
+    "fanout": "fanout",
 }
+# --mode: the engine's modes, and "ssd": speculative with the draft model drafting ahead during each verify.
+CLI_MODES = MODES + ("ssd",)
 
 
 def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
@@ -59,6 +63,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--kv-bits", type=int, choices=(8, 4), help="store keys and values in 8 or 4 bits (long chats)")
+    p.add_argument("--fanout", type=int, help="--mode ssd: outcomes pre-drafted per likely accepted length (default 3)")
+    p.add_argument("--lenience", type=float, help="δ in [0, 1]: accept more draft tokens; LOSSY above 0 (default 0: exact)")
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 
@@ -71,6 +77,8 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     if args.no_adaptive:
         values["adaptive"] = False
     values.update(overrides)
+    if values.get("mode") == "ssd":
+        values.update(mode="speculative", ssd=True)
     return GenerationParams.preset(args.preset, **values)
 
 
@@ -80,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="generate a reply")
     _add_sampling_options(g, preset="default")
-    g.add_argument("--mode", choices=MODES, default="speculative")
+    g.add_argument("--mode", choices=CLI_MODES, default="speculative", help="ssd: draft the next round during each verify")
     source = g.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="the prompt; - reads it from standard input")
     source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
@@ -109,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
     _add_sampling_options(s, preset="default")
-    s.add_argument("--mode", choices=MODES, default="speculative", help="the default; a request may set its own")
+    s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
     s.add_argument("--port", type=int, default=8080)
     s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
@@ -166,6 +174,9 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
 
     params = _params(args, mode=args.mode, stop=tuple(args.stop))
+    if params.lossy:
+        print(f"note: lenience {params.lenience:g} is LOSSY: the output no longer follows the target's distribution "
+              "exactly.", file=sys.stderr)
     prompt = _prompt_text(args)
     pair = _load_pair(args)
     trace = _open_trace(args.trace)

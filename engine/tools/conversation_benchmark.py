@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..decoding.pair import ModelPair
 from ..params import GenerationParams
-from .benchmark import OUR_MODES, Run, measure_ours, record, summarize, to_run, warm_up
+from .benchmark import Run, measure_ours, mode_params, record, summarize, to_run, warm_up
 
 
 def load_chats(path: Path) -> list[list[str]]:
@@ -57,7 +57,7 @@ def run_chats(
         messages: list[dict[str, str]] = []
         for t, text in enumerate(chat):
             messages.append({"role": "user", "content": text})
-            measured = measure_ours(pair, list(messages), params.replace(**OUR_MODES[mode]), system_prompt)
+            measured = measure_ours(pair, list(messages), mode_params(mode, params), system_prompt)
             run = to_run(mode, len(runs), iteration, measured)
             run.category = f"chat {c + 1} turn {t + 1}"
             runs.append(run)

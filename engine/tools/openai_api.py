@@ -3,7 +3,7 @@
 Pure data, no HTTP and no MLX, so each rule is testable on its own. Every request problem is an `ApiError`
 carrying the status and the error body OpenAI's clients parse (`{"error": {"message", "type", "param",
 "code"}}`). Besides OpenAI's fields we take our own as extra body fields (`num_draft`, `drafter`, `mode`,
-`top_k`, `min_p`, `adaptive`, `repetition_penalty`) and answer with a `speculation` object next to `usage`.
+`top_k`, `min_p`, `adaptive`, `repetition_penalty`, `lenience`, `ssd`, `fanout`) and answer with a `speculation` object next to `usage`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from ..events import GenerationResult
 from ..params import DRAFTERS, MODES, GenerationParams
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
-NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty"}
-WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed"}
+NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
+                 "lenience": "lenience"}
+WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed", "fanout": "fanout"}
 CHOICE_FIELDS = {"mode": MODES, "drafter": DRAFTERS}
 ROLES = ("system", "user", "assistant", "developer")
 MAX_STOP_STRINGS = 4
@@ -149,6 +150,7 @@ def _params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParam
             raise ApiError(400, f"'{name}' must be one of {', '.join(choices)}, not {value!r}.", param=name)
         changes[name] = value
     changes["adaptive"] = _typed(body, "adaptive", bool, None)
+    changes["ssd"] = _typed(body, "ssd", bool, None)
     limit = _typed(body, "max_completion_tokens", int, None)
     changes["max_tokens"] = _typed(body, "max_tokens", int, limit)
     changes["stop"] = _stop(body)
@@ -206,6 +208,9 @@ def speculation(result: GenerationResult, drafter: str) -> dict[str, Any]:
         "tokens_per_pass": round(s.tokens_per_pass, 4),
         "tokens_per_second": round(s.generation_tps, 2),
         "cached_prompt_tokens": s.cached_prompt_tokens,
+        "fanout_hit_rate": s.fanout_hit_rate,
+        "lossy": result.lossy,
+        "lenience": result.lenience,
     }
 
 

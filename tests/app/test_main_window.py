@@ -88,6 +88,16 @@ def test_the_stats_panel_and_the_stats_line_follow_the_answer(make_window, qtbot
     assert window.chat.messages[-1].stats.text() == result.summary()
 
 
+def test_lenient_answers_say_lossy_in_the_label_the_panel_and_the_stats_line(make_window, qtbot) -> None:
+    window = make_window(lenience=0.4, temperature=1.0)
+    assert window.toolbar.pair_label.text().endswith("· speculative, draft model · LOSSY (lenience 0.4)")
+    result = send_and_wait(qtbot, window, "Hello")
+    assert window.stats.values["mode"].text() == "speculative, LOSSY (lenience 0.4)"
+    assert "LOSSY (lenience 0.4)" in window.chat.messages[-1].stats.text() == result.summary()
+    window.toolbar.speculative_action.setChecked(False)  # standard decoding is exact whatever the setting
+    assert "LOSSY" not in window.toolbar.pair_label.text()
+
+
 def test_stop_ends_the_answer_and_keeps_what_was_generated(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
     with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
@@ -303,12 +313,41 @@ def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None
     window.toolbar.speculative_action.setChecked(True)
     window.apply_settings(window.session.params.replace(drafter="lookup"), "")
     assert window.toolbar.pair_label.text().endswith("· speculative, lookup")
+    window.apply_settings(window.session.params.replace(drafter="model", ssd=True), "")
+    assert window.toolbar.pair_label.text().endswith("· speculative, draft model (SSD)")
 
 
 def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None:
     with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
         window.input.setPlainText(text)
         window.send()
+
+
+def test_the_stats_panel_shows_ssd_figures_only_when_ssd_pre_drafted(make_window, qtbot) -> None:
+    window = make_window()
+    send_and_wait(qtbot, window, "Hello")
+    assert window.stats.values["ssd"].isHidden()
+    window.apply_settings(window.session.params.replace(ssd=True, fanout=2), "")
+    result = send_and_wait(qtbot, window, "Hello again")
+    s = result.stats
+    assert not window.stats.values["ssd"].isHidden()
+    assert window.stats.values["ssd"].text().endswith(f"{s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused "
+                                                      f"· {s.hidden_draft_s:.2f} s drafting hidden")
+
+
+def test_stop_in_ssd_mode_ends_the_answer_and_leaves_no_thread_behind(make_window, qtbot) -> None:
+    import threading
+
+    before = threading.active_count()
+    window = make_window(max_tokens=900, ssd=True, fanout=3)
+    start_long_answer(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as blocker:
+        window.stop()
+    result = blocker.args[1]
+    assert result.finish_reason == "cancelled" and result.stats.predrafted > 0 and len(result.tokens) < 900
+    assert_usable(qtbot, window)
+    window.close()
+    qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=10_000)
 
 
 def assert_usable(qtbot, window) -> None:

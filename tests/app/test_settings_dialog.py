@@ -40,3 +40,27 @@ def test_kv_cache_bits_and_repetition_penalty_are_edited_and_remembered(qtbot, i
     assert AppSettings().params().kv_bits == 8 and AppSettings().params().repetition_penalty == 1.3
     AppSettings().save_params(params.replace(kv_bits=None))
     assert AppSettings().params().kv_bits is None
+
+
+def test_lenience_is_edited_and_remembered(qtbot, isolated_home) -> None:
+    from app.settings import AppSettings
+
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    assert dialog.params().lenience == 0.0 and "LOSSY" in dialog.lenience.toolTip()
+    dialog.lenience.setValue(0.35)
+    AppSettings().save_params(dialog.params())
+    assert AppSettings().params().lenience == 0.35
+
+
+def test_ssd_and_its_fanout_are_edited_and_remembered(qtbot, isolated_home) -> None:
+    from app.settings import AppSettings
+
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    assert not dialog.params().ssd and not dialog.fanout.isEnabled()
+    dialog.ssd.setChecked(True)
+    assert dialog.fanout.isEnabled()
+    dialog.fanout.setValue(5)
+    AppSettings().save_params(dialog.params())
+    assert (AppSettings().params().ssd, AppSettings().params().fanout) == (True, 5)

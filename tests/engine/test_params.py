@@ -23,6 +23,8 @@ from engine.params import PRESETS, GenerationParams
         ({"drafter": "oracle"}, "drafter must be one of model, lookup, model+lookup"),
         ({"repetition_penalty": 0.0}, "repetition_penalty must be above 0"),
         ({"stop": ("",)}, "Stop strings must not be empty."),
+        ({"lenience": 1.5}, "lenience must be in [0, 1] (0 is exact; above 0 is lossy), not 1.5."),
+        ({"lenience": -0.1}, "lenience must be in [0, 1]"),
     ],
 )
 def test_invalid_settings_are_refused_with_the_range(change: dict, message: str) -> None:
@@ -48,3 +50,9 @@ def test_replace_validates() -> None:
     with pytest.raises(InvalidParameterError):
         GenerationParams().replace(num_draft=-3)
     assert GenerationParams(stop=["x"]).stop == ("x",)
+
+
+def test_lenience_is_lossy_only_while_speculating() -> None:
+    assert GenerationParams(lenience=0.3).lossy
+    assert not GenerationParams(lenience=0.3, mode="standard").lossy
+    assert not GenerationParams().lossy

@@ -10,7 +10,9 @@ import pytest
 
 from engine.decoding.acceptance import (
     acceptance_probabilities,
+    lenient_output,
     point_mass,
+    ratio,
     residual_distribution,
     verify_greedy,
     verify_sampled,
@@ -146,3 +148,75 @@ def test_no_draft_samples_the_target_directly() -> None:
 def test_greedy_accepts_the_longest_prefix_matching_the_target_argmax(choices, draft, expected) -> None:
     k, token = decided(verify_greedy(mx.array(choices, dtype=mx.uint32), mx.array(draft, dtype=mx.uint32)))
     assert (int(k.item()), int(token.item())) == expected
+
+
+# --- lenient acceptance (lossy, seed 002's --delta) ---------------------------------------------------------
+
+
+def _draws(lenience: float | None, seed: int, n: int = 300) -> list[tuple[int, int]]:
+    """(accepted, next token) of n verify steps at a fixed seed, K = 3 drafts from q."""
+    rng = np.random.default_rng(0)
+    p, q = _distribution(rng, 12), _distribution(rng, 12)
+    target = mx.log(mx.array(np.stack([p] * 4), dtype=mx.float32))
+    q_rows = mx.array(np.stack([q] * 3), dtype=mx.float32)
+    mx.random.seed(seed)
+    out = []
+    for _ in range(n):
+        draft = mx.random.categorical(mx.log(q_rows)).astype(mx.uint32)
+        verdict = verify_sampled(target, q_rows, draft) if lenience is None else verify_sampled(target, q_rows, draft, lenience)
+        out.append((int(verdict.accepted.item()), int(verdict.next_token.item())))
+    return out
+
+
+def test_lenience_zero_is_the_exact_rule_draw_for_draw() -> None:
+    assert _draws(0.0, seed=5) == _draws(None, seed=5)
+    assert _draws(0.3, seed=5) != _draws(None, seed=5)  # the comparison can tell rules apart
+
+
+def test_lenience_one_accepts_every_draft_token_even_where_the_target_has_none() -> None:
+    p = np.array([[0.0, 1.0, 0.0]] * 3)
+    q = mx.array([[1.0, 0.0, 0.0]] * 2, dtype=mx.float32)
+    verdict = verify_sampled(mx.log(mx.array(p, dtype=mx.float32)), q, mx.array([0, 0], dtype=mx.uint32), lenience=1.0)
+    assert int(verdict.accepted.item()) == 2
+    greedy = verify_greedy(mx.array([1, 1, 1], dtype=mx.uint32), mx.array([0, 2], dtype=mx.uint32), lenience=1.0)
+    assert int(greedy.accepted.item()) == 2
+
+
+def test_greedy_verification_is_unchanged_below_lenience_one() -> None:
+    choices, draft = mx.array([4, 5, 6], dtype=mx.uint32), mx.array([4, 9], dtype=mx.uint32)
+    assert int(verify_greedy(choices, draft, lenience=0.9).accepted.item()) == 1
+
+
+def test_the_lenient_ratio_divides_q_by_one_minus_lenience() -> None:
+    p_d, q_d = mx.array([0.2, 0.5, 0.0]), mx.array([0.4, 0.4, 0.3])
+    np.testing.assert_allclose(np.array(ratio(p_d, q_d, 0.5)), [1.0, 1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(np.array(ratio(p_d, q_d, 0.2)), [0.625, 1.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lenient_output_is_the_target_at_zero_and_drifts_more_as_lenience_grows(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    p, q = mx.array(_distribution(rng, 10)), mx.array(_distribution(rng, 10))
+    np.testing.assert_allclose(np.array(lenient_output(p, q, 0.0)), np.array(p), atol=1e-6)
+    drift = [0.5 * float(mx.abs(lenient_output(p, q, d) - p).sum()) for d in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert drift[0] < 1e-6 and all(a <= b + 1e-7 for a, b in zip(drift, drift[1:])) and drift[-1] > 0.05
+    np.testing.assert_allclose(np.array(lenient_output(p, q, 1.0)), np.array(q), atol=1e-6)  # δ = 1 emits q
+
+
+@pytest.mark.statistical
+def test_sampling_at_a_lenience_follows_the_lenient_output_not_the_target() -> None:
+    p = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
+    q = np.array([0.05, 0.10, 0.40, 0.05, 0.30, 0.10])
+    n, lenience = 6000, 0.4
+    mx.random.seed(77)
+    target = mx.log(mx.array(np.stack([p, p]), dtype=mx.float32))
+    q_rows = mx.array(q[None, :], dtype=mx.float32)
+    counts: Counter = Counter()
+    for _ in range(n):
+        draft = mx.random.categorical(mx.log(q_rows)).astype(mx.uint32)
+        verdict = verify_sampled(target, q_rows, draft, lenience)
+        counts[int(draft.item()) if int(verdict.accepted.item()) else int(verdict.next_token.item())] += 1
+    expected = np.array(lenient_output(mx.array(p, dtype=mx.float32), mx.array(q, dtype=mx.float32), lenience))
+    stat, df = chi_square(counts, dict(enumerate(expected)), n)
+    assert stat < chi_square_critical(df), (stat, counts)
+    assert chi_square(counts, dict(enumerate(p)), n)[0] > chi_square_critical(df)  # lossy: not the target's

@@ -63,3 +63,17 @@ def test_a_real_answer_fits(tiny_pair: ModelPair) -> None:
     model = cost_model.fit(rounds)
     assert 0 <= model.acceptance <= 1 and model.step_s > 0 and model.rounds_used >= 3
     assert set(model.measured_tps) <= {len(r.draft) for r in rounds}
+
+
+def test_ssd_prediction_hides_drafting_only_where_the_device_has_room() -> None:
+    from engine.decoding.cost_model import ssd_speedup
+    from engine.decoding.policy import expected_tokens
+
+    a, c, slope, k = 0.7, 0.1, 0.04, 4
+    sync = expected_tokens(a, k) / (k * c + 1 + slope * k)
+    ready_and_free = ssd_speedup(a, c, slope, k, hit_rate=1.0, predrafted=8, overlap=1.0)
+    assert ready_and_free == pytest.approx(expected_tokens(a, k) / (1 + slope * k)) and ready_and_free > sync
+    # The same pre-drafts competing for the device: they cost more than the drafting they hide.
+    assert ssd_speedup(a, c, slope, k, hit_rate=1.0, predrafted=24, overlap=0.0) < sync
+    # Misses draft as synchronous rounds do, on top.
+    assert ssd_speedup(a, c, slope, k, hit_rate=0.0, predrafted=16, overlap=1.0) < sync

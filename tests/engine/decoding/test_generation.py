@@ -260,3 +260,25 @@ def test_quantized_kv_caches_keep_speculation_exact(wide_head_pair: ModelPair, b
     assert all(getattr(c, "bits", None) == bits for cache in tiny_pair.caches() for c in cache.cache)
     generate(PROMPT, tiny_pair, GREEDY.replace(max_tokens=2))
     assert not any(hasattr(c, "bits") for cache in tiny_pair.caches() for c in cache.cache)  # back to full precision
+
+
+SAMPLED = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, adaptive=False, num_draft=4, seed=11)
+
+
+def test_lenience_zero_generates_exactly_what_the_exact_rule_does(tiny_pair: ModelPair) -> None:
+    exact = generate(PROMPT, tiny_pair, SAMPLED)
+    zero = generate(PROMPT, tiny_pair, SAMPLED.replace(lenience=0.0))
+    assert zero.tokens == exact.tokens and zero.origins == exact.origins and not zero.lossy
+
+
+def test_lenience_one_accepts_every_draft_token_and_says_lossy(tiny_pair: ModelPair) -> None:
+    exact = generate(PROMPT, tiny_pair, SAMPLED)
+    result = generate(PROMPT, tiny_pair, SAMPLED.replace(lenience=1.0))
+    assert exact.stats.accepted < exact.stats.drafted  # the tiny pair disagrees, so this shows something
+    assert result.stats.drafted > 0 and result.stats.accepted == result.stats.drafted
+    assert result.lossy and "LOSSY (lenience 1)" in result.summary() and result.as_dict()["lossy"] is True
+
+
+def test_standard_decoding_ignores_lenience(tiny_pair: ModelPair) -> None:
+    result = generate(PROMPT, tiny_pair, SAMPLED.replace(mode="standard", lenience=0.5))
+    assert not result.lossy and "LOSSY" not in result.summary()

@@ -66,3 +66,16 @@ def test_a_follow_up_turn_finds_the_first_turn_in_the_prompt_cache(tiny_pair: Mo
     timing = measure_follow_up(tiny_pair, "Summarise: " + "the cat sat on the mat. " * 20, "Shorter?", GREEDY)
     first_turn_tokens = len(tiny_pair.prompt_ids("Summarise: " + "the cat sat on the mat. " * 20))
     assert first_turn_tokens <= timing.second_turn_cached_tokens < timing.second_turn_prompt_tokens
+
+
+def test_the_lenient_mode_runs_lossy_at_its_lenience_and_only_it(tiny_pair: ModelPair) -> None:
+    from engine.tools.benchmark import mode_params
+
+    params = GREEDY.replace(temperature=1.0, seed=3, lenience=0.3)
+    assert mode_params("lenient", params).lenience == 0.3 and mode_params("speculative", params).lenience == 0.0
+    assert mode_params("lenient", GREEDY).lenience == 0.5  # the default when --lenience is not given
+    runs = run_benchmark(tiny_pair, [tiny_pair.prompt_ids("Hello")], ["speculative", "lenient"], params.replace(lenience=1.0))
+    summary = summarize(runs)
+    assert summary["lenient"]["acceptance_rate"] == 1.0 > summary["speculative"]["acceptance_rate"]
+    summary["lenient"].update(lossy=True, lenience=1.0)  # as `specchat-cli benchmark` labels it
+    assert "lenient (LOSSY 1)" in format_table(summary)

@@ -223,3 +223,37 @@ def test_benchmark_conversation_refuses_bad_files(tiny_dirs, tmp_path: Path, cap
     path.write_text('["Hi"]')
     assert run(["benchmark", "--target", str(tiny_dirs[0]), "--conversation", str(path), "--modes", "mlx-lm-standard"])[0] == 1
     assert "take single prompts" in capsys.readouterr().err
+
+
+def test_lenience_says_lossy_on_stderr_and_in_the_stats_line(tiny_dirs, capsys) -> None:
+    code, out = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--max-tokens", "8", "--stats", "--lenience", "0.5", "--temp", "1"))
+    assert code == 0 and "LOSSY (lenience 0.5)" in out.splitlines()[-1]
+    assert "lenience 0.5 is LOSSY" in capsys.readouterr().err
+    assert run(tiny_args(tiny_dirs, "--prompt", "Hello", "--lenience", "1.5"))[0] == 1
+    assert "lenience must be in [0, 1]" in capsys.readouterr().err
+
+
+def test_the_benchmark_labels_the_lenient_mode_lossy(tiny_dirs) -> None:
+    code, out = run(["benchmark", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1]), "--modes", "lenient",
+                     "--prompt", "Hello", "--max-tokens", "8", "--lenience", "0.25", "--json"])
+    lenient = json.loads(out)["summary"]["lenient"]
+    assert code == 0 and lenient["lossy"] is True and lenient["lenience"] == 0.25
+
+
+def test_mode_ssd_pre_drafts_and_reports_its_hit_rate(tiny_dirs) -> None:
+    code, out = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--max-tokens", "24", "--mode", "ssd", "--fanout", "2",
+                              "--preset", "greedy", "--no-adaptive", "--json"))
+    stats = json.loads(out)["stats"]
+    assert code == 0 and stats["predrafted"] > 0 and stats["fanout_hit_rate"] is not None
+    _, standard = run(tiny_args(tiny_dirs, "--prompt", "Hello", "--max-tokens", "24", "--mode", "standard",
+                                "--preset", "greedy", "--json"))
+    assert json.loads(out)["tokens"] == json.loads(standard)["tokens"]
+
+
+def test_the_benchmark_ssd_mode_adds_the_fanout_hit_rate(tiny_dirs) -> None:
+    code, out = run(["benchmark", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1]), "--modes", "ssd,adaptive-ssd",
+                     "--prompt", "Hello", "--max-tokens", "16", "--json"])
+    summary = json.loads(out)["summary"]
+    assert code == 0 and 0 <= summary["ssd"]["fanout_hit_rate"] <= 1 and summary["ssd"]["identical_to_standard"]
+    assert summary["ssd"]["predrafted_tokens"] > 0 and "fanout_hit_rate" not in summary["standard"]
+    assert summary["adaptive-ssd"]["identical_to_standard"]

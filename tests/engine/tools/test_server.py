@@ -126,6 +126,13 @@ def test_a_stop_string_ends_the_answer_before_it(client, tiny_pair) -> None:
     assert response.choices[0].finish_reason == "stop"
 
 
+def test_lenience_as_an_extra_field_is_reported_lossy(client) -> None:
+    response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=12, temperature=1,
+                                              extra_body={"lenience": 1.0, "adaptive": False})
+    spec = response.model_extra["speculation"]
+    assert spec["lossy"] is True and spec["lenience"] == 1.0 and spec["accepted"] == spec["drafted"] > 0
+
+
 @pytest.mark.parametrize(
     "body, status, code",
     [
