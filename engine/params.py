@@ -59,8 +59,10 @@ class GenerationParams:
             in less memory. Draft and target use the same caches in every mode, so speculation stays exact
             with respect to the quantized target.
         ssd: speculative speculative decoding (seed 001): the draft model drafts the next round for the likely
-            outcomes while the target verifies (`decoding/ssd.py`); with `adaptive`, only where it measures faster.
+            outcomes while the target verifies (`decoding/ssd.py`), in the rounds where that measures faster.
         fanout: with `ssd`, the outcomes pre-drafted per likely accepted length.
+        ssd_always: with `ssd`, pre-draft every round, faster or not (to measure SSD itself: the benchmark's
+            ssd mode).
         lenience: δ in [0, 1] (seed 002's --delta): accept a draft token with probability
             min(1, p / ((1 - δ) q)). 0 is the exact rule; above 0 the output is LOSSY, no longer distributed as
             the target's; 1 accepts every draft token.
@@ -86,6 +88,7 @@ class GenerationParams:
     lenience: float = 0.0
     ssd: bool = False
     fanout: int = 3
+    ssd_always: bool = False
 
     def __post_init__(self) -> None:
         for problem in _problems(self):

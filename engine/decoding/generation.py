@@ -27,7 +27,7 @@ from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder, Round
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
-from .ssd import SsdDrafter
+from .ssd import SsdDrafter, SsdSwitch
 from .standard import StandardDecoder
 from .stop_strings import StopStrings
 
@@ -69,9 +69,14 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
     if not params.adaptive:
         return FixedDraftLength(params.num_draft)
     max_draft = max(params.max_draft, params.num_draft)
+    return pair.policy(_settings_key(pair, params), lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
+
+
+def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
+    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
-    key = (params.drafter, max_draft, params.num_draft, warp, pair.kv_bits, params.ssd, params.fanout)
-    return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
+    lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
+    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always)
 
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decoder:
@@ -84,7 +89,8 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decod
         drafters.append(PromptLookupDrafter(policy, pair.history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         if params.ssd:
-            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, params.adaptive))
+            switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
+            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch))
         else:
             drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)

@@ -7,7 +7,7 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 import mlx.core as mx
 
@@ -21,6 +21,7 @@ from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 
 LoadProgress = Callable[[str, int, int], None]
+Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
 REMEMBERED_ANSWERS = 64
 KEPT_POLICIES = 8  # adaptive policies kept per pair, one per combination of drafter and sampling settings
 
@@ -45,7 +46,7 @@ class ModelPair:
         self.check = PairCheck(compatible=True)
         self._vocab_width: int | None = None
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
-        self._policies: OrderedDict[tuple, DraftPolicy] = OrderedDict()
+        self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
         self.set_draft(draft)
 
@@ -129,8 +130,8 @@ class ModelPair:
         for cache in self.caches():
             cache.reset()
 
-    def policy(self, key: tuple, make: Callable[[], DraftPolicy]) -> DraftPolicy:
-        """The adaptive policy for one combination of drafter and sampling settings, kept across generations.
+    def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
+        """The adaptive policy (or SSD's switch) for one combination of drafter and settings, kept across generations.
 
         What drafting costs and how often drafts are accepted depend on the models, the machine and the
         settings, not on the chat: keeping the estimates lets later turns and later chats skip the learning
@@ -141,7 +142,7 @@ class ModelPair:
             while len(self._policies) > KEPT_POLICIES:
                 self._policies.popitem(last=False)
         self._policies.move_to_end(key)
-        return self._policies[key]
+        return self._policies[key]  # type: ignore[return-value]
 
     def forget_policies(self) -> None:
         """Start learning anew (another draft model; or a benchmark that wants every mode from the same state)."""

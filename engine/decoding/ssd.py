@@ -15,8 +15,8 @@ context it is verified after, so the output is distributed exactly as the target
 
 Pre-drafting costs draft passes that a miss throws away. Where the device has no idle capacity during the
 verify (this CPU backend), they only slow it down, so `SsdSwitch` measures tokens per second of SSD rounds and
-of synchronous rounds and keeps the faster, trying the other one round in PROBE_EVERY. With a fixed draft
-length (not adaptive) every round pre-drafts, to measure SSD itself.
+of synchronous rounds and keeps the faster, trying the other now and then at a bounded cost. `ssd_always`
+(the benchmark's ssd mode) pre-drafts every round, to measure SSD itself.
 
 Only draft models whose caches are plain KV caches can fork; others draft synchronously.
 """
@@ -39,9 +39,10 @@ from .policy import DraftPolicy
 from .sampling import Warper
 
 SSD_LENGTHS = 2  # accepted lengths pre-drafted for, the most likely first
-PROBE_EVERY = 32  # rounds between tries of the mode the switch does not prefer
+PROBE_EVERY = 32  # rounds at least between tries of the mode the switch does not prefer
+PROBE_LOSS = 0.03  # the most of the time those tries may cost
 RATE_SAMPLES = 9  # rounds per mode whose median tokens per second the switch compares
-LEARN_ROUNDS = 3  # rounds each mode runs before the switch compares them
+LEARN_ROUNDS = 1  # rounds each mode runs before the switch compares them (later tries add samples)
 
 _streams = threading.local()
 
@@ -69,23 +70,32 @@ def outcome_candidates(row: mx.array, fanout: int, rejected: mx.array | None) ->
 
 
 class SsdSwitch:
-    """Chooses SSD or synchronous rounds by their measured tokens per second (lives with the pair's policy)."""
+    """Chooses SSD or synchronous rounds by their measured tokens per second (lives with the pair's policy).
+
+    After LEARN_ROUNDS of each, it runs the faster and tries the other now and then, spaced so that those tries
+    cost at most about PROBE_LOSS of the time: a mode five times slower is tried once in ~133 rounds."""
 
     def __init__(self) -> None:
         self.rates: dict[bool, deque[float]] = {True: deque(maxlen=RATE_SAMPLES), False: deque(maxlen=RATE_SAMPLES)}
-        self.rounds = 0
+        self.measured = 0  # rounds recorded, over every answer
+        self._since_probe = 0
 
     def use_ssd(self) -> bool:
-        self.rounds += 1
         ssd, sync = self.rates[True], self.rates[False]
         if len(ssd) < LEARN_ROUNDS or len(sync) < LEARN_ROUNDS:
             return len(ssd) < LEARN_ROUNDS
+        fast, slow = sorted((statistics.median(ssd), statistics.median(sync)), reverse=True)
         prefer = statistics.median(ssd) >= statistics.median(sync)
-        return prefer != (self.rounds % PROBE_EVERY == 0)
+        self._since_probe += 1
+        if self._since_probe >= max(PROBE_EVERY, (fast / max(slow, 1e-9) - 1) / PROBE_LOSS):
+            self._since_probe = 0
+            return not prefer
+        return prefer
 
     def record(self, ssd: bool, tokens: int, seconds: float) -> None:
         if seconds > 0:
             self.rates[ssd].append(tokens / seconds)
+            self.measured += 1
 
 
 @dataclass
@@ -105,21 +115,24 @@ class SsdDrafter:
     Args:
         cached, warper, policy: as for `DraftModelDrafter`, which drafts on a miss.
         fanout: outcomes pre-drafted per accepted length.
-        adaptive: let the switch choose SSD or synchronous rounds (False: every round pre-drafts).
+        switch: chooses SSD or synchronous rounds, kept with the pair (None: every round pre-drafts, the
+            benchmark's ssd mode).
     """
 
     source = "model"
 
-    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, fanout: int, adaptive: bool) -> None:
+    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, fanout: int,
+                 switch: SsdSwitch | None = None) -> None:
         self.sync = DraftModelDrafter(cached, warper, policy)
         self.cached, self.warper, self.policy = cached, warper, policy
         self.fanout = fanout
-        self.switch: SsdSwitch | None = _switch_of(policy) if adaptive else None
+        self.switch = switch
         self._pending: list[_PreDraft] = []
         self._round_start: float | None = None
         self._last_round_ssd = False
         self._last_emitted = 0
         self._last_k = 0
+        self._ssd_round = False
         self._accepted, self._rejected = 0.0, 0.0  # acceptance counts, for guessing outcomes
         self._draft_cost: deque[float] = deque(maxlen=RATE_SAMPLES)  # synchronous seconds per draft token
 
@@ -134,11 +147,13 @@ class SsdDrafter:
 
     def propose(self, context: list[int], limit: int) -> Draft:
         pending, self._pending = self._pending, []
+        self._time_round(pending)
         k = self._last_k = self.policy.choose(self.source, limit)
         if not k:
             return NO_DRAFT
+        self._ssd_round = self._wanted()  # decided now: only an SSD round pays for the draft's last row
         hit = self._take_hit(pending, context, k)
-        draft = hit or self.sync.draft_chosen(context, k, keep_rows=True)
+        draft = hit or self.sync.draft_chosen(context, k, keep_rows=self._ssd_round)
         if hit is None and pending:
             draft.ssd_hit = False
         if draft.timed and hit is None:
@@ -163,8 +178,7 @@ class SsdDrafter:
 
     def speculate(self, context: list[int], draft: Draft, verdict: Verdict) -> int:
         """Start the verify pass, then pre-draft the next round for the likely outcomes; tokens pre-drafted."""
-        self._time_round(draft)
-        self._last_round_ssd = draft.source == self.source and draft.rows is not None and self._wanted()
+        self._last_round_ssd = draft.source == self.source and draft.rows is not None and self._ssd_round
         if not self._last_round_ssd:
             return 0
         mx.async_eval(verdict.accepted, verdict.next_token)  # the verify pass goes first
@@ -197,11 +211,15 @@ class SsdDrafter:
     def _wanted(self) -> bool:
         return self.switch.use_ssd() if self.switch is not None else True
 
-    def _time_round(self, draft: Draft) -> None:
-        """Credit the previous round's tokens per second to the mode it ran in (for the switch)."""
+    def _time_round(self, pending: list[_PreDraft]) -> None:
+        """Credit the round that just ended with its tokens per second, for the switch. An SSD round ends when its
+        pre-drafts are done too: left running, their cost would land on the next round, whatever its mode."""
+        if self.switch is None:
+            return
+        if pending:
+            mx.eval([p.draft.tokens for p in pending])
         now = time.perf_counter()
-        if self.switch is not None and self._round_start is not None and self._last_emitted:
-            # From this round's verify to the next's: the round's own wait and what its pre-drafts cost the next.
+        if self._round_start is not None and self._last_emitted:
             self.switch.record(self._last_round_ssd, self._last_emitted, now - self._round_start)
         self._round_start = now
 
@@ -213,15 +231,3 @@ class SsdDrafter:
             self._accepted += accepted
             self._rejected += accepted < draft.count
         self.sync.settle(draft, ids, accepted)
-
-
-def _switch_of(policy: DraftPolicy) -> SsdSwitch:
-    """The switch kept with the policy, so it carries over between answers like the policy's estimates."""
-    switch = getattr(policy, "ssd_switch", None)
-    if switch is None:
-        switch = SsdSwitch()
-        try:
-            policy.ssd_switch = switch  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
-    return switch

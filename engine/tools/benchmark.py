@@ -35,8 +35,10 @@ OUR_MODES: dict[str, dict[str, object]] = {
     "prompt-lookup": {"mode": "speculative", "drafter": "lookup", "adaptive": True},
     "prompt-lookup-fixed": {"mode": "speculative", "drafter": "lookup", "adaptive": False},
     "adaptive+lookup": {"mode": "speculative", "drafter": "model+lookup", "adaptive": True},
-    # SSD: every round pre-drafts the next (fixed K); adaptive-ssd lets the policy and the switch choose.
-    "ssd": {"mode": "speculative", "drafter": "model", "adaptive": False, "ssd": True},
+    # SSD: every round pre-drafts the next (fixed K); speculative-ssd lets the switch choose SSD or synchronous
+    # rounds at fixed K, adaptive-ssd the policy K and the switch SSD.
+    "ssd": {"mode": "speculative", "drafter": "model", "adaptive": False, "ssd": True, "ssd_always": True},
+    "speculative-ssd": {"mode": "speculative", "drafter": "model", "adaptive": False, "ssd": True},
     "adaptive-ssd": {"mode": "speculative", "drafter": "model", "adaptive": True, "ssd": True},
     # Lenient (lossy) acceptance at --lenience δ (0.5 if not given), otherwise as "speculative".
     "lenient": {"mode": "speculative", "drafter": "model", "adaptive": False},
@@ -44,7 +46,7 @@ OUR_MODES: dict[str, dict[str, object]] = {
 DEFAULT_LENIENCE = 0.5
 MLX_LM_MODES = ("mlx-lm-standard", "mlx-lm-speculative")
 ALL_MODES = tuple(OUR_MODES) + MLX_LM_MODES
-NEEDS_DRAFT = {"speculative", "speculative-untraced", "adaptive", "adaptive+lookup", "lenient", "ssd", "adaptive-ssd",
+NEEDS_DRAFT = {"speculative", "speculative-untraced", "adaptive", "adaptive+lookup", "lenient", "ssd", "speculative-ssd", "adaptive-ssd",
                "mlx-lm-speculative"}
 # What each of our modes is compared with among mlx-lm's.
 MLX_LM_COUNTERPART = {"standard": "mlx-lm-standard", **{m: "mlx-lm-speculative" for m in OUR_MODES if m != "standard"}}
@@ -165,7 +167,7 @@ def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationPa
 def mode_params(mode: str, params: GenerationParams) -> GenerationParams:
     """The settings one of our modes runs with: only the lenient mode is lossy, whatever --lenience says."""
     lenience = (params.lenience or DEFAULT_LENIENCE) if mode == "lenient" else 0.0
-    return params.replace(**{"ssd": False, **OUR_MODES[mode]}, lenience=lenience)
+    return params.replace(**{"ssd": False, "ssd_always": False, **OUR_MODES[mode]}, lenience=lenience)
 
 
 def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:

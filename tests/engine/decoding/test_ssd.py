@@ -12,13 +12,14 @@ import pytest
 from engine.decoding.cached_model import CachedModel
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
-from engine.decoding.ssd import PROBE_EVERY, SsdSwitch, likely_lengths, outcome_candidates, side_stream
+from engine.decoding.ssd import LEARN_ROUNDS, PROBE_EVERY, SsdSwitch, likely_lengths, outcome_candidates, side_stream
 from engine.events import RoundEvent
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
 from tests.helpers import chi_square, chi_square_critical
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=48, adaptive=False)
+ALWAYS = dict(ssd=True, ssd_always=True)  # every round pre-drafts, whatever the switch would choose
 PROMPTS = ["What is speculative decoding?", "def fibonacci(n):"]
 
 
@@ -33,7 +34,7 @@ def echo_pair(tiny_target: LoadedModel) -> ModelPair:
 def test_greedy_ssd_is_token_identical_to_standard(tiny_pair: ModelPair, k: int, fanout: int) -> None:
     for prompt in PROMPTS:
         expected = generate(prompt, tiny_pair, GREEDY.replace(mode="standard")).tokens
-        result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, ssd=True, fanout=fanout))
+        result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, **ALWAYS, fanout=fanout))
         assert result.tokens == expected, (k, fanout, prompt)
         assert result.stats.predrafted > 0
 
@@ -41,7 +42,7 @@ def test_greedy_ssd_is_token_identical_to_standard(tiny_pair: ModelPair, k: int,
 @pytest.mark.parametrize("k", (1, 4, 8))
 def test_guessed_outcomes_start_rounds_with_their_draft_ready(echo_pair: ModelPair, k: int) -> None:
     expected = generate(PROMPTS[0], echo_pair, GREEDY.replace(mode="standard", max_tokens=80)).tokens
-    result = generate(PROMPTS[0], echo_pair, GREEDY.replace(num_draft=k, ssd=True, fanout=1, max_tokens=80))
+    result = generate(PROMPTS[0], echo_pair, GREEDY.replace(num_draft=k, **ALWAYS, fanout=1, max_tokens=80))
     s = result.stats
     assert result.tokens == expected
     assert s.ssd_hits > 0 and s.ssd_hits <= s.ssd_checked and 0 <= s.predraft_wasted < s.predrafted
@@ -50,7 +51,7 @@ def test_guessed_outcomes_start_rounds_with_their_draft_ready(echo_pair: ModelPa
 
 
 def test_round_events_carry_the_ssd_figures(echo_pair: ModelPair) -> None:
-    events = list(generate_stream(echo_pair, PROMPTS[0], GREEDY.replace(num_draft=3, ssd=True, fanout=2, max_tokens=60)))
+    events = list(generate_stream(echo_pair, PROMPTS[0], GREEDY.replace(num_draft=3, **ALWAYS, fanout=2, max_tokens=60)))
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     result = events[-1]
     assert sum(r.ssd_hit is True for r in rounds) == result.stats.ssd_hits > 0
@@ -62,7 +63,7 @@ def test_round_events_carry_the_ssd_figures(echo_pair: ModelPair) -> None:
 
 def test_a_cancel_ends_an_ssd_answer_after_the_round_that_saw_it(echo_pair: ModelPair) -> None:
     seen = []
-    params = GREEDY.replace(num_draft=4, ssd=True, max_tokens=200)
+    params = GREEDY.replace(num_draft=4, **ALWAYS, max_tokens=200)
     for event in generate_stream(echo_pair, PROMPTS[0], params, cancel=lambda: len(seen) >= 3):
         if isinstance(event, RoundEvent):
             seen.append(event)
@@ -82,7 +83,7 @@ def test_a_draft_cache_that_cannot_fork_drafts_synchronously(family_models, fami
     """Sliding windows and recurrent state are not plain KV caches: those drafts are made the usual way."""
     pair = ModelPair(*family_models(family))
     expected = generate(PROMPTS[0], pair, GREEDY.replace(mode="standard")).tokens
-    result = generate(PROMPTS[0], pair, GREEDY.replace(num_draft=4, ssd=True))
+    result = generate(PROMPTS[0], pair, GREEDY.replace(num_draft=4, **ALWAYS))
     assert result.tokens == expected and result.stats.predrafted == 0 and result.stats.drafted > 0
 
 
@@ -111,16 +112,30 @@ def test_outcome_candidates_rank_by_the_draft_and_never_guess_the_rejected_token
     assert outcome_candidates(row, 3, mx.array(3)).tolist() == [1, 2, 4]
 
 
-def test_the_switch_keeps_the_faster_mode_and_probes_the_other_rarely() -> None:
-    switch = SsdSwitch()
-    choices = []
-    for _ in range(6 + 2 * PROBE_EVERY):
+def _run_switch(ssd_s: float, sync_s: float, rounds: int) -> list[bool]:
+    switch, choices = SsdSwitch(), []
+    for _ in range(rounds):
         ssd = switch.use_ssd()
         choices.append(ssd)
-        switch.record(ssd, tokens=3, seconds=0.2 if ssd else 0.1)  # SSD is slower here
-    learned = choices[6:]
-    assert choices[:6].count(True) == 3 and choices[:6].count(False) == 3
-    assert 1 <= learned.count(True) <= 3  # probes only
+        switch.record(ssd, tokens=3, seconds=ssd_s if ssd else sync_s)
+    return choices
+
+
+def test_the_switch_keeps_the_faster_mode_and_probes_the_other_at_a_bounded_cost() -> None:
+    learning = 2 * LEARN_ROUNDS
+    twice_as_slow = _run_switch(0.2, 0.1, learning + 3 * PROBE_EVERY)
+    assert twice_as_slow[:learning].count(True) == LEARN_ROUNDS
+    assert 1 <= twice_as_slow[learning:].count(True) <= 3  # tries only: about one in 34 rounds
+    five_times_slower = _run_switch(0.5, 0.1, learning + 120)
+    assert five_times_slower[learning:].count(True) == 0  # tried once in ~133 rounds, so that trying costs <= 3%
+    faster = _run_switch(0.05, 0.1, learning + 3 * PROBE_EVERY)
+    assert faster[learning:].count(False) <= 3
+
+
+def test_ssd_without_always_lets_the_switch_choose_and_stays_exact(tiny_pair: ModelPair) -> None:
+    expected = generate(PROMPTS[1], tiny_pair, GREEDY.replace(mode="standard", max_tokens=64)).tokens
+    result = generate(PROMPTS[1], tiny_pair, GREEDY.replace(num_draft=4, ssd=True, max_tokens=64))
+    assert result.tokens == expected and result.stats.predrafted > 0  # the switch's learning rounds pre-draft
 
 
 def test_adaptive_ssd_keeps_greedy_output_identical(tiny_pair: ModelPair) -> None:
@@ -132,7 +147,7 @@ def test_adaptive_ssd_keeps_greedy_output_identical(tiny_pair: ModelPair) -> Non
 def test_one_side_stream_per_thread_however_many_answers(tiny_pair: ModelPair) -> None:
     first = side_stream()
     for _ in range(3):
-        generate(PROMPTS[0], tiny_pair, GREEDY.replace(num_draft=2, ssd=True, max_tokens=12))
+        generate(PROMPTS[0], tiny_pair, GREEDY.replace(num_draft=2, **ALWAYS, max_tokens=12))
     assert side_stream() == first
 
 
@@ -143,7 +158,7 @@ def test_ssd_samples_follow_the_target_distribution_end_to_end(tiny_pair: ModelP
     from tests.engine.decoding.test_speculative import _next_token_distribution
 
     # Temperature 0.5 and the widest fan-out: the first round's correction is among the guesses in about 40% of runs.
-    params = GenerationParams(temperature=0.5, top_p=1.0, max_tokens=3, num_draft=1, adaptive=False, ssd=True, fanout=8)
+    params = GenerationParams(temperature=0.5, top_p=1.0, max_tokens=3, num_draft=1, adaptive=False, **ALWAYS, fanout=8)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
     p1 = _next_token_distribution(tiny_pair, prompt_ids, params)
     p2 = np.zeros_like(p1)
@@ -182,5 +197,16 @@ def test_greedy_ssd_is_token_identical_on_smollm2(smollm_rounded_pair: ModelPair
     prompt = "Write a Python function that reverses a string."
     params = GREEDY.replace(max_tokens=24)  # pre-drafting K x fan-out x 2 tokens a round is slow on a CPU
     expected = generate(prompt, smollm_rounded_pair, params.replace(mode="standard")).tokens
-    result = generate(prompt, smollm_rounded_pair, params.replace(num_draft=k, ssd=True, fanout=fanout))
+    result = generate(prompt, smollm_rounded_pair, params.replace(num_draft=k, **ALWAYS, fanout=fanout))
     assert result.tokens == expected and result.stats.predrafted > 0 and result.stats.ssd_hits > 0
+
+
+def test_the_switch_is_kept_with_the_pair_so_later_answers_do_not_learn_again(tiny_pair: ModelPair) -> None:
+    params = GREEDY.replace(num_draft=3, ssd=True, max_tokens=40)
+    generate(PROMPTS[0], tiny_pair, params)
+    (switch,) = [kept for kept in tiny_pair._policies.values() if isinstance(kept, SsdSwitch)]
+    assert all(len(rates) >= LEARN_ROUNDS for rates in switch.rates.values())
+    measured = switch.measured
+    generate(PROMPTS[1], tiny_pair, params)
+    assert [kept for kept in tiny_pair._policies.values() if isinstance(kept, SsdSwitch)] == [switch]
+    assert switch.measured > measured  # the same switch went on measuring
