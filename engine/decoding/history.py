@@ -34,12 +34,17 @@ log = logging.getLogger(__name__)
 
 MAX_HISTORY_TOKENS = 4_000_000  # 80 MB of documents and index at most
 RECENT_TOKENS = 32_768  # the recent index is rebuilt on each addition: ~50 ms at this size
-KEY_PREFIX = 64  # a conversation is known by its first tokens (system prompt and first message)
+KEY_PREFIX = 64  # conversations are grouped by their first tokens (system prompt and first message)
 
 
 def document_key(tokens: Sequence[int]) -> str:
-    """The key of a conversation's tokens: later turns extend the same prefix, so they replace the earlier ones."""
+    """The group of a conversation's tokens: its later turns start the same way, so they are looked for there."""
     return hashlib.sha1(np.asarray(tokens[:KEY_PREFIX], dtype=np.int32).tobytes()).hexdigest()[:16]
+
+
+def extends(tokens: np.ndarray, earlier: np.ndarray) -> bool:
+    """Whether `tokens` continues `earlier` (a later turn of the same conversation)."""
+    return len(earlier) <= len(tokens) and bool(np.array_equal(tokens[: len(earlier)], earlier))
 
 
 class DraftHistory:
@@ -55,6 +60,8 @@ class DraftHistory:
         self._main = SuffixIndex([])
         self._recent = SuffixIndex([])
         self._recent_keys: list[str] = []
+        self._serial = 0  # makes each document's key unique within its group
+        self._groups: dict[str, list[str]] = {}  # group (first tokens) -> the keys of its documents
         self._lock = threading.Lock()
         self._rebuilding: threading.Thread | None = None
 
@@ -72,7 +79,8 @@ class DraftHistory:
         return sum(d.nbytes for d in self._documents.values()) + self._main.nbytes + self._recent.nbytes
 
     def add(self, tokens: Sequence[int]) -> None:
-        """Add a conversation (or replace an earlier version of it: the same first tokens)."""
+        """Add a conversation, replacing the earlier versions of it that it extends (its earlier turns); two chats
+        that merely start alike are both kept."""
         if not tokens:
             return
         with self._lock:
@@ -94,17 +102,28 @@ class DraftHistory:
         self.rebuild(background=False)
 
     def _put(self, tokens: Sequence[int]) -> str:
-        """Store a conversation as the newest under its key (the caller holds the lock); returns the key."""
-        key = document_key(tokens)
-        self._documents[key] = np.asarray(tokens, dtype=np.int32)
-        self._documents.move_to_end(key)
+        """Store a conversation as the newest, dropping the documents it extends (the caller holds the lock);
+        returns its key."""
+        document = np.asarray(tokens, dtype=np.int32)
+        group = document_key(tokens)
+        members = [k for k in self._groups.get(group, []) if k in self._documents]
+        for key in [k for k in members if extends(document, self._documents[k])]:
+            del self._documents[key]
+        self._serial += 1
+        key = f"{group}:{self._serial}"
+        self._documents[key] = document
+        self._groups[group] = [k for k in members if k in self._documents] + [key]
         return key
 
     def _trim(self) -> None:
         total = self.tokens
         while total > self.max_tokens and len(self._documents) > 1:
-            _, dropped = self._documents.popitem(last=False)
+            key, dropped = self._documents.popitem(last=False)
             total -= len(dropped)
+            group = key.split(":")[0]
+            self._groups[group] = [k for k in self._groups.get(group, []) if k != key]
+            if not self._groups[group]:
+                del self._groups[group]
 
     def rebuild(self, background: bool = False) -> None:
         """Index everything in the main index again and empty the recent one."""

@@ -17,6 +17,19 @@ def test_a_later_turn_replaces_the_earlier_version_of_its_conversation() -> None
     assert history.continuation([177, 178, 179], 4).tokens == [7, 8, 9]
 
 
+def test_two_chats_that_start_alike_are_both_kept() -> None:
+    """They used to share a key (their first 64 tokens), so the second replaced the first."""
+    history = DraftHistory()
+    opening = list(range(100, 180))
+    history.add(opening + [7, 8, 9, 10])
+    history.add(opening + [20, 21, 22, 23])
+    assert history.documents == 2
+    assert history.continuation([7, 8], 2).tokens == [9, 10]
+    assert history.continuation([20, 21], 2).tokens == [22, 23]
+    history.add(opening + [20, 21, 22, 23, 24, 25])  # the second chat's next turn replaces only the second
+    assert history.documents == 2 and history.continuation([22, 23], 2).tokens == [24, 25]
+
+
 def test_the_history_is_bounded_dropping_the_oldest_conversations() -> None:
     history = DraftHistory(max_tokens=250)
     for start in (1000, 2000, 3000):
