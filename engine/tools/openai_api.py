@@ -77,7 +77,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
     model = _model(body, models)
     prompt = _messages(body) if endpoint == "chat" else _prompt(body)
-    if body.get("n", 1) != 1:
+    if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
     stream = _typed(body, "stream", bool, False)
     options = _typed(body, "stream_options", dict, None) or {}

@@ -31,7 +31,7 @@ def test_settings_and_our_extra_fields_reach_the_params() -> None:
 
 
 def test_absent_fields_keep_the_servers_defaults_and_max_tokens_wins_over_max_completion_tokens() -> None:
-    request = parse({**CHAT, "max_tokens": 7, "max_completion_tokens": 9})
+    request = parse({**CHAT, "max_tokens": 7, "max_completion_tokens": 9, "n": None, "temperature": None})
     assert request.params == DEFAULTS.replace(max_tokens=7)
     assert request.model == "tiny-target" and request.chat and not request.stream
 
