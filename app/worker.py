@@ -35,7 +35,8 @@ class GenerationRequest:
         messages: the conversation, ending with the user's turn.
         params: generation settings.
         system_prompt: prepended when not empty.
-        fresh_cache: start from empty prompt caches (Compare: both runs from the same state).
+        fresh_cache: start from empty prompt caches, and leave the answer out of the history (Compare: both runs
+            from the same state).
     """
 
     request_id: int
@@ -196,6 +197,7 @@ class EngineWorker(QObject):
                 request.params,
                 system_prompt=request.system_prompt or None,
                 cancel=lambda: self._cancelled(request.request_id),
+                remember=not request.fresh_cache,  # Compare: the second run must not copy the first one's answer
             )
             for event in stream:
                 if isinstance(event, GenerationResult):

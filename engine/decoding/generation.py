@@ -229,6 +229,7 @@ def generate_stream(
     chat: bool = True,
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
+    remember: bool = True,
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -240,6 +241,8 @@ def generate_stream(
         system_prompt: prepended as a system message when chatting.
         cancel: polled between rounds and prefill chunks; when it returns True generation ends with
             finish_reason "cancelled", keeping what was generated.
+        remember: add the answer to the history lookup drafts from (off for Compare's runs: the second would
+            otherwise copy the first's answer).
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
@@ -271,8 +274,9 @@ def generate_stream(
     finally:
         pair.discard_pending()
     result = answer.result()
-    pair.remember_answer(result.text, result.tokens)
-    pair.history.add(answer.context)  # later chats may draft from this one
+    if remember:
+        pair.remember_answer(result.text, result.tokens)
+        pair.history.add(answer.context)  # later chats may draft from this one
     yield result
 
 

@@ -74,6 +74,11 @@ class DraftHistory:
         return len(self._documents)
 
     @property
+    def additions(self) -> int:
+        """Conversations added so far, replaced versions included."""
+        return self._serial
+
+    @property
     def nbytes(self) -> int:
         """Memory the documents and their indexes hold."""
         return sum(d.nbytes for d in self._documents.values()) + self._main.nbytes + self._recent.nbytes

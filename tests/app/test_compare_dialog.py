@@ -27,6 +27,19 @@ def test_both_runs_start_from_an_empty_prompt_cache_and_take_turns_going_first(m
     assert orders == [("standard", "speculative"), ("speculative", "standard")]
 
 
+def test_neither_run_drafts_from_the_other_runs_answer(make_window, qtbot) -> None:
+    """The first run's answer used to join the history lookup drafts from, so the second copied it: a Compare
+    on SmolLM2 read 7.06x with 10.2 tokens per pass."""
+    window = make_window(max_tokens=30, drafter="lookup", adaptive=True)
+    send_and_wait(qtbot, window, "Hello")
+    history = window.session.engine.pair.history
+    before = history.additions
+    window.compare()
+    dialog = window.compare_dialog
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    assert history.additions == before > 0
+
+
 def test_rejected_drafts_show_in_the_speculative_column(make_window, qtbot) -> None:
     window = make_window(max_tokens=40)
     send_and_wait(qtbot, window, "Hello")

@@ -11,6 +11,7 @@ temperature 0.7, so that p(d) and q(d) in the tooltips are probabilities rather 
 chat-features.png: a finished answer as Markdown (a highlighted code block with its Copy link), the question
 edited into a second branch ("‹ 2/2 ›"), and the chat search in use.
 compare.png: Compare on a code-editing prompt with prompt lookup, after both runs finished.
+local-server.png: the Local server window serving that pair, after one answered request and one refused.
 visualizer.png: that answer finished, as coloured tokens with its rejected drafts, a correction's tooltip, and
 the round timeline; cost-card.png and positions.png: the side panel's Cost and Positions tabs.
 With a fourth argument `dark`: main-window-dark.png, visualizer-dark.png and cost-card-dark.png, in a dark
@@ -123,8 +124,38 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     pump(app, seconds=1.0)
     grab(dialog, out / "compare.png")
     print(dialog.speedup.text())
+    local_server(app, window, out)
     window.close()
     return 0
+
+
+def local_server(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 - MainWindow
+    """The Local server window after a client's answered request and a refused one (Qt's own rendering of it:
+    Xvfb leaves this window black, as it never exposes it)."""
+    import json
+    import threading
+    import urllib.error
+    import urllib.request
+
+    dialog = window.server_dialog
+    dialog.show()
+    dialog.switch.click()
+    address = dialog.server.address
+
+    def ask(body: dict) -> None:
+        request = urllib.request.Request(address + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=120).read()
+        except urllib.error.HTTPError:
+            pass  # the refusal is what the log shows
+
+    question = {"messages": [{"role": "user", "content": "Repeat exactly: the quick brown fox jumps over the lazy dog."}]}
+    client = threading.Thread(target=lambda: (ask({**question, "max_tokens": 40}), ask({**question, "model": "gpt-4"})))
+    client.start()
+    pump(app, lambda: not client.is_alive(), 180)
+    pump(app, seconds=1.0)
+    dialog.grab().save(str(out / "local-server.png"))
+    dialog.switch.click()
 
 
 def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # noqa: ANN001 - MainWindow
