@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.events import GenerationResult, RoundEvent, TokenEvent
+from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
 from engine.params import GenerationParams
 
 from .conversations import AFTER_LAST, ConversationStore, database_path
@@ -168,7 +168,7 @@ class ChatSession(QObject):
         names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
         ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
         how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
-        lossy = f" · LOSSY (lenience {params.lenience:g})" if params.lossy else ""
+        lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
         return f"{names} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
@@ -253,7 +253,7 @@ class ChatSession(QObject):
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
         self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode,
-                                      lenience=params.lenience if params.lossy else 0.0)
+                                      lenience=params.applied_lenience)
         self.answer_started.emit(self.answer)
         self.busy_changed.emit(True)
         self._requests.generate.emit(request)

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
+from engine.events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
 from .cost_card import CostCard
@@ -188,7 +188,7 @@ class StatsPanel(QFrame):
         self._accept_times: list[float] = []
         self._accept_rates: list[float] = []
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
-        self.ssd = {"checked": 0, "hits": 0, "predrafted": 0, "wasted": 0, "hidden_s": 0.0}
+        self.ssd = GenerationStats()  # only its SSD counts are used
         self._form.setRowVisible(self.values["ssd"], False)
         self._first_token: float | None = None
         self._prompt_tokens = 0
@@ -199,7 +199,7 @@ class StatsPanel(QFrame):
             plot.enableAutoRange(axis="x")  # a new answer starts at 0 s, not where the last one ended
         for label in self.values.values():
             label.setText("–")
-        self.values["mode"].setText(f"{mode}, LOSSY (lenience {lenience:g})" if lenience else mode)
+        self.values["mode"].setText(f"{mode}, {lossy_label(lenience)}" if lenience else mode)
         self.timeline.clear()
         self.histogram.clear_counts()
         self.cost_card.reset(mode, draft_cost_on_gpu)
@@ -245,17 +245,13 @@ class StatsPanel(QFrame):
 
     def _count_ssd(self, event: RoundEvent) -> None:
         """SSD's figures: drafts that were ready, pre-drafted tokens unused, drafting time hidden."""
-        c = self.ssd
-        c["checked"] += event.ssd_hit is not None
-        c["hits"] += event.ssd_hit is True
-        c["predrafted"] += event.predrafted
-        c["wasted"] += event.predraft_wasted
-        c["hidden_s"] += event.hidden_draft_s
-        if c["predrafted"]:
+        s = self.ssd
+        s.count_ssd(event)
+        if s.predrafted:
             self._form.setRowVisible(self.values["ssd"], True)
-            ready = f"{c['hits'] / c['checked']:.0%}" if c["checked"] else "–"
-            self.values["ssd"].setText(f"{ready} of drafts ready · {c['wasted']} of {c['predrafted']} pre-drafted "
-                                       f"tokens unused · {c['hidden_s']:.2f} s drafting hidden")
+            ready = f"{s.fanout_hit_rate:.0%}" if s.ssd_checked else "–"
+            self.values["ssd"].setText(f"{ready} of drafts ready · {s.predraft_wasted} of {s.predrafted} pre-drafted "
+                                       f"tokens unused · {s.hidden_draft_s:.2f} s drafting hidden")
 
     def _redraw_plots(self, now: float) -> None:
         self._last_plot = now

@@ -140,6 +140,11 @@ class RoundEvent:
         }
 
 
+def lossy_label(lenience: float) -> str:
+    """How every view names lenient acceptance: its output is not exactly the target's distribution."""
+    return f"LOSSY (lenience {lenience:g})"
+
+
 def trace_line(record: dict[str, object]) -> str:
     """One round's trace record as a line of the JSON Lines trace (the CLI's `--trace` and the app's export)."""
     return json.dumps(record, ensure_ascii=False) + "\n"
@@ -165,6 +170,14 @@ class GenerationStats:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+
+    def count_ssd(self, r: "RoundEvent") -> None:
+        """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""
+        self.ssd_checked += r.ssd_hit is not None
+        self.ssd_hits += r.ssd_hit is True
+        self.predrafted += r.predrafted
+        self.predraft_wasted += r.predraft_wasted
+        self.hidden_draft_s += r.hidden_draft_s
 
     @property
     def fanout_hit_rate(self) -> float | None:
@@ -237,7 +250,7 @@ class GenerationResult:
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
         if self.lossy:
-            parts.append(f"LOSSY (lenience {self.lenience:g})")
+            parts.append(lossy_label(self.lenience))
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, object]:

@@ -109,6 +109,11 @@ class GenerationParams:
         """Whether the output may differ from the target's distribution (lenient acceptance while speculating)."""
         return self.lenience > 0 and self.mode == "speculative"
 
+    @property
+    def applied_lenience(self) -> float:
+        """The lenience an answer runs with: 0 unless it is lossy (standard decoding has nothing to accept)."""
+        return self.lenience if self.lossy else 0.0
+
     # Presets, as in seed 000: named starting points for the GUI and the CLI.
     @classmethod
     def preset(cls, name: str, **overrides: object) -> "GenerationParams":

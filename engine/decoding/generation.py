@@ -140,17 +140,9 @@ class _Answer:
                 break
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
-        self._count_ssd(r)
+        self.stats.count_ssd(r)
         yield self._round_event(r, kept)
         self.stats.rounds += 1
-
-    def _count_ssd(self, r: Round) -> None:
-        s = self.stats
-        s.ssd_checked += r.ssd_hit is not None
-        s.ssd_hits += r.ssd_hit is True
-        s.predrafted += r.predrafted
-        s.predraft_wasted += r.predraft_wasted
-        s.hidden_draft_s += r.hidden_draft_s
 
     def _round_event(self, r: Round, emitted: int) -> RoundEvent:
         return RoundEvent(
@@ -189,9 +181,8 @@ class _Answer:
         self.stats.total_s = time.perf_counter() - self.start
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
         self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-        lenience = self.params.lenience if self.params.lossy else 0.0
         return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats,
-                                lenience)
+                                self.params.applied_lenience)
 
 
 def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:

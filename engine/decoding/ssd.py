@@ -84,10 +84,11 @@ class SsdSwitch:
         ssd, sync = self.rates[True], self.rates[False]
         if len(ssd) < LEARN_ROUNDS or len(sync) < LEARN_ROUNDS:
             return len(ssd) < LEARN_ROUNDS
-        fast, slow = sorted((statistics.median(ssd), statistics.median(sync)), reverse=True)
-        prefer = statistics.median(ssd) >= statistics.median(sync)
+        ssd_rate, sync_rate = statistics.median(ssd), statistics.median(sync)
+        prefer = ssd_rate >= sync_rate
+        ratio = max(ssd_rate, sync_rate) / max(min(ssd_rate, sync_rate), 1e-9)
         self._since_probe += 1
-        if self._since_probe >= max(PROBE_EVERY, (fast / max(slow, 1e-9) - 1) / PROBE_LOSS):
+        if self._since_probe >= max(PROBE_EVERY, (ratio - 1) / PROBE_LOSS):
             self._since_probe = 0
             return not prefer
         return prefer

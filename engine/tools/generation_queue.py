@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from ..events import GenerationResult, RoundEvent
+from ..events import RoundEvent
 from ..params import GenerationParams
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
@@ -158,7 +158,3 @@ class Admission:
     def leave(self) -> None:
         with self._lock:
             self._held -= 1
-
-
-def is_result(event: object) -> bool:
-    return isinstance(event, GenerationResult)
