@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .conversations import ConversationStore
+from engine.conversations import ConversationStore
 
 
 class ConversationList(QWidget):

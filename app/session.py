@@ -19,7 +19,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
 from engine.params import GenerationParams
 
-from .conversations import AFTER_LAST, ConversationStore, database_path
+from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread

@@ -140,7 +140,7 @@ class EngineWorker(QObject):
 
     @staticmethod
     def _saved_chats():  # noqa: ANN205 - an iterator of message lists
-        from app.conversations import database_path, saved_chats
+        from engine.conversations import database_path, saved_chats
 
         return saved_chats(database_path())
 

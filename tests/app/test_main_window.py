@@ -261,7 +261,7 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     conversation = window.conversation_id
     window.close()
     assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
-    from app.conversations import ConversationStore
+    from engine.conversations import ConversationStore
     from engine.models.app_paths import data_dir
 
     store = ConversationStore(data_dir() / "conversations.sqlite3")

@@ -115,7 +115,7 @@ def test_kill_9_mid_answer_loses_nothing_that_was_shown(tiny_dirs, tmp_path) -> 
     import sys
     import threading
 
-    from app.conversations import ConversationStore
+    from engine.conversations import ConversationStore
 
     env = {**os.environ, "SPECCHAT_HOME": str(tmp_path), "QT_QPA_PLATFORM": "offscreen"}
     child = subprocess.Popen(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from app.conversations import ConversationStore
+from engine.conversations import ConversationStore
 
 
 def thread(store: ConversationStore, conversation: int) -> list[str]:

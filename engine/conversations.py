@@ -4,6 +4,10 @@ Editing an earlier message or regenerating an answer adds a sibling instead of o
 stays one click away. Each message records which of its children continues the conversation shown (`selected`),
 and the thread is the path from the first message through the selected children.
 
+The store lives in the engine, not the app, because both read it: the window saves and shows the chats, and
+lookup drafting in the window, `specchat-cli generate` and `serve` drafts from them (`saved_chats`). It is plain
+SQLite: nothing here touches Qt or MLX.
+
 Every write commits at once in WAL mode with `synchronous = NORMAL`: a commit reaches the operating system
 immediately (a crash of the app or `kill -9` loses nothing written), without waiting for the disk each time.
 The window saves an answer after every batch of tokens, so at most one round is lost. When the disk refuses a
@@ -20,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from engine.events import trace_line
-from engine.models.app_paths import data_dir
+from .events import trace_line
+from .models.app_paths import data_dir
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
