@@ -27,6 +27,7 @@ SAVED_PARAMS = {
     "lenience": float,
     "ssd": bool,
     "fanout": int,
+    "history": bool,
 }
 
 

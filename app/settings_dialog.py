@@ -54,6 +54,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.adaptive)
         form.addRow("Longest adaptive draft", self.max_draft)
         form.addRow("Drafts come from", self.drafter)
+        form.addRow("", self.history)
         form.addRow("", self.ssd)
         form.addRow("SSD fan-out", self.fanout)
         self.drafter_note = QLabel(
@@ -116,6 +117,10 @@ class SettingsDialog(QDialog):
                                  "target alone would write.")
         self.ssd.toggled.connect(self.fanout.setEnabled)
         self.fanout.setEnabled(params.ssd)
+        self.history = QCheckBox("Lookup also drafts from your saved chats")
+        self.history.setChecked(params.history)
+        self.history.setToolTip("Answers that repeat an earlier chat (the same code again, a re-asked question) are "
+                                "drafted from it. Off: lookup drafts from this chat only. Exact either way.")
 
     def _adaptive_toggled(self, adaptive: bool) -> None:
         """Adaptive rounds choose their own length up to the longest draft; a fixed K applies otherwise."""
@@ -123,7 +128,9 @@ class SettingsDialog(QDialog):
         self.num_draft.setEnabled(not adaptive)
 
     def _show_drafter_note(self, has_draft: bool) -> None:
+        """Say when lookup stands in for a missing draft model; the history switch only matters with lookup."""
         self.drafter_note.setVisible(not has_draft and self.drafter.currentData() != "lookup")
+        self.history.setEnabled("lookup" in self.drafter.currentData() or not has_draft)
 
     def params(self) -> GenerationParams:
         return self._base.replace(
@@ -141,6 +148,7 @@ class SettingsDialog(QDialog):
             lenience=round(self.lenience.value(), 2),
             ssd=self.ssd.isChecked(),
             fanout=self.fanout.value(),
+            history=self.history.isChecked(),
         )
 
     def accept(self) -> None:

@@ -66,6 +66,8 @@ class GenerationParams:
         lenience: δ in [0, 1] (seed 002's --delta): accept a draft token with probability
             min(1, p / ((1 - δ) q)). 0 is the exact rule; above 0 the output is LOSSY, no longer distributed as
             the target's; 1 accepts every draft token.
+        history: lookup also drafts from the user's other conversations (saved chats, earlier answers), not only
+            from the context (off: what a chat drafts depends on it alone; the benchmark's prompt-lookup-context).
     """
 
     mode: Mode = "speculative"
@@ -89,6 +91,7 @@ class GenerationParams:
     ssd: bool = False
     fanout: int = 3
     ssd_always: bool = False
+    history: bool = True
 
     def __post_init__(self) -> None:
         for problem in _problems(self):

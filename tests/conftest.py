@@ -11,6 +11,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# The app-data folder (saved chats, settings) of a test that does not ask for its own is a private one, never
+# the user's: the CLI drafts from the saved chats, and no test may read or write a real person's.
+import tempfile  # noqa: E402
+
+os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 
 import subprocess  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -76,7 +76,7 @@ def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
     """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
-    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always)
+    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history)
 
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decoder:
@@ -86,7 +86,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decod
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.drafter in ("lookup", "model+lookup"):
-        drafters.append(PromptLookupDrafter(policy, pair.history))
+        drafters.append(PromptLookupDrafter(policy, pair.history if params.history else None))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         if params.ssd:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)

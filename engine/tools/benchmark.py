@@ -34,6 +34,8 @@ OUR_MODES: dict[str, dict[str, object]] = {
     "adaptive": {"mode": "speculative", "drafter": "model", "adaptive": True},
     "prompt-lookup": {"mode": "speculative", "drafter": "lookup", "adaptive": True},
     "prompt-lookup-fixed": {"mode": "speculative", "drafter": "lookup", "adaptive": False},
+    # Lookup in the context alone, not the history: what drafting from other conversations adds.
+    "prompt-lookup-context": {"mode": "speculative", "drafter": "lookup", "adaptive": True, "history": False},
     "adaptive+lookup": {"mode": "speculative", "drafter": "model+lookup", "adaptive": True},
     # SSD: every round pre-drafts the next (fixed K); speculative-ssd lets the switch choose SSD or synchronous
     # rounds at fixed K, adaptive-ssd the policy K and the switch SSD.
@@ -167,7 +169,7 @@ def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationPa
 def mode_params(mode: str, params: GenerationParams) -> GenerationParams:
     """The settings one of our modes runs with: only the lenient mode is lossy, whatever --lenience says."""
     lenience = (params.lenience or DEFAULT_LENIENCE) if mode == "lenient" else 0.0
-    return params.replace(**{"ssd": False, "ssd_always": False, **OUR_MODES[mode]}, lenience=lenience)
+    return params.replace(**{"ssd": False, "ssd_always": False, "history": params.history, **OUR_MODES[mode]}, lenience=lenience)
 
 
 def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:

@@ -65,6 +65,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--kv-bits", type=int, choices=(8, 4), help="store keys and values in 8 or 4 bits (long chats)")
     p.add_argument("--fanout", type=int, help="--mode ssd: outcomes pre-drafted per likely accepted length (default 3)")
     p.add_argument("--lenience", type=float, help="δ in [0, 1]: accept more draft tokens; LOSSY above 0 (default 0: exact)")
+    p.add_argument("--no-history", action="store_true",
+                   help="lookup drafts from the context only, not from the app's saved chats and earlier answers")
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 
@@ -76,6 +78,8 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     values["drafter"] = args.drafter or ("model" if args.draft else "lookup")
     if args.no_adaptive:
         values["adaptive"] = False
+    if args.no_history:
+        values["history"] = False
     values.update(overrides)
     if values.get("mode") == "ssd":
         values.update(mode="speculative", ssd=True)
@@ -143,10 +147,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_pair(args: argparse.Namespace):  # noqa: ANN202
+def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None, wait: bool = True):  # noqa: ANN202
+    """The pair, with the app's saved chats indexed for lookup when `params` draft from the history (as the window
+    does after a load); `wait` for the index (one answer: drafting the same way every run) or build it behind."""
     from ..decoding.pair import ModelPair
 
-    return ModelPair.load(args.target, args.draft)
+    pair = ModelPair.load(args.target, args.draft)
+    if params is not None and drafts_from_history(params):
+        from ..conversations import database_path, saved_chats
+        from ..decoding.history import start_indexing
+
+        indexing = start_indexing(pair.history, pair.target.path, lambda: saved_chats(database_path()))
+        if wait:
+            indexing.join()
+    return pair
+
+
+def drafts_from_history(params: GenerationParams) -> bool:
+    """Whether these settings let lookup draft from the saved chats."""
+    return params.history and params.mode != "standard" and params.drafter in ("lookup", "model+lookup")
 
 
 def _prompt_text(args: argparse.Namespace) -> str:
@@ -178,7 +197,7 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
         print(f"note: lenience {params.lenience:g} is LOSSY: the output no longer follows the target's distribution "
               "exactly.", file=sys.stderr)
     prompt = _prompt_text(args)
-    pair = _load_pair(args)
+    pair = _load_pair(args, params)
     trace = _open_trace(args.trace)
     result = None
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
@@ -209,7 +228,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
     sock = bind(args.host, args.port)
-    engine = EngineThread(lambda: _load_pair(args), args.target)
+    engine = EngineThread(lambda: _load_pair(args, params, wait=False), args.target)
     engine.start()  # loads the pair on the thread that will generate with it
     app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
                      log=lambda record: print(record.line(), file=sys.stderr, flush=True))

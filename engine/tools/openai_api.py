@@ -3,7 +3,7 @@
 Pure data, no HTTP and no MLX, so each rule is testable on its own. Every request problem is an `ApiError`
 carrying the status and the error body OpenAI's clients parse (`{"error": {"message", "type", "param",
 "code"}}`). Besides OpenAI's fields we take our own as extra body fields (`num_draft`, `drafter`, `mode`,
-`top_k`, `min_p`, `adaptive`, `repetition_penalty`, `lenience`, `ssd`, `fanout`) and answer with a `speculation` object next to `usage`.
+`top_k`, `min_p`, `adaptive`, `repetition_penalty`, `lenience`, `ssd`, `fanout`, `history`) and answer with a `speculation` object next to `usage`.
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def _params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParam
         changes[name] = value
     changes["adaptive"] = _typed(body, "adaptive", bool, None)
     changes["ssd"] = _typed(body, "ssd", bool, None)
+    changes["history"] = _typed(body, "history", bool, None)
     limit = _typed(body, "max_completion_tokens", int, None)
     changes["max_tokens"] = _typed(body, "max_tokens", int, limit)
     changes["stop"] = _stop(body)

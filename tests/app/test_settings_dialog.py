@@ -64,3 +64,16 @@ def test_ssd_and_its_fanout_are_edited_and_remembered(qtbot, isolated_home) -> N
     dialog.fanout.setValue(5)
     AppSettings().save_params(dialog.params())
     assert (AppSettings().params().ssd, AppSettings().params().fanout) == (True, 5)
+
+
+def test_drafting_from_saved_chats_is_switched_with_lookup_and_remembered(qtbot, isolated_home) -> None:
+    from app.settings import AppSettings
+
+    dialog = SettingsDialog(GenerationParams(drafter="model"), "", has_draft=True)
+    qtbot.addWidget(dialog)
+    assert dialog.history.isChecked() and not dialog.history.isEnabled()  # a draft model alone never looks up
+    dialog.drafter.setCurrentIndex(dialog.drafter.findData("model+lookup"))
+    assert dialog.history.isEnabled()
+    dialog.history.setChecked(False)
+    AppSettings().save_params(dialog.params())
+    assert AppSettings().params().history is False and AppSettings().params().drafter == "model+lookup"

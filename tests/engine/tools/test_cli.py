@@ -257,3 +257,29 @@ def test_the_benchmark_ssd_mode_adds_the_fanout_hit_rate(tiny_dirs) -> None:
     assert code == 0 and 0 <= summary["ssd"]["fanout_hit_rate"] <= 1 and summary["ssd"]["identical_to_standard"]
     assert summary["ssd"]["predrafted_tokens"] > 0 and "fanout_hit_rate" not in summary["standard"]
     assert summary["adaptive-ssd"]["identical_to_standard"]
+
+
+def saved_chat(answer_of: str, tiny_dirs) -> str:
+    """Save a chat in the app's database whose answer is the model's own greedy answer to `answer_of`."""
+    from engine.conversations import ConversationStore, database_path
+
+    code, out = run(tiny_args(tiny_dirs, "--prompt", answer_of, "--chat", "--max-tokens", "40", "--temp", "0",
+                              "--mode", "standard", "--json"))
+    answer = json.loads(out)["text"]
+    store = ConversationStore(database_path())
+    chat = store.create("Earlier")
+    store.add_message(chat, "user", answer_of)
+    store.add_message(chat, "assistant", answer)
+    store.close()
+    return answer
+
+
+def test_generate_drafts_from_the_apps_saved_chats_unless_told_not_to(tiny_dirs, isolated_home) -> None:
+    """The same question as a saved chat's is drafted from its answer, as the window drafts it; --no-history
+    drafts from the prompt alone. Either way the text is the target's."""
+    answer = saved_chat("Tell me a story", tiny_dirs)
+    argv = ["generate", "--target", str(tiny_dirs[0]), "--drafter", "lookup", "--prompt", "Tell me a story", "--chat",
+            "--max-tokens", "40", "--temp", "0", "--no-adaptive", "--num-draft", "6", "--json"]
+    with_history, without = (json.loads(run(argv + extra)[1]) for extra in ([], ["--no-history"]))
+    assert with_history["text"] == without["text"] == answer
+    assert with_history["stats"]["tokens_per_pass"] > without["stats"]["tokens_per_pass"]

@@ -40,3 +40,13 @@ def test_the_summary_speedup_is_over_the_whole_chat() -> None:
     summary = summarize_conversation(runs)
     assert summary["lookup"]["speedup_vs_standard"] == pytest.approx(200 / 12.5 / 10)  # 1.6, not the mean 2.5
     assert [t["speedup_vs_standard"] for t in summary["lookup"]["turns"]] == [1.0, 4.0]
+
+
+def test_the_context_only_mode_does_not_draft_from_the_first_chat(tiny_pair: ModelPair) -> None:
+    """prompt-lookup-context is today's lookup without the history: the repeated question gains nothing."""
+    params = GenerationParams(temperature=0.0, max_tokens=40)
+    runs = run_conversation(tiny_pair, [["Tell me a story"], ["Tell me a story"]],
+                            ["standard", "prompt-lookup", "prompt-lookup-context"], params)
+    history, context = ([r for r in runs if r.mode == mode][1] for mode in ("prompt-lookup", "prompt-lookup-context"))
+    assert history.identical_to_standard and context.identical_to_standard
+    assert context.tokens_per_pass < history.tokens_per_pass

@@ -23,9 +23,9 @@ def parse(body: dict, endpoint: str = "chat") -> ApiRequest:
 def test_settings_and_our_extra_fields_reach_the_params() -> None:
     body = {**CHAT, "temperature": 0.7, "top_p": 0.8, "max_completion_tokens": 33, "stop": "END", "seed": 5,
             "num_draft": 6, "drafter": "lookup", "mode": "standard", "top_k": 40, "min_p": 0.05, "adaptive": False,
-            "ssd": True, "fanout": 2, "lenience": 0.1}
+            "ssd": True, "fanout": 2, "lenience": 0.1, "history": False}
     p = parse(body).params
-    assert (p.ssd, p.fanout, p.lenience) == (True, 2, 0.1)
+    assert (p.ssd, p.fanout, p.lenience, p.history) == (True, 2, 0.1, False)
     assert (p.temperature, p.top_p, p.max_tokens, p.stop, p.seed) == (0.7, 0.8, 33, ("END",), 5)
     assert (p.num_draft, p.drafter, p.mode, p.top_k, p.min_p, p.adaptive) == (6, "lookup", "standard", 40, 0.05, False)
 
