@@ -138,12 +138,6 @@ class EngineWorker(QObject):
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
 
-    @staticmethod
-    def _saved_chats():  # noqa: ANN205 - an iterator of message lists
-        from engine.conversations import database_path, saved_chats
-
-        return saved_chats(database_path())
-
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
         with self._lock:
@@ -156,6 +150,7 @@ class EngineWorker(QObject):
     @Slot(str, str)
     def load(self, target: str, draft: str) -> None:
         """Load a pair beside the current one, which keeps working if the new one fails to load."""
+        from engine.conversations import saved_chats
         from engine.decoding.history import start_indexing
         from engine.decoding.pair import ModelPair
 
@@ -165,7 +160,7 @@ class EngineWorker(QObject):
             self.load_errored.emit(readable_error(error))
             return
         self.pair = pair
-        self.history_indexing = start_indexing(pair.history, pair.target.path, self._saved_chats)
+        self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats)
         self.load_finished.emit(
             PairInfo(
                 target=target,

@@ -334,9 +334,11 @@ def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMe
     return thread
 
 
-def saved_chats(path: Path, limit: int = 1000) -> Iterator[list[dict[str, str]]]:
-    """The shown thread of each saved conversation, oldest first (the `limit` most recent), with its system
-    prompt, for the engine's history index. Opens its own read-only connection: it runs on another thread."""
+def saved_chats(path: Path | None = None, limit: int = 1000) -> Iterator[list[dict[str, str]]]:
+    """The shown thread of each saved conversation (in `path`, by default the app's database), oldest first (the
+    `limit` most recent), with its system prompt, for the engine's history index. Opens its own read-only
+    connection: it runs on another thread."""
+    path = path or database_path()
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:

@@ -108,6 +108,16 @@ class GenerationParams:
         return self.temperature == 0
 
     @property
+    def looks_up(self) -> bool:
+        """Whether lookup is among the drafters (alone, or before the draft model)."""
+        return self.drafter in ("lookup", "model+lookup")
+
+    @property
+    def drafts_from_history(self) -> bool:
+        """Whether answers with these settings draft from the saved chats (so a loaded pair should index them)."""
+        return self.history and self.mode == "speculative" and self.looks_up
+
+    @property
     def lossy(self) -> bool:
         """Whether the output may differ from the target's distribution (lenient acceptance while speculating)."""
         return self.lenience > 0 and self.mode == "speculative"

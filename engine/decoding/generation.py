@@ -85,7 +85,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decod
         return StandardDecoder(pair.target_cache, warper)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
-    if params.drafter in ("lookup", "model+lookup"):
+    if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, pair.history if params.history else None))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         if params.ssd:

@@ -169,7 +169,7 @@ def _run(mode: str, pair: ModelPair, prompt_ids: list[int], params: GenerationPa
 def mode_params(mode: str, params: GenerationParams) -> GenerationParams:
     """The settings one of our modes runs with: only the lenient mode is lossy, whatever --lenience says."""
     lenience = (params.lenience or DEFAULT_LENIENCE) if mode == "lenient" else 0.0
-    return params.replace(**{"ssd": False, "ssd_always": False, "history": params.history, **OUR_MODES[mode]}, lenience=lenience)
+    return params.replace(**{"ssd": False, "ssd_always": False, **OUR_MODES[mode]}, lenience=lenience)
 
 
 def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:

@@ -153,19 +153,14 @@ def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None,
     from ..decoding.pair import ModelPair
 
     pair = ModelPair.load(args.target, args.draft)
-    if params is not None and drafts_from_history(params):
-        from ..conversations import database_path, saved_chats
+    if params is not None and params.drafts_from_history:
+        from ..conversations import saved_chats
         from ..decoding.history import start_indexing
 
-        indexing = start_indexing(pair.history, pair.target.path, lambda: saved_chats(database_path()))
+        indexing = start_indexing(pair.history, pair.target.path, saved_chats)
         if wait:
             indexing.join()
     return pair
-
-
-def drafts_from_history(params: GenerationParams) -> bool:
-    """Whether these settings let lookup draft from the saved chats."""
-    return params.history and params.mode != "standard" and params.drafter in ("lookup", "model+lookup")
 
 
 def _prompt_text(args: argparse.Namespace) -> str:
