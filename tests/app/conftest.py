@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from app.main_window import MainWindow
 from app.settings import AppSettings
+from engine.events import RoundEvent
 from engine.params import GenerationParams
 
 # Greedy, fixed K: answers mix accepted, corrected and bonus tokens, and repeat exactly.
@@ -51,3 +53,49 @@ def send_and_wait(qtbot, window: MainWindow, text: str, timeout: int = 60_000):
         window.input.setPlainText(text)
         window.input.submitted.emit()
     return blocker.args[1]  # (answer, result, summary)
+
+
+def any_round_emitted(event: RoundEvent) -> bool:
+    """A round that added a token to the answer: what a Stop needs to have something to keep."""
+    return event.emitted > 0
+
+
+def start_streaming(qtbot, session, send: Callable[[], None], until: Callable[[RoundEvent], bool] = any_round_emitted,
+                    timeout: int = 60_000) -> None:
+    """Call `send`, then return once the chat answer it started has shown a round for which `until` is true.
+
+    Tests that Stop, cancel, switch or close mid-answer need the answer to be in the state they check (tokens
+    kept, a round pre-drafted), whatever the machine's speed: the first batch of events can be the prefill alone,
+    and on a busy machine a Stop sent then ends an answer with no round in it. So they wait for the round itself,
+    never for a signal that merely tends to come later. An answer that ends before such a round fails here, with
+    its reason, rather than later in a confusing assertion.
+    """
+    seen: list[bool] = []
+    ended: list[object] = []
+
+    def look(answer, events) -> None:  # noqa: ANN001
+        seen.extend(until(e) for e in events if isinstance(e, RoundEvent))
+
+    def end(answer, result, summary) -> None:  # noqa: ANN001
+        ended.append(result)
+
+    session.answer_events.connect(look)
+    session.answer_finished.connect(end)
+    try:
+        send()
+        qtbot.waitUntil(lambda: any(seen) or bool(ended), timeout=timeout)
+    finally:
+        session.answer_events.disconnect(look)
+        session.answer_finished.disconnect(end)
+    assert any(seen), f"the answer ended ({ended[0].finish_reason}) before a round the test needs"
+
+
+def start_long_answer(qtbot, window: MainWindow, text: str = "Tell me a long story",
+                      until: Callable[[RoundEvent], bool] = any_round_emitted) -> None:
+    """Type `text`, send it, and return once a round for which `until` is true is on screen (see start_streaming)."""
+
+    def send() -> None:
+        window.input.setPlainText(text)
+        window.send()
+
+    start_streaming(qtbot, window.session, send, until)

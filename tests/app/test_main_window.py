@@ -13,7 +13,7 @@ from app.palette import ghost_colour, origin_colour
 from app.round_timeline import time_colours
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
-from tests.app.conftest import send_and_wait
+from tests.app.conftest import send_and_wait, start_long_answer
 
 
 def colour_runs(view) -> list[tuple[str, str]]:
@@ -100,9 +100,7 @@ def test_lenient_answers_say_lossy_in_the_label_the_panel_and_the_stats_line(mak
 
 def test_stop_ends_the_answer_and_keeps_what_was_generated(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
-        window.input.setPlainText("Tell me a long story")
-        window.send()
+    start_long_answer(qtbot, window)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as blocker:
         window.send_button.click()  # the Send button reads Stop while generating
     result = blocker.args[1]
@@ -255,9 +253,7 @@ def test_conversations_can_be_renamed_deleted_and_exported(make_window, qtbot, t
 
 def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
-        window.input.setPlainText("A long story please")
-        window.send()
+    start_long_answer(qtbot, window, "A long story please")
     conversation = window.conversation_id
     window.close()
     assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
@@ -272,9 +268,7 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
 
 def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, qtbot, tiny_dirs) -> None:
     window = make_window(max_tokens=900)
-    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
-        window.input.setPlainText("A long story please")
-        window.send()
+    start_long_answer(qtbot, window, "A long story please")
     finished, loaded = [], []
     window.session.answer_finished.connect(lambda answer, result, summary: finished.append(result))
     window.session.pair_loaded.connect(loaded.append)
@@ -317,12 +311,6 @@ def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None
     assert window.toolbar.pair_label.text().endswith("· speculative, draft model (SSD)")
 
 
-def start_long_answer(qtbot, window, text: str = "Tell me a long story") -> None:
-    with qtbot.waitSignal(window.session.answer_events, timeout=30_000):
-        window.input.setPlainText(text)
-        window.send()
-
-
 def test_the_stats_panel_shows_ssd_figures_only_when_ssd_pre_drafted(make_window, qtbot) -> None:
     window = make_window()
     send_and_wait(qtbot, window, "Hello")
@@ -340,14 +328,14 @@ def test_stop_in_ssd_mode_ends_the_answer_and_leaves_no_thread_behind(make_windo
 
     before = threading.active_count()
     window = make_window(max_tokens=900, ssd=True, fanout=3)
-    start_long_answer(qtbot, window)
+    start_long_answer(qtbot, window, until=lambda round: round.predrafted > 0)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as blocker:
         window.stop()
     result = blocker.args[1]
     assert result.finish_reason == "cancelled" and result.stats.predrafted > 0 and len(result.tokens) < 900
     assert_usable(qtbot, window)
     window.close()
-    qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=10_000)
+    qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=60_000)
 
 
 def assert_usable(qtbot, window) -> None:

@@ -9,6 +9,7 @@ from app.session import ChatSession
 from app.settings import AppSettings
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
+from tests.app.conftest import start_streaming
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
@@ -84,8 +85,7 @@ def test_compare_events_never_reach_the_chat_answer(qtbot, session: ChatSession)
 def test_stop_ends_the_answer_and_a_stale_request_is_ignored(qtbot, session: ChatSession) -> None:
     session.apply_settings(GREEDY.replace(max_tokens=900), "")
     conversation = session.new_conversation("A long story")
-    with qtbot.waitSignal(session.answer_events, timeout=30_000):
-        session.send(conversation, "A long story")
+    start_streaming(qtbot, session, lambda: session.send(conversation, "A long story"))
     first = session.answer
     with qtbot.waitSignal(session.answer_finished, timeout=30_000) as blocker:
         session.stop()
@@ -147,7 +147,7 @@ def test_a_loaded_pair_indexes_the_saved_conversations_for_lookup(qtbot, session
     answer(qtbot, session, conversation, "Tell me a story about a lighthouse keeper and a storm")
     with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
         session.load_pair(str(tiny_dirs[0]), "")  # a fresh pair: its history starts empty
-    session.engine.history_indexing.join(timeout=30)
+    session.engine.history_indexing.join(timeout=120)
     pair = session.engine.pair
     pair.history.wait()
     assert pair.history.documents == 1

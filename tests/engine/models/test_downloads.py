@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import threading
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,27 +47,47 @@ def test_progress_counts_bytes_with_speed_and_time_left(fake_hub) -> None:
     assert f" of {total / 1e6:.1f} MB, " in middle.describe() and "left" in middle.describe()
 
 
-def cancelled_download(fake_hub) -> tuple[float, int]:
-    """Start a throttled download, cancel it once 1 MB arrived; return (seconds to stop, bytes done)."""
+@dataclass
+class CancelledDownload:
+    """What a cancelled download did: the bytes it had when the cancel was asked for, how often it polled the
+    cancel before and after that, and the last progress it reported."""
+
+    bytes_at_cancel: int
+    polls_before: int
+    polls_after: int
+    last_reported: int
+
+
+def cancelled_download(fake_hub) -> CancelledDownload:
+    """Start a throttled download and cancel it once 1 MB arrived."""
     fake_hub.bytes_per_second = 500_000
-    cancel = threading.Event()
-    asked: list[float] = []
+    asked = threading.Event()
+    at_cancel: list[int] = []
+    polls = {"before": 0, "after": 0}
     seen: list[int] = []
 
     def progress(p: DownloadProgress) -> None:
         seen.append(p.done_bytes)
-        if p.done_bytes > 1_000_000 and not cancel.is_set():
-            asked.append(time.monotonic())
-            cancel.set()
+        if p.done_bytes > 1_000_000 and not asked.is_set():
+            at_cancel.append(p.done_bytes)
+            asked.set()
+
+    def cancel() -> bool:
+        polls["after" if asked.is_set() else "before"] += 1
+        return asked.is_set()
 
     with pytest.raises(DownloadCancelled, match="resumes where it stopped"):
-        download_model("test/big", progress=progress, cancel=cancel.is_set)
-    return time.monotonic() - asked[0], seen[-1]
+        download_model("test/big", progress=progress, cancel=cancel)
+    return CancelledDownload(at_cancel[0], polls["before"], polls["after"], seen[-1])
 
 
-def test_cancel_stops_within_a_second_and_leaves_the_cache_consistent(fake_hub) -> None:
-    seconds, done = cancelled_download(fake_hub)
-    assert seconds < 1.0
+def test_cancel_stops_at_the_next_chunk_and_leaves_the_cache_consistent(fake_hub) -> None:
+    """The README promises a cancel within a second: the download polls the cancel every CHUNK_BYTES (256 KB, a
+    fraction of a second on any connection a model download is usable over) and stops at the first poll after
+    it. Both are checked by counting, not by a clock, so a busy machine cannot fail this."""
+    cancelled = cancelled_download(fake_hub)
+    assert cancelled.polls_after == 1  # it stopped at the first poll after the cancel
+    assert cancelled.polls_before >= cancelled.bytes_at_cancel // CHUNK_BYTES  # and polled at least every chunk
     nothing_loadable("test/big")
     [listed] = [m for m in cached_models() if m.name == "test/big"]
     assert not listed.complete

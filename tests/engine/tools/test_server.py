@@ -260,7 +260,7 @@ def test_an_unexpected_failure_is_a_500_without_a_traceback() -> None:
         server.stop()
 
 
-def _eventually(condition, timeout: float = 20.0) -> bool:
+def _eventually(condition, timeout: float = 60.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if condition():
