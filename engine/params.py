@@ -48,9 +48,11 @@ class GenerationParams:
             (temperature 0 is greedy; top_p 1, top_k 0 and min_p 0 switch a filter off).
         repetition_penalty, repetition_context_size: mlx-lm's sign-aware penalty over the last tokens.
         max_tokens: the most tokens to generate.
-        seed: seeds MLX's random generator; None leaves it as it is. A seeded run repeats exactly with standard
-            decoding or a fixed K. The adaptive policy picks K from measured timings, and a different K draws
-            its random numbers differently, so adaptive samples vary between runs (each exactly distributed).
+        seed: a seeded answer repeats exactly, whatever K the adaptive policy picks and whichever drafter runs:
+            each position's token is the target's own draw with noise from the seed and the position (sampling.py;
+            the same text standard decoding writes with that seed). None: MLX's random generator as it is, and
+            drafts accepted by the rejection rule, which keeps more of them. Lenience > 0 is not coupled: its
+            seeded runs repeat with a fixed K only.
         stop: strings that end generation; the text stops before them.
         prefill_step_size: prompt tokens per forward pass while prefilling.
         trace_rounds: read each draft token's p(d) and q(d) with the round's verdict, for the speculation trace

@@ -120,6 +120,26 @@ def verify_sampled(target_logprobs: mx.array, draft_probs: mx.array, draft_token
     return Verdict(n, mx.random.categorical(mx.log(fallback)).astype(mx.uint32), p_d, q_d)
 
 
+def verify_coupled(target_choices: mx.array, target_logprobs: mx.array, draft_probs: mx.array,
+                   draft_tokens: mx.array) -> Verdict:
+    """Seeded sampling (`sampling.Warper.coupled`): accept the longest prefix where each draft token is the target's
+    own draw at its position, then emit the target's draw after it.
+
+    Every emitted token is the target's draw, so the output is exactly distributed and independent of the draft.
+
+    Args:
+        target_choices: (K+1,) the target's draws (argmax of warped logp plus that position's noise).
+        target_logprobs: (K+1, V) the warped log-probabilities they were drawn from (for p(d) in the trace).
+        draft_probs: (K, V) the draft's warped probabilities (one-hot for prompt lookup).
+        draft_tokens: (K,) the draft tokens.
+    """
+    k = draft_tokens.shape[0]
+    matches = target_choices[:k] == draft_tokens.astype(target_choices.dtype)
+    n = mx.cumprod(matches.astype(mx.int32)).sum()
+    p_d, q_d = draft_probabilities(mx.exp(target_logprobs[:k]), draft_probs, draft_tokens)
+    return Verdict(n, mx.take(target_choices, n), p_d, q_d)
+
+
 def verify_greedy(target_choices: mx.array, draft_tokens: mx.array, lenience: float = 0.0) -> Verdict:
     """The temperature-0 case: accept the longest prefix where d_i == argmax p_i, then emit argmax p_{n+1}.
 

@@ -86,7 +86,7 @@ class DraftModelDrafter:
         history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
         self.cached.checkpoint_round()  # what follows may be rejected
-        tokens, probs, rows = draft_steps(self.cached, self.warper, history, logits, k, keep_rows)
+        tokens, probs, rows = draft_steps(self.cached, self.warper, history, logits, k, len(context), keep_rows)
         draft = Draft(tokens, k, probs, self.source, catch_up_s=catch_up_s, timed=timed,
                       fed=k if keep_rows else k - 1, rows=rows)
         if timed:
@@ -107,12 +107,13 @@ class DraftModelDrafter:
 
 
 def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
-                keep_rows: bool = False) -> tuple[mx.array, mx.array | None, mx.array | None]:
+                position: int, keep_rows: bool = False) -> tuple[mx.array, mx.array | None, mx.array | None]:
     """Sample `k` tokens autoregressively from `logits` (the (1, V) row after the cached tokens), lazily.
 
     Returns the tokens (k,), their distributions (k, V) when sampling (None when greedy) and, with `keep_rows`,
     the draft's logits at all k + 1 positions (the last token fed too). `history`: the context for the
-    repetition penalty, which sees the tokens drafted so far, as the target's verify does.
+    repetition penalty, which sees the tokens drafted so far, as the target's verify does. `position`: the
+    context index of the first drafted token (seeded drafts draw with each position's noise).
     """
     tokens: list[mx.array] = []
     probs: list[mx.array] = []
@@ -122,7 +123,7 @@ def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, l
         rows.append(row)
         if history is not None:
             row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
-        token, logprobs = warper.choose(row)
+        token, logprobs = warper.choose(row, position + i)
         tokens.append(token)
         if logprobs is not None:
             probs.append(mx.exp(logprobs))

@@ -5,6 +5,15 @@ warping (penalty, top-p, min-p, top-k, temperature). mlx-lm's samplers only samp
 distribution itself, so we chain mlx-lm's own filter functions in the order `mlx_lm.sample_utils.make_sampler`
 applies them and then apply the temperature. Sampling a token from `Warper.logprobs(...)` is therefore the
 same draw as mlx-lm's sampler makes, which is what keeps our standard decoding equal to mlx-lm's.
+
+A seeded answer samples differently (`coupled`): position i of the context draws its token as
+argmax(warped logp_i + g_i), Gumbel noise g_i from a key made of the seed and i alone (Gumbel-max: exactly a
+sample of p_i). The draft model draws with the same g_i, and the verify accepts a draft token iff the target's
+own draw at its position is that token (`acceptance.verify_coupled`). Every emitted token is then the target's
+draw at its position, whoever drafted what: a seed gives one answer whatever K the adaptive policy picks, the
+drafter, or standard decoding (Daliri et al. 2024, drafter-invariant speculative decoding). The price is some
+acceptance: a draft token survives with probability P(argmax(log q + g) = argmax(log p + g)), at least
+(1 - TV) / (1 + TV) against the rejection rule's 1 - TV; prompt lookup's point mass loses nothing (p(d) either way).
 """
 
 from __future__ import annotations
@@ -37,6 +46,13 @@ class Warper:
             else None
         )
         self._context_size = params.repetition_context_size
+        # Lenient acceptance is a rule of its own (it keeps tokens the target would not draw): not coupled.
+        self.seed = params.seed if not params.greedy and params.lenience == 0 else None
+
+    @property
+    def coupled(self) -> bool:
+        """Whether tokens are drawn with per-position noise from the seed (see the module's docstring)."""
+        return self.seed is not None
 
     @property
     def history_size(self) -> int:
@@ -90,9 +106,29 @@ class Warper:
         x = x * (1.0 / self._temperature)
         return x - mx.logsumexp(x, axis=-1, keepdims=True)
 
-    def choose(self, logits: mx.array) -> tuple[mx.array, mx.array | None]:
-        """The next token for each row and, when sampling, the warped log-probabilities it was drawn from."""
+    def choose(self, logits: mx.array, position: int) -> tuple[mx.array, mx.array | None]:
+        """The next token for each row and, when sampling, the warped log-probabilities it was drawn from.
+
+        `position`: the index in the context of the token the first row chooses (row i chooses position + i);
+        coupled sampling draws each position's token with that position's noise.
+        """
         if self.greedy:
             return mx.argmax(logits, axis=-1).astype(mx.uint32), None
         logprobs = self.logprobs(logits)
+        if self.coupled:
+            return mx.argmax(logprobs + self.noise(position, logprobs.shape[0]), axis=-1).astype(mx.uint32), logprobs
         return mx.random.categorical(logprobs).astype(mx.uint32), logprobs
+
+    def noise(self, position: int, rows: int) -> mx.array:
+        """(rows, V) Gumbel noise of positions position.., each row from a key of the seed and its position only."""
+        assert self.seed is not None
+        return mx.stack([mx.random.gumbel(shape=(self.vocab_size,), key=mx.random.key(_mix(self.seed, position + i)))
+                         for i in range(rows)])
+
+
+def _mix(seed: int, position: int) -> int:
+    """A 63-bit key seed from (seed, position) (splitmix64's finaliser): nearby positions get unrelated keys."""
+    z = (seed * 0x9E3779B97F4A7C15 + position + 1) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) >> 1

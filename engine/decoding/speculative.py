@@ -25,7 +25,7 @@ from typing import Sequence
 
 import mlx.core as mx
 
-from .acceptance import Verdict, point_mass, verify_greedy, verify_sampled
+from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, verify_sampled
 from .cached_model import CachedModel
 from .draft import NO_DRAFT, Draft, Drafter
 from .policy import DraftPolicy, RoundCosts
@@ -133,6 +133,9 @@ class SpeculativeDecoder:
         if self.warper.greedy:
             return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens, self.lenience)
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
+        if self.warper.coupled:
+            choices, logprobs = self.warper.choose(rows, position=len(context))
+            return verify_coupled(choices, logprobs, q, draft.tokens)
         return verify_sampled(self.warper.logprobs(rows), q, draft.tokens, self.lenience)
 
     def _settle(self, draft: Draft, ids: list[int], accepted: int, verify_s: float | None, width: int) -> None:
@@ -146,9 +149,9 @@ class SpeculativeDecoder:
         """The next token from the target's (1, V) logits after `context`."""
         if self.warper.uses_history:
             head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
-        return self.warper.choose(head)[0]
+        return self.warper.choose(head, position=len(context))[0]
 
-    def _queue_head(self, token: mx.array) -> None:
+    def _queue_head(self, token: mx.array, position: int) -> None:
         """Queue the target's pass after `token`, and (without a penalty, which needs the context) the choice from it.
 
         As in standard decoding, what the next round reads must be an array queued here: on MLX's CPU backend a
@@ -158,7 +161,7 @@ class SpeculativeDecoder:
         if self.warper.uses_history:
             mx.async_eval(token, self._head)
             return
-        self._head_token = self.warper.choose(self._head)[0]
+        self._head_token = self.warper.choose(self._head, position)[0]
         mx.async_eval(token, self._head_token)
 
     def _plain(self, context: list[int], budget: int, prediction: tuple[float, float] | None = None) -> Round:
@@ -174,7 +177,7 @@ class SpeculativeDecoder:
         if token is None:
             token = self._choose(head, context)
         if budget > 1 and all(drafter.idle for drafter in self.drafters):
-            self._queue_head(token)
+            self._queue_head(token, position=len(context) + 1)
         token_id = int(token.item())
         if self._head is not None:
             self.target.resolve([token_id])

@@ -205,7 +205,7 @@ class SsdDrafter:
         if self.warper.uses_history:
             history = mx.concatenate([mx.array(context, dtype=mx.uint32), draft.tokens[:n], ending])
         logits = twin.forward(ending)
-        tokens, probs, rows = draft_steps(twin, self.warper, history, logits, k, keep_rows=True)
+        tokens, probs, rows = draft_steps(twin, self.warper, history, logits, k, len(context) + n + 1, keep_rows=True)
         mx.async_eval(tokens)
         return _PreDraft(base, n, ending, twin, Draft(tokens, k, probs, self.source, fed=k, rows=rows))
 

@@ -29,12 +29,14 @@ class StandardDecoder:
         self.warper = warper
         self._queued: mx.array | None = None
         self._history: mx.array | None = None
+        self._position = 0  # the context index of the token the next queued pass chooses
 
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target) and queue its first token."""
         tail = self.target.catch_up(context)
         if self.warper.uses_history:
             self._history = mx.array(context[: len(context) - len(tail)], dtype=mx.uint32)
+        self._position = len(context)
         self._queued = self._step(mx.array(tail, dtype=mx.uint32), tail)
 
     def _step(self, inputs: mx.array, ids: list[int] | None) -> mx.array:
@@ -43,7 +45,8 @@ class StandardDecoder:
         if self._history is not None:
             self._history = mx.concatenate([self._history, inputs])[-self.warper.history_size :]
             logits = self.warper.penalize(logits, self._history, None)
-        token, _ = self.warper.choose(logits)
+        token, _ = self.warper.choose(logits, self._position)
+        self._position += 1
         mx.async_eval(token)
         return token
 

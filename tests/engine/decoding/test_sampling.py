@@ -32,7 +32,7 @@ def test_samples_match_mlx_lm_sampler_draw_for_draw(settings: dict) -> None:
         mx.random.seed(seed)
         theirs = sampler(logprobs).item()
         mx.random.seed(seed)
-        ours = warper.choose(LOGITS)[0].item()
+        ours = warper.choose(LOGITS, position=0)[0].item()
         assert ours == theirs, seed
 
 
@@ -51,7 +51,7 @@ def test_temperature_sharpens_and_flattens() -> None:
 
 
 def test_greedy_chooses_the_argmax_without_a_distribution() -> None:
-    token, logprobs = Warper(GenerationParams(temperature=0.0), 8).choose(LOGITS)
+    token, logprobs = Warper(GenerationParams(temperature=0.0), 8).choose(LOGITS, position=0)
     assert token.item() == 0 and logprobs is None
 
 
@@ -75,3 +75,31 @@ def test_fit_width_brings_a_padded_or_short_vocabulary_to_the_target_width() -> 
     assert wide.shape == (2, 6) and narrow.shape == (2, 6)
     assert np.isneginf(np.array(narrow)[:, 4:]).all()
     assert np.exp(np.array(warper.logprobs(narrow)))[:, 4:].sum() == 0.0
+
+
+@pytest.mark.statistical
+def test_seeded_draws_follow_the_warped_distribution() -> None:
+    """A seeded draw is argmax(logp + Gumbel noise of its position): over many seeds, exactly p."""
+    from tests.helpers import chi_square, chi_square_critical
+
+    params = GenerationParams(temperature=0.9, top_p=0.95)
+    expected = probs(params)
+    n = 4000
+    counts: dict[int, int] = {}
+    for seed in range(n):
+        token = Warper(params.replace(seed=seed), 8).choose(LOGITS, position=3)[0].item()
+        counts[token] = counts.get(token, 0) + 1
+    stat, df = chi_square(counts, dict(enumerate(expected)), n)
+    assert stat < chi_square_critical(df), (stat, df)
+
+
+def test_seeded_draws_depend_on_the_seed_and_the_position_only() -> None:
+    warper = Warper(GenerationParams(temperature=1.0, top_p=1.0, seed=5), 8)
+    rows = mx.concatenate([LOGITS] * 6)
+    together = warper.choose(rows, position=10)[0].tolist()
+    one_by_one = [warper.choose(LOGITS, position=10 + i)[0].item() for i in range(6)]
+    again = Warper(GenerationParams(temperature=1.0, top_p=1.0, seed=5), 8).choose(rows, position=10)[0].tolist()
+    assert together == one_by_one == again
+    assert len(set(together)) > 1  # positions differ in their noise
+    lenient = Warper(GenerationParams(temperature=1.0, seed=5, lenience=0.3), 8)
+    assert not lenient.coupled and Warper(GenerationParams(temperature=0.0, seed=5), 8).seed is None

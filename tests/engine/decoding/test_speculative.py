@@ -89,12 +89,34 @@ def _next_token_distribution(pair: ModelPair, context: list[int], params: Genera
     return np.exp(np.array(Warper(params, pair.vocab_width).logprobs(logits)[0], dtype=np.float64))
 
 
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_a_seed_gives_one_answer_whatever_drafts_it(tiny_pair: ModelPair, temperature: float) -> None:
+    """Issue 27: a seeded adaptive answer changed from one request to the next, since the policy's K decides how
+    many random numbers a round draws. Seeded tokens are each position's own draw now: standard decoding, every
+    fixed K, the adaptive policy (which learns on across answers), lookup and SSD all write the same text."""
+    prompt = "Repeat this: the cat sat on the mat, the cat sat on the mat, the cat sat on the"
+    params = GenerationParams(temperature=temperature, top_p=0.95, max_tokens=48, seed=7)
+    expected = generate(prompt, tiny_pair, params.replace(mode="standard")).tokens
+    variants = [dict(num_draft=k, adaptive=False) for k in (1, 3, 6)] + [
+        dict(adaptive=True), dict(adaptive=True), dict(drafter="lookup"), dict(drafter="model+lookup", num_draft=5),
+        dict(ssd=True, ssd_always=True, num_draft=3, adaptive=False, fanout=2)]
+    rounds_with_a_rejection = 0
+    for variant in variants:
+        result = generate(prompt, tiny_pair, params.replace(**variant))
+        assert result.tokens == expected, variant
+        rounds_with_a_rejection += result.stats.drafted - result.stats.accepted > 0
+    assert rounds_with_a_rejection >= 3  # drafts were rejected, so the correction path ran too
+    assert generate(prompt, tiny_pair, params.replace(seed=8, mode="standard")).tokens != expected
+
+
 @pytest.mark.statistical
-def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: ModelPair) -> None:
+@pytest.mark.parametrize("seeded", [False, True], ids=["rejection", "seeded"])
+def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: ModelPair, seeded: bool) -> None:
     """The first two tokens of many speculative samples match the target's exact distributions.
 
     The first token is tested against p(x1 | prompt); the second against its marginal sum_x1 p(x1) p(x2 | x1),
-    which covers drafts accepted after an accepted draft, corrections and bonus tokens.
+    which covers drafts accepted after an accepted draft, corrections and bonus tokens. Seeded runs (one seed
+    each) draw by the coupled rule instead of rejection sampling (sampling.py).
     """
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
@@ -107,8 +129,10 @@ def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: Mod
     mx.random.seed(2024)
     firsts: Counter = Counter()
     seconds: Counter = Counter()
-    for _ in range(n):
-        tokens = generate(prompt_ids, tiny_pair, params).tokens
+    [eos] = tiny_pair.tokenizer.eos_token_ids
+    for run in range(n):
+        tokens = generate(prompt_ids, tiny_pair, params.replace(seed=run) if seeded else params).tokens
+        tokens = tokens + [eos] * (2 - len(tokens))  # an answer that ended drew EOS (not kept in its tokens)
         firsts[tokens[0]] += 1
         seconds[tokens[1]] += 1
     for observed, expected in ((firsts, p1), (seconds, p2)):
