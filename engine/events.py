@@ -151,6 +151,31 @@ def trace_line(record: dict[str, object]) -> str:
 
 
 @dataclass
+class PolicyBelief:
+    """What the adaptive policy believes of one drafter at the end of an answer, and why it drafts or not.
+
+    Attributes:
+        drafter: the drafter ("model", "lookup", "lookup+copying", ...).
+        acceptance: its estimated per-token acceptance rate.
+        draft_cost_steps: its draft cost per token in target steps (None before one was measured).
+        predicted_tps: predicted tokens per second for each K from 0 (plain steps) up, in a steady run of drafts.
+        chosen_k: the K those predictions choose now (0: plain steps, the drafter only probed).
+        reason: why, in one sentence.
+        rounds_since_draft: rounds since it last drafted (a probe, when given up on); None if it never did.
+        verified_tokens: its draft tokens the target has verified, ever.
+    """
+
+    drafter: str
+    acceptance: float
+    draft_cost_steps: float | None
+    predicted_tps: list[float]
+    chosen_k: int
+    reason: str
+    rounds_since_draft: int | None
+    verified_tokens: int
+
+
+@dataclass
 class GenerationStats:
     """What a generation did and how fast, as DESIGN.md defines the numbers."""
 
@@ -170,6 +195,7 @@ class GenerationStats:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
 
     def count_ssd(self, r: "RoundEvent") -> None:
         """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""

@@ -259,7 +259,9 @@ def generate_stream(
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            yield from _rounds(_decoder(pair, params, warper), answer, cancelled)
+            decoder = _decoder(pair, params, warper)
+            yield from _rounds(decoder, answer, cancelled)
+            stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:
             answer.finish = "cancelled"
     finally:

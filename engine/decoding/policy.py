@@ -9,18 +9,24 @@ and t online and picks the K with the most tokens per second, K = 0 included, so
 Estimates:
 - acceptance per drafter source: a Beta(0.5, 1.5) posterior over "the next draft token is accepted" (a
   prior mean of 0.25: unproven drafts must earn their rounds), counting the accepted tokens and the one
-  rejection of each round; counts decay every round, so that long after a drafter was given up the
-  estimate widens again and a cheap enough drafter gets probed anew.
+  rejection of each round. It forgets at a known rate: counts decay by DECAY every round (so long after a
+  drafter was given up the estimate widens again), and weigh at most EVIDENCE draft tokens (so a draft that
+  turns bad after a long good stretch is given up within tens of rounds, not hundreds).
 - verify time: per width, the median of the latest SAMPLES measurements (one slow round, a page fault or a
   busy core, must not make plain steps look expensive), made non-decreasing in the width, with a
   straight-line fit t(L) = t1 + slope*(L - 1) across the widths seen (before two widths are seen, a prior
   slope of PRIOR_SLOPE * t1 per extra token).
 - draft cost per token and source: the median of its latest SAMPLES measurements, catch-up excluded.
 
-Probing: a drafter the estimates have given up on is still tried now and then (K = PROBE_DRAFT), because an
-answer can start copying, or a draft model can start agreeing, long after the estimate went low. Probes are
-paid from a budget: their predicted loss against plain steps stays under PROBE_SHARE of the time the answer
-tokens would have taken with plain steps, so probing costs at most about that share of the speed.
+Probing: a drafter the estimates have given up on is still tried now and then, because an answer can start
+copying, or a draft model can start agreeing, long after the estimate went low. A probe drafts the K that an
+acceptance drawn from the estimate's uncertainty would pick (Thompson sampling): a drafter that could not pay
+even then is never probed, and the probe budget (what probes lose against plain steps, a share of the time the
+tokens would have taken as plain steps) grows with the gain in sight. A drafter is not given up before its
+first FIRST_EVIDENCE tokens were verified.
+
+Switching from plain steps to drafting costs an extra pass once (the next plain pass was already queued);
+a draft model, which always has a draft, spreads it over RUNWAY rounds (`_round_time`).
 
 The estimates live as long as the pair (`ModelPair.policy`): later turns and later chats start from what
 earlier ones measured instead of paying for learning again.
@@ -28,19 +34,29 @@ earlier ones measured instead of paying for learning again.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..events import PolicyBelief
+
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5
 DECAY = 0.99  # per round, on the acceptance counts
+EVIDENCE = 48  # the most draft tokens an acceptance estimate weighs: older evidence is scaled away
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
 SAMPLES = 9  # measurements kept per cost, of which the median is used
-PROBE_SHARE = 0.01  # the most of the plain-step time that probes may lose
-PROBE_DRAFT = 2  # tokens a probe drafts
-PROBE_GAP = 16  # rounds at least between probes of one drafter
+PROBE_SHARE = 0.01  # the most of the plain-step time that probes may lose when little gain is in sight
+GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4 more tokens/s: 4% more)
+MAX_PROBE_SHARE = 0.06  # and never more than this
+FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
+RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
+PERSISTENT_SOURCE = "model"  # the drafter that always has a draft: a draft model
+PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
+PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
+PROBE_GAP = 8  # rounds at least between probes of one drafter
 
 
 def expected_tokens(acceptance: float, k: int) -> float:
@@ -76,6 +92,20 @@ class _Acceptance:
     def decay(self) -> None:
         self.accepted *= DECAY
         self.rejected *= DECAY
+
+    def add(self, accepted: int, rejected: int) -> None:
+        """Count a round's verdict, keeping at most EVIDENCE tokens' worth: a draft that turns bad (or good) is
+        seen within about that many draft tokens, however long it was good (or bad) before."""
+        self.accepted += accepted
+        self.rejected += rejected
+        total = self.accepted + self.rejected
+        if total > EVIDENCE:
+            self.accepted *= EVIDENCE / total
+            self.rejected *= EVIDENCE / total
+
+    def sample(self, rng: random.Random) -> float:
+        """A plausible acceptance rate: a draw from the Beta posterior."""
+        return rng.betavariate(PRIOR_ACCEPTED + self.accepted, PRIOR_REJECTED + self.rejected)
 
 
 @dataclass
@@ -126,6 +156,9 @@ class DraftPolicy(Protocol):
     def observe(self, costs: RoundCosts) -> None:
         """Learn from one round."""
 
+    def beliefs(self) -> list[PolicyBelief]:
+        """What it believes of each drafter, for the stats panel and the server (empty for a fixed K)."""
+
 
 class FixedDraftLength:
     """Always draft K tokens (or what is available): mlx-lm's behaviour, and the benchmark's 'speculative'."""
@@ -140,6 +173,9 @@ class FixedDraftLength:
 
     def observe(self, costs: RoundCosts) -> None:
         pass
+
+    def beliefs(self) -> list[PolicyBelief]:
+        return []
 
 
 @dataclass
@@ -164,6 +200,9 @@ class AdaptiveDraftLength:
     _probe_loss_s: float = 0.0  # what probes cost beyond that
     _since_draft: dict[str, int] = field(default_factory=dict)  # rounds since each drafter last drafted
     _probing: str | None = None  # the drafter the last `choose` granted a probe
+    _verified: dict[str, int] = field(default_factory=dict)  # draft tokens each drafter has had verified, ever
+    _runway: int = 1  # rounds the drafter being asked about can go on drafting (see `_round_time`)
+    _rng: random.Random = field(default_factory=lambda: random.Random(0))  # plausible acceptances, for probes
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
@@ -224,37 +263,74 @@ class AdaptiveDraftLength:
         cost = self.draft_cost(source)
         if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
-        base, slope = self._line()
-        a = self.acceptance(source)
-        best_k, best_rate, previous = 0, MARGIN / base, 0.0
+        self._runway = RUNWAY if source == PERSISTENT_SOURCE else 1  # lookup: a match may end after one round
+        plain = 1.0 / self._line()[0]
+        best_k, best_rate = self._best(self.acceptance(source), limit, cost)
+        if best_rate < MARGIN * plain:
+            best_k = 0
+        self.last_prediction = (best_rate if best_k else plain, plain)
+        if best_k == 0:
+            return self._probe(source, limit, cost, plain)
+        return best_k
+
+    def _best(self, acceptance: float, limit: int, cost: float) -> tuple[int, float]:
+        """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`."""
+        best_k, best_rate, previous = 0, 0.0, 0.0
         for k in range(1, limit + 1):
-            rate = expected_tokens(a, k) / self._round_time(k, cost)
+            rate = expected_tokens(acceptance, k) / self._round_time(k, cost)
             if rate > best_rate:
                 best_k, best_rate = k, rate
             if rate < previous:
                 break
             previous = rate
-        plain = 1.0 / base
-        self.last_prediction = (best_rate if best_k else plain, plain)
-        if best_k == 0 and self._may_probe(source, min(limit, PROBE_DRAFT), cost):
-            self._probing = source
-            return min(limit, PROBE_DRAFT)
-        return best_k
+        return best_k, best_rate
 
-    def _round_time(self, k: int, cost: float) -> float:
+    def _probe(self, source: str, limit: int, cost: float, plain: float) -> int:
+        """K for a probe of a drafter the estimate has given up on, or 0.
+
+        The probe asks the question the estimate cannot answer yet: an acceptance drawn from the estimate's own
+        uncertainty (Thompson sampling) says what the drafter could plausibly be worth now. A drafter that would
+        not pay even then is not probed at all; one that could pay is probed at the K that would pay, with a
+        budget that grows with the gain in sight (PROBE_SHARE of the plain-step time, up to MAX_PROBE_SHARE, and
+        PROBE_ALLOWANCE steps to start a session with). A drafter whose first FIRST_EVIDENCE tokens were unlucky is
+        probed at once: early bad luck gave up on a draft that paid.
+        """
+        estimate = self._acceptance.setdefault(source, _Acceptance())
+        learning = self._verified.get(source, 0) < FIRST_EVIDENCE
+        if self._since_draft.get(source, 0) < PROBE_GAP and not learning:
+            return 0
+        plausible = estimate.sample(self._rng)
+        k, rate = self._best(plausible, limit, cost)
+        k = min(max(k, PROBE_DRAFT), PROBE_MOST, limit)
+        gain = rate / plain - 1.0
+        if gain <= MARGIN - 1.0:
+            return 0
+        share = min(MAX_PROBE_SHARE, PROBE_SHARE + GAIN_SHARE * gain)
+        allowance = PROBE_ALLOWANCE * self._line()[0]
+        if not learning and self._probe_loss_s + self._round_loss(k, cost, 1) > share * self._plain_s + allowance:
+            return 0
+        self._probing = source
+        return k
+
+    def _round_time(self, k: int, cost: float, runway: int | None = None) -> float:
         """Predicted seconds of a round drafting K tokens, until the target's next pass is as far as a plain
         step would have brought it.
 
         Measured on SmolLM2 here: after a pipelined plain step, a draft's verify is a pass of its own and the
         round after it cannot be pipelined (124 ms against 62 ms plain), so drafting 1-2 tokens at 33%
-        acceptance ran at 0.90x standard while the one-pass formula predicted a gain.
+        acceptance ran at 0.90x standard while the one-pass formula predicted a gain. That extra pass is paid
+        once per switch from plain steps to drafting, so it is spread over the rounds the drafter can go on
+        drafting (`_runway`): a draft model always has a draft, so charging its whole cost to one round kept
+        a draft that paid 1.65x given up for good (issue 27); a short lookup match pays it alone.
         """
         base, slope = self._line()
-        return k * cost + base + slope * (k + self._refed) + (base if self.split_pass else 0.0)
+        split = base / (runway or self._runway) if self.split_pass else 0.0
+        return k * cost + base + slope * (k + self._refed) + split
 
     def _round_loss(self, k: int, cost: float, emitted: float) -> float:
-        """Predicted seconds a round of K drafted tokens costs beyond `emitted` plain steps."""
-        return max(0.0, self._round_time(k, cost) - emitted * self._line()[0])
+        """Predicted seconds a round of K drafted tokens costs beyond `emitted` plain steps, a switch from plain
+        steps paid whole (a rejected probe ends its run)."""
+        return max(0.0, self._round_time(k, cost, runway=1) - emitted * self._line()[0])
 
     def _may_probe(self, source: str, k: int, cost: float) -> bool:
         """Whether a K-token probe of a drafter fits the probe budget even if all of it is rejected."""
@@ -262,14 +338,35 @@ class AdaptiveDraftLength:
             return False
         return self._probe_loss_s + self._round_loss(k, cost, 1) <= PROBE_SHARE * self._plain_s
 
+    def beliefs(self) -> list[PolicyBelief]:
+        return [self.belief(source) for source in self._acceptance]
+
+    def belief(self, source: str) -> PolicyBelief:
+        """The estimates of one drafter, the steady-run prediction for every K, and the reason for its K."""
+        cost = self.draft_cost(source)
+        a = self.acceptance(source)
+        verified = self._verified.get(source, 0)
+        since = self._since_draft.get(source)
+        if not self._verify or cost is None:
+            return PolicyBelief(source, a, None, [], self.first_draft, "learning: nothing measured yet", since, verified)
+        base = self._line()[0]
+        split, self.split_pass = self.split_pass, False  # a steady run of drafts: no switch from plain steps to pay
+        try:
+            predicted = [1.0 / base] + [expected_tokens(a, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
+        finally:
+            self.split_pass = split
+        chosen = max(range(len(predicted)), key=predicted.__getitem__)
+        chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
+        reason = _reason(a, predicted, chosen, verified, cost / base)
+        return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
+
     def observe(self, costs: RoundCosts) -> None:
         for estimate in self._acceptance.values():
             estimate.decay()
         self._account(costs)
         if costs.drafted:
             estimate = self._acceptance.setdefault(costs.source, _Acceptance())
-            estimate.accepted += costs.accepted
-            estimate.rejected += 1 if costs.accepted < costs.drafted else 0
+            estimate.add(costs.accepted, 1 if costs.accepted < costs.drafted else 0)
         if costs.drafted and costs.draft_token_s is not None:
             self._draft_cost.setdefault(costs.source, _Recent()).add(costs.draft_token_s)
         if costs.verify_s is not None:
@@ -284,6 +381,7 @@ class AdaptiveDraftLength:
             self._since_draft[source] += 1
         if costs.drafted:
             self._since_draft[costs.source] = 0
+            self._verified[costs.source] = self._verified.get(costs.source, 0) + costs.drafted
         if not self._verify:
             return
         emitted = costs.accepted + 1
@@ -292,3 +390,15 @@ class AdaptiveDraftLength:
             cost = self.draft_cost(costs.source) or 0.0
             self._probe_loss_s += self._round_loss(costs.drafted, cost, emitted)
         self._probing = None
+
+
+def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost_steps: float) -> str:
+    """One sentence on why the policy drafts K tokens, or none."""
+    if verified < FIRST_EVIDENCE:
+        return f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified"
+    plain = predicted[0]
+    if chosen:
+        return f"drafts K = {chosen}: {predicted[chosen] / plain:.2f}x plain steps predicted at {acceptance:.0%} acceptance"
+    best = max(range(1, len(predicted)), key=predicted.__getitem__)
+    return (f"K = 0: the best K ({best}) predicts {predicted[best] / plain:.2f}x plain steps at {acceptance:.0%} "
+            f"acceptance and a draft cost of {cost_steps:.2f} steps a token; probing now and then")

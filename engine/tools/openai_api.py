@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidParameterError, PromptError, SpecChatError
-from ..events import GenerationResult
+from ..events import GenerationResult, PolicyBelief
 from ..params import DRAFTERS, MODES, GenerationParams
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
@@ -212,6 +212,21 @@ def speculation(result: GenerationResult, drafter: str) -> dict[str, Any]:
         "fanout_hit_rate": s.fanout_hit_rate,
         "lossy": result.lossy,
         "lenience": result.lenience,
+        "policy": [policy_belief(b) for b in s.policy],
+    }
+
+
+def policy_belief(belief: PolicyBelief) -> dict[str, Any]:
+    """The adaptive policy's belief about one drafter: estimates, predictions per K, and why it drafts or not."""
+    return {
+        "drafter": belief.drafter,
+        "acceptance": round(belief.acceptance, 4),
+        "draft_cost_steps": None if belief.draft_cost_steps is None else round(belief.draft_cost_steps, 4),
+        "predicted_tps": [round(x, 2) for x in belief.predicted_tps],
+        "chosen_k": belief.chosen_k,
+        "reason": belief.reason,
+        "rounds_since_draft": belief.rounds_since_draft,
+        "verified_tokens": belief.verified_tokens,
     }
 
 

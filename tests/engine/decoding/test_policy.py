@@ -117,17 +117,18 @@ def plain_rounds(policy: AdaptiveDraftLength, rounds: int, seconds: float = 0.05
 
 def test_a_drafter_given_up_on_is_probed_again_within_its_budget() -> None:
     """Issue 14: lookup drafted 2 tokens, was rejected, and never drafted again in a 512-token answer that
-    then repeated itself verbatim. Probes keep trying, and their predicted loss stays under PROBE_SHARE."""
-    from engine.decoding.policy import PROBE_DRAFT, PROBE_SHARE
+    then repeated itself verbatim. Probes keep trying, and what they lose stays within the probe budget: at
+    most MAX_PROBE_SHARE of the plain-step time plus PROBE_ALLOWANCE steps, less where no gain is in sight."""
+    from engine.decoding.policy import MAX_PROBE_SHARE, PROBE_ALLOWANCE, PROBE_DRAFT, PROBE_MOST
 
     policy = AdaptiveDraftLength(8)
     policy.observe(RoundCosts("lookup", 2, 0, 0.0, 0.07))  # the one early rejection
     chosen = plain_rounds(policy, 2000)
     probes = [k for k in chosen if k]
-    assert probes and set(probes) == {PROBE_DRAFT}
+    assert len(probes) >= 10 and set(probes) <= set(range(PROBE_DRAFT, PROBE_MOST + 1))
     # every probe was rejected here: what they cost beyond plain steps stays within the budget
-    loss = len(probes) * (0.05 * 0.2 * PROBE_DRAFT)
-    assert loss <= PROBE_SHARE * 0.05 * 2000 * 1.05
+    loss = sum(0.05 * 0.2 * k for k in probes)
+    assert loss <= MAX_PROBE_SHARE * 0.05 * 2000 + PROBE_ALLOWANCE * 0.05
 
 
 def test_a_probe_that_succeeds_brings_the_drafter_back() -> None:
@@ -152,3 +153,105 @@ def test_a_draft_after_a_queued_plain_pass_pays_for_a_pass_of_its_own() -> None:
     assert policy.choose("lookup", 2) > 0
     policy.split_pass = True
     assert policy.choose("lookup", 2) == 0
+
+
+# --- a long session (issue 27) ---------------------------------------------------------------------------------
+# A scripted draft model in a session of many rounds: its acceptance follows a schedule, a plain step takes STEP
+# seconds, a pass over K+1 tokens STEP * (1 + slope K), a draft token `cost` steps, and a draft right after a
+# pipelined plain step pays one more pass, as the decoder does (speculative.py). Timings are reported the way the
+# decoder reports them: drafts in timed rounds only, verifies only when the pass was not split.
+
+STEP = 0.06
+
+
+def session(schedule: list[float], cost: float, slope: float = 0.15, seed: int = 0) -> list[tuple[int, int, float]]:
+    """Run the adaptive policy through `schedule` (one acceptance rate per round); (K, emitted, seconds) a round."""
+    import random
+
+    rng = random.Random(seed)
+    policy, drafted_rounds, after_plain, log = AdaptiveDraftLength(16), 0, False, []
+    for rate in schedule:
+        policy.split_pass = after_plain
+        k = policy.choose("model", 16)
+        if not k:
+            policy.observe(RoundCosts("none", 0, 0, 0.0, STEP * rng.uniform(0.97, 1.03)))
+            log.append((0, 1, STEP))
+            after_plain = True
+            continue
+        accepted = 0
+        while accepted < k and rng.random() < rate:
+            accepted += 1
+        timed = drafted_rounds < 3 or drafted_rounds % 8 == 0
+        drafted_rounds += 1
+        verify = STEP * (1 + slope * k) * rng.uniform(0.97, 1.03)
+        policy.observe(RoundCosts("model", k, accepted, cost * STEP if timed else None,
+                                  verify if timed and not after_plain else None))
+        log.append((k, accepted + 1, k * cost * STEP + verify + (STEP if after_plain else 0.0)))
+        after_plain = False
+    return log
+
+
+def speedup(log: list[tuple[int, int, float]]) -> float:
+    return sum(emitted for _, emitted, _ in log) / sum(seconds for _, _, seconds in log) * STEP
+
+
+def rounds_until(log: list[tuple[int, int, float]], drafting: bool, window: int = 20) -> int:
+    """Rounds until a window of `window` rounds in which drafting is the rule (80%), or the exception (10%)."""
+    for start in range(len(log) - window):
+        share = sum(1 for k, _, _ in log[start : start + window] if k) / window
+        if (share >= 0.8) if drafting else (share <= 0.1):
+            return start
+    return len(log)
+
+
+def best_fixed(rate: float, cost: float, slope: float = 0.15) -> float:
+    return max(expected_tokens(rate, k) / (k * cost + 1 + slope * k) for k in range(1, 17))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_draft_that_turns_good_is_drafted_again_within_a_hundred_rounds(seed: int) -> None:
+    """Through the server a 0.5B draft for its 1.5B sibling drafted 7, then 1 tokens in 5 answers where fixed
+    K = 4 ran 1.65x standard: once given up, every probe was charged the extra pass of a switch from plain steps
+    whole, so even a draft accepted 85% of the time predicted a loss, and it stayed given up."""
+    log = session([0.1] * 300 + [0.85] * 500, cost=0.4, seed=seed)
+    assert rounds_until(log[300:], drafting=True) <= 100
+    assert speedup(log[300:]) >= 0.9 * best_fixed(0.85, 0.4)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_draft_that_turns_bad_is_given_up_within_fifty_rounds(seed: int) -> None:
+    """After a long good stretch the acceptance estimate held hundreds of tokens of evidence and took 110-150
+    rounds of rejections to fall; it now weighs at most EVIDENCE draft tokens."""
+    log = session([0.85] * 300 + [0.05] * 500, cost=0.2, seed=seed)
+    assert rounds_until(log[300:], drafting=False) <= 50
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_where_no_k_wins_probing_costs_under_five_percent(seed: int) -> None:
+    log = session([0.1] * 1200, cost=0.2, seed=seed)
+    assert best_fixed(0.1, 0.2) < 1 and speedup(log) >= 0.95
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_good_draft_from_the_first_round_runs_near_the_best_fixed_k(seed: int) -> None:
+    """Early bad luck (a probe of K = 9 with one token accepted) gave up on a draft accepted 80% of the time for
+    hundreds of rounds: a drafter is not given up before FIRST_EVIDENCE tokens were verified."""
+    log = session([0.85] * 600, cost=0.2, seed=seed)
+    assert speedup(log) >= 0.95 * best_fixed(0.85, 0.2)
+
+
+def test_the_belief_says_what_the_policy_predicts_for_each_k_and_why_it_chose_k() -> None:
+    policy = AdaptiveDraftLength(6)
+    assert policy.beliefs() == []
+    policy.observe(RoundCosts("model", 2, 0, 0.01, 0.06))
+    assert policy.belief("model").reason == "learning: 2 of the first 12 draft tokens verified"
+    feed(policy, 10, 4, 0, draft_s=0.01, verify={5: 0.09})  # never accepted
+    given_up = policy.belief("model")
+    assert given_up.chosen_k == 0 and len(given_up.predicted_tps) == 7 and given_up.rounds_since_draft == 0
+    assert given_up.predicted_tps[0] == max(given_up.predicted_tps) and given_up.draft_cost_steps > 0
+    assert given_up.reason.startswith("K = 0: the best K (") and "probing now and then" in given_up.reason
+    feed(policy, 40, 4, 4, draft_s=0.001, verify={5: 0.09})  # now always accepted, and cheap
+    drafting = policy.belief("model")
+    assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts K = {drafting.chosen_k}: ")
+    assert drafting.predicted_tps[drafting.chosen_k] == max(drafting.predicted_tps)
+    assert [b.drafter for b in policy.beliefs()] == ["model"]

@@ -283,3 +283,15 @@ def test_three_seeded_adaptive_requests_give_one_text(client) -> None:
     other = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=40, temperature=0.9,
                                            top_p=0.95, seed=43, extra_body={"adaptive": True})
     assert other.choices[0].message.content not in texts  # the seed, not the server, decides
+
+
+def test_the_speculation_object_carries_the_policy_s_belief(client) -> None:
+    """Issue 27: why did it stop drafting? The adaptive policy's estimates, predictions per K and reason."""
+    adaptive = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=24,
+                                              extra_body={"adaptive": True})
+    [belief] = adaptive.model_extra["speculation"]["policy"]
+    assert belief["drafter"] == "model" and belief["reason"] and 0 <= belief["acceptance"] <= 1
+    assert belief["verified_tokens"] > 0 and 0 <= belief["chosen_k"] < len(belief["predicted_tps"])
+    fixed = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=8,
+                                           extra_body={"adaptive": False})
+    assert fixed.model_extra["speculation"]["policy"] == []
