@@ -353,11 +353,12 @@ class AdaptiveDraftLength:
         split, self.split_pass = self.split_pass, False  # a steady run of drafts: no switch from plain steps to pay
         try:
             predicted = [1.0 / base] + [expected_tokens(a, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
+            best_possible = self._best(1.0, self.max_draft, cost)[1]
         finally:
             self.split_pass = split
         chosen = max(range(len(predicted)), key=predicted.__getitem__)
         chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
-        reason = _reason(a, predicted, chosen, verified, cost / base)
+        reason = _reason(a, predicted, chosen, verified, cost / base, best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
     def observe(self, costs: RoundCosts) -> None:
@@ -392,13 +393,18 @@ class AdaptiveDraftLength:
         self._probing = None
 
 
-def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost_steps: float) -> str:
-    """One sentence on why the policy drafts K tokens, or none."""
-    if verified < FIRST_EVIDENCE:
-        return f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified"
+def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost_steps: float,
+            best_possible: float) -> str:
+    """One sentence on why the policy drafts K tokens, or none (`best_possible`: the best rate with every draft
+    token accepted)."""
     plain = predicted[0]
     if chosen:
         return f"drafts K = {chosen}: {predicted[chosen] / plain:.2f}x plain steps predicted at {acceptance:.0%} acceptance"
+    if best_possible < MARGIN * plain:
+        return (f"K = 0: even with every draft token accepted, drafting predicts at most {best_possible / plain:.2f}x "
+                f"plain steps (a draft token costs {cost_steps:.2f} steps); not probed")
+    if verified < FIRST_EVIDENCE:
+        return f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified"
     best = max(range(1, len(predicted)), key=predicted.__getitem__)
     return (f"K = 0: the best K ({best}) predicts {predicted[best] / plain:.2f}x plain steps at {acceptance:.0%} "
             f"acceptance and a draft cost of {cost_steps:.2f} steps a token; probing now and then")

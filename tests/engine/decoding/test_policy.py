@@ -255,3 +255,16 @@ def test_the_belief_says_what_the_policy_predicts_for_each_k_and_why_it_chose_k(
     assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts K = {drafting.chosen_k}: ")
     assert drafting.predicted_tps[drafting.chosen_k] == max(drafting.predicted_tps)
     assert [b.drafter for b in policy.beliefs()] == ["model"]
+
+
+def test_a_drafter_that_could_never_pay_is_said_so_and_never_probed() -> None:
+    """A draft as costly as the target on a compute-bound verify: even every token accepted loses."""
+    policy = AdaptiveDraftLength(6)
+    feed(policy, 3, 4, 4, draft_s=0.05, verify={5: 0.25})
+    policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
+    assert "even with every draft token accepted" in policy.belief("model").reason
+    chosen = []
+    for _ in range(2000):
+        chosen.append(policy.choose("model", 6))
+        policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
+    assert chosen == [0] * 2000
