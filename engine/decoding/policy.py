@@ -159,6 +159,9 @@ class DraftPolicy(Protocol):
     def beliefs(self) -> list[PolicyBelief]:
         """What it believes of each drafter, for the stats panel and the server (empty for a fixed K)."""
 
+    def gave_up_on(self, source: str) -> bool:
+        """Whether its estimates choose K = 0 for a drafter now (it drafts only when probed)."""
+
 
 class FixedDraftLength:
     """Always draft K tokens (or what is available): mlx-lm's behaviour, and the benchmark's 'speculative'."""
@@ -176,6 +179,9 @@ class FixedDraftLength:
 
     def beliefs(self) -> list[PolicyBelief]:
         return []
+
+    def gave_up_on(self, source: str) -> bool:
+        return False
 
 
 @dataclass
@@ -340,6 +346,11 @@ class AdaptiveDraftLength:
 
     def beliefs(self) -> list[PolicyBelief]:
         return [self.belief(source) for source in self._acceptance]
+
+    def gave_up_on(self, source: str) -> bool:
+        if source not in self._acceptance or not self._verify or self.draft_cost(source) is None:
+            return False
+        return self.belief(source).chosen_k == 0
 
     def belief(self, source: str) -> PolicyBelief:
         """The estimates of one drafter, the steady-run prediction for every K, and the reason for its K."""

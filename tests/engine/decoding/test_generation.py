@@ -282,3 +282,22 @@ def test_lenience_one_accepts_every_draft_token_and_says_lossy(tiny_pair: ModelP
 def test_standard_decoding_ignores_lenience(tiny_pair: ModelPair) -> None:
     result = generate(PROMPT, tiny_pair, SAMPLED.replace(mode="standard", lenience=0.5))
     assert not result.lossy and "LOSSY" not in result.summary()
+
+
+def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPair) -> None:
+    """Issue 27: through the server, prefilling a draft that would not draft cost about a tenth of the speed.
+    A probe's draft catches up on the prompt instead, and the answer is the same."""
+    from engine.decoding.generation import _policy
+    from engine.decoding.policy import RoundCosts
+
+    params = GREEDY.replace(adaptive=True, max_tokens=30)
+    policy = _policy(tiny_pair, params)
+    for _ in range(20):  # a draft that is never accepted
+        policy.observe(RoundCosts("model", 4, 0, 0.01, 0.06))
+        policy.observe(RoundCosts("none", 0, 0, 0.0, 0.02))
+    assert policy.gave_up_on("model")
+    events = list(generate_stream(tiny_pair, PROMPT, params))
+    assert {e.model for e in events if isinstance(e, PrefillEvent)} == {"target"}
+    assert events[-1].tokens == generate(PROMPT, tiny_pair, GREEDY.replace(mode="standard", max_tokens=30)).tokens
+    fresh = list(generate_stream(tiny_pair, PROMPT + " again", GREEDY.replace(adaptive=False, max_tokens=5)))
+    assert {e.model for e in fresh if isinstance(e, PrefillEvent)} == {"target", "draft"}
