@@ -109,14 +109,19 @@ def can_rewind(model_path: Path) -> bool:
     from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
     from mlx_lm.utils import _get_classes
 
+    from .folder_kind import build_failure
+
     known = (ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache)
 
     def rewindable(layer: Any) -> bool:
         return all(rewindable(c) for c in layer.caches) if isinstance(layer, CacheList) else isinstance(layer, known)
 
     config = json.loads((model_path / "config.json").read_text())
-    model_class, args_class = _get_classes(config)
-    model = model_class(args_class.from_dict(config))
+    try:
+        model_class, args_class = _get_classes(config)
+        model = model_class(args_class.from_dict(config))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:  # a config mlx-lm cannot build
+        raise build_failure(model_path, config, e) from e
     layers = model.make_cache() if hasattr(model, "make_cache") else [KVCache() for _ in model.layers]
     return all(rewindable(layer) for layer in layers)
 

@@ -267,3 +267,15 @@ def _eventually(condition, timeout: float = 20.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def test_serving_an_adapter_folder_is_one_line_naming_it(tmp_path, capsys) -> None:
+    """`serve` loads on its engine thread and raises the load error on the caller's: the same one line."""
+    from engine.tools.cli import main
+    from tests.model_folders import peft_lora_adapter
+
+    adapter = peft_lora_adapter(tmp_path / "qwen-lora")
+    assert main(["serve", "--target", str(adapter), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("error: qwen-lora is a LoRA adapter for Qwen/Qwen2.5-0.5B-Instruct, not a model: ")
