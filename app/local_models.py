@@ -31,6 +31,7 @@ from engine.models.model_store import LocalModel, all_local_models, delete_cache
 from .worker import DraftVerdict
 
 NO_DRAFT = "None: lookup only (this chat and saved chats)"
+TARGET_ITSELF = "the target itself (a draft must be a smaller, faster model)"
 SOURCES = {"hf-cache": "downloaded", "lm-studio": "LM Studio", "opened": "opened"}
 
 
@@ -74,6 +75,7 @@ class LocalModelsTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.local: list[LocalModel] = []
+        self._verdicts: list[DraftVerdict] = []  # the engine worker's answer for the selected target
         self._build()
 
     def _build(self) -> None:
@@ -121,20 +123,28 @@ class LocalModelsTab(QWidget):
         layout.addLayout(right, 4)
 
     def refresh(self) -> None:
+        """Re-read the models on disk, keeping the selected target; its drafts are checked once (rebuilding the list
+        with signals on asked twice, and every draft and reason was listed twice)."""
         current = self.targets.currentItem().data(Qt.ItemDataRole.UserRole) if self.targets.currentItem() else None
         self.local = all_local_models()
+        self.targets.blockSignals(True)
         self.targets.clear()
         for model in self.local:
-            state = f"{model.size_gb:.2f} GB, {SOURCES[model.source]}" + ("" if model.complete else ", damaged")
-            item = QListWidgetItem(f"{model_label(model.name)}  ({state})")
-            item.setToolTip(model.problem or model.name)
-            if not model.complete:
-                item.setForeground(self.palette().placeholderText())
-            item.setData(Qt.ItemDataRole.UserRole, model.name)
+            item = self._target_item(model)
             self.targets.addItem(item)
             if model.name == current:
                 self.targets.setCurrentItem(item)
+        self.targets.blockSignals(False)
         self._target_changed()
+
+    def _target_item(self, model: LocalModel) -> QListWidgetItem:
+        state = ", ".join(filter(None, [f"{model.size_gb:.2f} GB", SOURCES[model.source], model.unusable_because]))
+        item = QListWidgetItem(f"{model_label(model.name)}  ({state})")
+        item.setToolTip(model.problem or model.name)
+        if not model.complete:
+            item.setForeground(self.palette().placeholderText())
+        item.setData(Qt.ItemDataRole.UserRole, model.name)
+        return item
 
     def _selected_local(self) -> LocalModel | None:
         item = self.targets.currentItem()
@@ -165,9 +175,9 @@ class LocalModelsTab(QWidget):
             self.refresh()
 
     def _target_changed(self, *_: object) -> None:
-        item = self.targets.currentItem()
         self.drafts.clear()
         self.left_out.clear()
+        self._verdicts = []
         selected = self._selected_local()
         self.use_local_button.setEnabled(selected is not None and selected.complete)
         self.delete_button.setEnabled(selected is not None and selected.source == "hf-cache")
@@ -177,26 +187,47 @@ class LocalModelsTab(QWidget):
         if not selected.complete:
             self.draft_note.setText(selected.problem)
             return
-        target = item.data(Qt.ItemDataRole.UserRole)
-        self.drafts.addItem(NO_DRAFT, "")
-        candidates = [m.name for m in self.local if m.name != target and m.complete]
+        self._show_drafts()
+        candidates = [m.name for m in self.local if m.complete and not self._is_target(m, selected)]
         if candidates:
             self.draft_note.setText("Checking which drafts share the target's tokenizer…")
-            self.drafts_check_requested.emit(target, candidates)
+            self.drafts_check_requested.emit(selected.name, candidates)
         else:
             self.draft_note.setText("No other models on this computer to draft with.")
+
+    @staticmethod
+    def _is_target(model: LocalModel, target: LocalModel) -> bool:
+        """The target, or the same folder listed under another name (a cache snapshot also opened as a folder)."""
+        return model.name == target.name or model.path.resolve() == target.path.resolve()
+
+    def _left_out_lines(self, target: LocalModel) -> list[tuple[str, str]]:
+        """Each model not offered as a draft, as a line and its tooltip: those whose tokenizer differs, the target
+        itself, and what is not a usable chat model, by its kind (its whole line, with what to pick instead, is the
+        tooltip, and shows when it is selected as the target)."""
+        lines = [(f"{model_label(v.name)}: {v.reason}", v.reason) for v in self._verdicts if not v.compatible]
+        lines += [(f"{model_label(m.name)}: {TARGET_ITSELF}", m.name) for m in self.local if self._is_target(m, target)]
+        return lines + [(f"{model_label(m.name)}: {m.unusable_because}", m.problem) for m in self.local if not m.complete]
+
+    def _show_drafts(self) -> None:
+        """Fill the draft list and "Not offered" from scratch: an answer that arrives twice shows each model once."""
+        selected = self._selected_local()
+        self.drafts.clear()
+        self.left_out.clear()
+        self.drafts.addItem(NO_DRAFT, "")
+        for line, tooltip in self._left_out_lines(selected) if selected else []:
+            item = QListWidgetItem(line)
+            item.setToolTip(tooltip)
+            self.left_out.addItem(item)
+        for verdict in self._verdicts:
+            if verdict.compatible:
+                self.drafts.addItem(model_label(verdict.name), verdict.name)
 
     def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
         item = self.targets.currentItem()
         if item is None or item.data(Qt.ItemDataRole.UserRole) != target:
             return  # an answer for a target no longer selected
-        for verdict in verdicts:
-            if verdict.compatible:
-                self.drafts.addItem(model_label(verdict.name), verdict.name)
-            else:
-                left = QListWidgetItem(f"{model_label(verdict.name)}: {verdict.reason}")
-                left.setToolTip(verdict.reason)
-                self.left_out.addItem(left)
+        self._verdicts = list(verdicts)
+        self._show_drafts()
         offered = self.drafts.count() - 1
         self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}.")
         if offered:

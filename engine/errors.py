@@ -17,7 +17,20 @@ class ModelNotFoundError(SpecChatError):
 
 
 class NotAModelError(SpecChatError):
-    """A path exists but does not hold a model we can load."""
+    """A path exists but does not hold a model we can load.
+
+    Attributes:
+        kind: what is wrong in a word or two ("damaged", "incomplete"), for lists of models.
+    """
+
+    def __init__(self, message: str, kind: str = "damaged") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class NotAChatModelError(NotAModelError):
+    """A model folder of another kind (a drafter, an adapter, a vision or embedding model) that mlx-lm cannot load
+    as a chat model; `kind` names it ("DFlash drafter")."""
 
 
 class UnsupportedModelError(SpecChatError):

@@ -9,6 +9,7 @@ and are reported as warnings.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,34 @@ def _special_tokens(tokenizer: Any) -> set[str]:
 
 
 def _readable(token: str, tokenizer: Any) -> str:
-    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces), quoted."""
+    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces), quoted. A piece of a
+    multi-byte character decodes to '\ufffd', the same for every byte, so its bytes are shown instead: 'âĢ' (the
+    first two bytes of '—') is '<0xE2><0x80>'."""
     try:
         text = tokenizer.convert_tokens_to_string([token])
     except Exception:  # noqa: BLE001 - a tokenizer that cannot say shows the entry as it is
         text = token
+    if REPLACEMENT in text and REPLACEMENT not in token:
+        text = _byte_pieces(token)
     return repr(text)
+
+
+REPLACEMENT = "\ufffd"
+BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # SentencePiece's byte fallback pieces
+
+
+def _byte_pieces(token: str) -> str:
+    """A token that is part of a character: SentencePiece's '<0xE2>' as it is; a byte-level BPE entry (each
+    byte drawn as one character, GPT-2's table) as its text, bytes that are no whole character as '<0xE2>'."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    if BYTE_TOKEN.match(token):
+        return token.upper().replace("0X", "0x")
+    to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
+    if not all(char in to_byte for char in token):
+        return token
+    text = bytes(to_byte[char] for char in token).decode("utf-8", errors="surrogateescape")
+    return "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
 
 
 def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
@@ -109,14 +132,19 @@ def can_rewind(model_path: Path) -> bool:
     from mlx_lm.models.cache import ArraysCache, CacheList, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache
     from mlx_lm.utils import _get_classes
 
+    from .folder_kind import build_failure
+
     known = (ArraysCache, ChunkedKVCache, KVCache, QuantizedKVCache, RotatingKVCache)
 
     def rewindable(layer: Any) -> bool:
         return all(rewindable(c) for c in layer.caches) if isinstance(layer, CacheList) else isinstance(layer, known)
 
     config = json.loads((model_path / "config.json").read_text())
-    model_class, args_class = _get_classes(config)
-    model = model_class(args_class.from_dict(config))
+    try:
+        model_class, args_class = _get_classes(config)
+        model = model_class(args_class.from_dict(config))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:  # a config mlx-lm cannot build
+        raise build_failure(model_path, config, e) from e
     layers = model.make_cache() if hasattr(model, "make_cache") else [KVCache() for _ in model.layers]
     return all(rewindable(layer) for layer in layers)
 

@@ -17,11 +17,14 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_map
 
-from ..errors import ModelNotFoundError, NotAModelError, UnsupportedModelError
+from ..errors import ModelNotFoundError, NotAModelError
+from .folder_kind import build_failure, check_model_type, check_not_foreign, folder_name, read_json
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # The files mlx-lm reads, as mlx-lm's own downloader selects them.
 MODEL_FILE_PATTERNS = ["*.json", "model*.safetensors", "*.py", "tokenizer.model", "*.tiktoken", "*.txt", "*.jinja"]
+# Any of these is a tokenizer transformers can build (a fast one, SentencePiece, byte-level BPE, tiktoken).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "*.tiktoken")
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -77,26 +80,76 @@ def cached_repo_path(repo_id: str) -> Path | None:
         )
     except Exception:  # LocalEntryNotFoundError and friends: not (completely) in the cache
         return None
-    return path if (path / "config.json").is_file() and any(path.glob("*.safetensors")) else None
+    has_config = (path / "config.json").is_file() or (path / "adapter_config.json").is_file()  # adapters: named as such
+    return path if has_config and any(path.glob("*.safetensors")) else None
 
 
 def check_model_folder(path: Path) -> None:
-    """Raise NotAModelError unless `path` holds a config.json and complete safetensors weights."""
-    missing = []
-    if not (path / "config.json").is_file():
-        missing.append("config.json")
-    if not any(path.glob("*.safetensors")):
-        missing.append("*.safetensors weights")
-    if missing:
+    """Raise one line unless `path` holds a chat model: config.json, every weights file it names intact, and a
+    tokenizer. A drafter, an adapter or an embedding model is named as what it is (engine/models/folder_kind.py);
+    a conversion or copy left half-done says what is missing."""
+    check_not_foreign(path)
+    _check_config_and_weights(path)
+    _check_shards(path)
+    _check_tokenizer(path)
+    _check_weights_intact(path)
+
+
+def _check_config_and_weights(path: Path) -> None:
+    has_config, has_weights = (path / "config.json").is_file(), any(path.glob("*.safetensors"))
+    if has_config and not has_weights:
+        torch_weights = sorted(f.name for f in path.glob("*.bin")) + sorted(f.name for f in path.glob("*.pt"))
+        if torch_weights:
+            raise NotAModelError(
+                f"{folder_name(path)} holds PyTorch weights ({torch_weights[0]}), which MLX cannot read: convert it "
+                f"with `mlx_lm.convert --hf-path {path}` and open the converted folder.",
+                "PyTorch weights",
+            )
         raise NotAModelError(
-            f"{path} is not a model folder: it has no {' and no '.join(missing)}. "
-            "Pick the folder that holds config.json and the .safetensors files, or a .gguf file."
+            f"{folder_name(path)} is incomplete: it has no *.safetensors weights beside its config.json (a conversion "
+            "or copy that did not finish). Convert or copy it again.",
+            "incomplete",
         )
+    if not has_config:
+        missing = " and no *.safetensors weights" if not has_weights else ""
+        raise NotAModelError(
+            f"{path} is not a model folder: it has no config.json{missing}. "
+            "Pick the folder that holds config.json and the .safetensors files, or a .gguf file.",
+            "not a model",
+        )
+
+
+def _check_shards(path: Path) -> None:
+    """Every file the weights index names must be there (a sharded conversion or copy can stop between files)."""
+    index = read_json(path / "model.safetensors.index.json")
+    if index is None or not isinstance(index.get("weight_map"), dict):
+        return
+    named = sorted(set(index["weight_map"].values()))
+    missing = [f for f in named if not (path / f).is_file()]
+    if missing:
+        shown = ", ".join(missing[:2]) + (", ..." if len(missing) > 2 else "")
+        raise NotAModelError(
+            f"{folder_name(path)} is incomplete: its weights index names {len(named)} files and {len(missing)} of "
+            f"them are missing ({shown}). Copy or download the missing files.",
+            "incomplete",
+        )
+
+
+def _check_tokenizer(path: Path) -> None:
+    if not any(any(path.glob(pattern)) for pattern in TOKENIZER_FILES):
+        raise NotAModelError(
+            f"{folder_name(path)} has no tokenizer (no tokenizer.json or tokenizer.model): copy the tokenizer files "
+            "of the model it was converted from into it.",
+            "no tokenizer",
+        )
+
+
+def _check_weights_intact(path: Path) -> None:
     for weights in sorted(path.glob("*.safetensors")):
         problem = safetensors_problem(weights)
         if problem:
             raise NotAModelError(
-                f"{path.name}'s weights are damaged: {weights.name} {problem}. It was probably cut off while "
+                f"{folder_name(path)}'s weights are damaged: {weights.name} {problem}. It was probably cut off while "
                 "downloading or copying: download or copy it again (or delete it from the model list)."
             )
 
@@ -156,7 +209,7 @@ def resolve_model_path(spec: str, progress: ProgressCallback | None = None) -> P
             return imported_model_path(path, progress=progress)
         raise NotAModelError(f"{spec} is a file, not a model: pick a model folder or a .gguf file.")
     if path.is_dir():
-        check_model_folder(path)
+        check_loadable_folder(path)
         return path
     if looks_like_path(spec) or not REPO_ID.match(spec):
         raise ModelNotFoundError(
@@ -168,8 +221,15 @@ def resolve_model_path(spec: str, progress: ProgressCallback | None = None) -> P
         raise ModelNotFoundError(
             f"{spec} is not downloaded. Download it first: `specchat-cli download {spec}` or the app's model picker."
         )
-    check_model_folder(local)
+    check_loadable_folder(local)
     return local
+
+
+def check_loadable_folder(path: Path) -> None:
+    """check_model_folder, then whether mlx-lm has a module for the model type (this imports mlx-lm: call it
+    where models load, not on the GUI thread)."""
+    check_model_folder(path)
+    check_model_type(path, read_config(path))
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -198,17 +258,12 @@ def load_model(spec: str, progress: ProgressCallback | None = None) -> LoadedMod
     config = read_config(path)
     try:
         model, config = mlx_load_model(path)
-    except ValueError as e:
-        if "not supported" in str(e):
-            raise UnsupportedModelError(
-                f"{spec} is a {config.get('model_type', 'unknown')!r} model, which this mlx-lm cannot run. "
-                "Pick another model, or update mlx-lm."
-            ) from e
-        raise NotAModelError(f"{spec} could not be loaded: {e}") from e
     except FileNotFoundError as e:
         raise NotAModelError(f"{spec} is incomplete: {e}. Re-download it.") from e
     except RuntimeError as e:  # MLX's loader on a file the header check could not catch
         raise NotAModelError(f"{spec}'s weights could not be read ({e}). Download or copy the model again.") from e
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:  # mlx-lm building what it cannot
+        raise build_failure(path, config, e) from e
     use_float32_on_cpu(model)
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
     return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config)

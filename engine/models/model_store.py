@@ -12,10 +12,11 @@ import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .app_paths import data_dir, hub_cache_dir
-from ..errors import ModelNotFoundError, SpecChatError
-from .loading import check_model_folder, check_model_path
+from ..errors import ModelNotFoundError, NotAChatModelError, NotAModelError, SpecChatError
+from .loading import check_model_path
 
 LM_STUDIO_FOLDERS = (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models")
 
@@ -29,8 +30,11 @@ class LocalModel:
         path: its folder (or .gguf file).
         size_bytes: bytes on disk.
         source: "hf-cache", "lm-studio" or "opened".
-        complete: whether every file a model needs is there (a cancelled download is not).
-        problem: why it cannot be used, when not complete.
+        complete: whether it is a chat model with every file it needs (a cancelled download is not).
+        problem: why it cannot be used, when not complete: one line saying what to pick instead.
+        kind: the problem in a word or two ("damaged", "DFlash drafter"), "" when complete.
+        foreign: whether it holds another kind of model (a drafter, an adapter, an embedding model), which the
+            picker lists with the reason rather than leaving out.
     """
 
     name: str
@@ -39,10 +43,19 @@ class LocalModel:
     source: str
     complete: bool = True
     problem: str = ""
+    kind: str = ""
+    foreign: bool = False
 
     @property
     def size_gb(self) -> float:
         return self.size_bytes / 1e9
+
+    @property
+    def unusable_because(self) -> str:
+        """Why it cannot be loaded, in a few words ("DFlash drafter, not a chat model", "damaged"); "" if it can."""
+        if self.complete:
+            return ""
+        return f"{self.kind}, not a chat model" if self.foreign else self.kind
 
 
 def cached_models(cache_dir: Path | None = None) -> list[LocalModel]:
@@ -57,11 +70,22 @@ def cached_models(cache_dir: Path | None = None) -> list[LocalModel]:
     for repo in scan_cache_dir(cache_dir).repos:
         if repo.repo_type != "model":
             continue
-        snapshots = [rev.snapshot_path for rev in repo.revisions]
-        complete = any(_is_model_folder(Path(s)) for s in snapshots)
-        path = Path(snapshots[0]) if snapshots else Path(repo.repo_path)
-        models.append(LocalModel(repo.repo_id, path, repo.size_on_disk, "hf-cache", complete))
+        path, verdict = _best_snapshot(repo)
+        models.append(_local_model(repo.repo_id, path, repo.size_on_disk, "hf-cache", verdict))
     return sorted(models, key=lambda m: -m.size_bytes)
+
+
+def _best_snapshot(repo: Any) -> tuple[Path, Verdict | None]:
+    """A cached repo's usable snapshot if it has one; else its first, with why it cannot be used: another kind of
+    model, named, or a download that stopped part-way."""
+    judged = [(Path(rev.snapshot_path), _verdict(Path(rev.snapshot_path))) for rev in repo.revisions]
+    for path, verdict in judged:
+        if verdict is None:
+            return path, None
+    if judged and judged[0][1].foreign:
+        return judged[0]
+    path, verdict = judged[0] if judged else (Path(repo.repo_path), None)
+    return path, Verdict("incomplete: download again to resume", verdict.problem if verdict else "", False)
 
 
 def delete_cached_model(repo_id: str, cache_dir: Path | None = None) -> int:
@@ -81,12 +105,30 @@ def delete_cached_model(repo_id: str, cache_dir: Path | None = None) -> int:
     raise ModelNotFoundError(f"{repo_id} is not in the Hugging Face cache ({cache_dir}); nothing to delete.")
 
 
-def _is_model_folder(path: Path) -> bool:
+@dataclass(frozen=True)
+class Verdict:
+    """Why a folder or file on disk cannot be loaded as a chat model (see LocalModel)."""
+
+    kind: str
+    problem: str
+    foreign: bool
+
+
+def _verdict(path: Path) -> Verdict | None:
+    """What is wrong with a model folder or GGUF file, judged from its files alone; None when it is usable."""
     try:
-        check_model_folder(path)
-    except SpecChatError:
-        return False
-    return True
+        check_model_path(path)
+    except NotAModelError as e:
+        return Verdict(e.kind, str(e), isinstance(e, NotAChatModelError))
+    except SpecChatError as e:
+        return Verdict("damaged", str(e), False)
+    return None
+
+
+def _local_model(name: str, path: Path, size: int, source: str, verdict: Verdict | None) -> LocalModel:
+    if verdict is None:
+        return LocalModel(name, path, size, source)
+    return LocalModel(name, path, size, source, False, verdict.problem, verdict.kind, verdict.foreign)
 
 
 def _folder_bytes(path: Path) -> int:
@@ -102,8 +144,9 @@ def lm_studio_models(folders: tuple[Path, ...] = LM_STUDIO_FOLDERS) -> list[Loca
         if not root.is_dir():
             continue
         for candidate in sorted(root.glob("*/*")):
-            if candidate.is_dir() and _is_model_folder(candidate):
-                found.append(LocalModel(str(candidate), candidate, _folder_bytes(candidate), "lm-studio"))
+            verdict = _verdict(candidate) if candidate.is_dir() else None
+            if candidate.is_dir() and (verdict is None or verdict.foreign):
+                found.append(_local_model(str(candidate), candidate, _folder_bytes(candidate), "lm-studio", verdict))
             elif candidate.is_dir():
                 for gguf in sorted(candidate.glob("*.gguf")):
                     found.append(LocalModel(str(gguf), gguf, gguf.stat().st_size, "lm-studio"))
@@ -143,12 +186,7 @@ def remembered_models() -> list[LocalModel]:
     for entry in _read_remembered():
         path = Path(entry["path"])
         if path.exists():
-            try:
-                check_model_path(path)
-                problem = ""
-            except SpecChatError as e:
-                problem = str(e)
-            models.append(LocalModel(entry["path"], path, _folder_bytes(path), "opened", not problem, problem))
+            models.append(_local_model(entry["path"], path, _folder_bytes(path), "opened", _verdict(path)))
     return models
 
 
@@ -169,10 +207,11 @@ def forget_model(path: Path) -> None:
 
 
 def all_local_models() -> list[LocalModel]:
-    """Everything the picker can offer without a download: remembered, HF cache (complete), LM Studio."""
+    """Everything the picker lists without a download: remembered, HF cache (complete, or another kind of model,
+    listed with what it is), LM Studio."""
     seen: set[str] = set()
     models = []
-    for model in remembered_models() + [m for m in cached_models() if m.complete] + lm_studio_models():
+    for model in remembered_models() + [m for m in cached_models() if m.complete or m.foreign] + lm_studio_models():
         if model.name not in seen:
             seen.add(model.name)
             models.append(model)

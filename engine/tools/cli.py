@@ -223,14 +223,14 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
     sock = bind(args.host, args.port)
-    engine = EngineThread(lambda: _load_pair(args, params, wait=False), args.target)
-    engine.start()  # loads the pair on the thread that will generate with it
-    app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
-                     log=lambda record: print(record.line(), file=sys.stderr, flush=True))
-    server = RunningServer(app, sock)
-    out.write(f"Serving {engine.model_ids()[0]} on http://{args.host}:{server.port}/v1 (Ctrl-C stops)\n")
-    out.flush()
     try:
+        engine = EngineThread(lambda: _load_pair(args, params, wait=False), args.target)
+        engine.start()  # loads the pair on the thread that will generate with it (a load error is raised here)
+        app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
+                         log=lambda record: print(record.line(), file=sys.stderr, flush=True))
+        server = RunningServer(app, sock)
+        out.write(f"Serving {engine.model_ids()[0]} on http://{args.host}:{server.port}/v1 (Ctrl-C stops)\n")
+        out.flush()
         server.run()
     finally:
         sock.close()
@@ -284,7 +284,7 @@ def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
         if not models:
             out.write("  (none)\n")
         for model in models:
-            note = "" if model.complete else "  (incomplete: download again to resume)"
+            note = f"  ({model.unusable_because})" if model.unusable_because else ""
             out.write(f"  {model.size_gb:7.2f} GB  {model.name}{note}\n")
     return 0
 

@@ -58,3 +58,38 @@ def test_a_damaged_model_is_listed_as_such_never_offered_as_a_draft_and_can_be_r
     tab.targets.setCurrentRow(rows(tab)[str(damaged)])
     tab.forget_button.click()
     assert str(damaged) not in rows(tab) and damaged.exists()  # gone from the list, not from the disk
+
+
+def test_a_drafter_is_refused_when_opened_listed_with_what_it_is_and_named_in_the_banner(
+    make_window, qtbot, fake_hub, tiny_dirs, tmp_path: Path
+) -> None:
+    """A DFlash drafter: "Open folder…" refuses it with its line; downloaded, it is listed (greyed, with what it is)
+    and named among the drafts not offered; loaded as the draft, the banner says what it is, not a traceback."""
+    from engine.models.downloads import download_model
+    from engine.models.model_store import remember_model
+    from tests.model_folders import dflash_drafter
+
+    drafter = dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16")
+    remember_model(tiny_dirs[0])
+    fake_hub.add_folder("z-lab/Qwen3-8B-DFlash-b16", drafter)
+    download_model("z-lab/Qwen3-8B-DFlash-b16")
+    window = make_window(pair=(str(tiny_dirs[0]), str(drafter)))
+    banner = window.error_banner.text()
+    assert banner.startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ") and "\n" not in banner
+    assert "Something went wrong" not in banner and "TypeError" not in banner
+
+    tab = window.picker.on_disk
+    tab.add_local(drafter)
+    assert tab.draft_note.text().startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab)")
+    window.picker.refresh()
+    item = tab.targets.item(rows(tab)["z-lab/Qwen3-8B-DFlash-b16"])
+    assert "(0.00 GB, downloaded, DFlash drafter, not a chat model)" in item.text()
+    assert item.toolTip().startswith("z-lab/Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
+    tab.targets.setCurrentItem(item)
+    assert tab.draft_note.text() == item.toolTip() and not tab.use_local_button.isEnabled()
+    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: "Checking" not in tab.draft_note.text(), timeout=30_000)
+    left_out = [tab.left_out.item(i) for i in range(tab.left_out.count())]
+    [line] = [line for line in left_out if "DFlash" in line.text()]
+    assert line.text() == "z-lab/Qwen3-8B-DFlash-b16: DFlash drafter, not a chat model" and line.toolTip() == item.toolTip()
+    assert tab.drafts.count() == 1  # lookup only: the drafter is not offered

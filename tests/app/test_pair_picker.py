@@ -105,7 +105,7 @@ def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_windo
     rows = {picker.on_disk.targets.item(i).data(0x0100): i for i in range(picker.on_disk.targets.count())}
     picker.on_disk.targets.setCurrentRow(rows[str(tiny_dirs[0].resolve())])
     qtbot.waitUntil(lambda: picker.on_disk.drafts.count() > 1 or picker.on_disk.left_out.count() > 0, timeout=30_000)
-    qtbot.waitUntil(lambda: picker.on_disk.drafts.count() + picker.on_disk.left_out.count() == 3, timeout=30_000)
+    qtbot.waitUntil(lambda: picker.on_disk.drafts.count() + picker.on_disk.left_out.count() == 4, timeout=30_000)
     offered = [picker.on_disk.drafts.itemData(i) for i in range(picker.on_disk.drafts.count())]
     assert offered == ["", str(tiny_dirs[1].resolve())]
     left_out = picker.on_disk.left_out.item(0).text()
@@ -113,6 +113,36 @@ def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_windo
     with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
         picker.on_disk.use_local_button.click()
     assert window.session.pair.draft == str(tiny_dirs[1].resolve())
+
+
+def test_reopening_the_picker_with_a_pair_loaded_lists_each_draft_and_reason_once(
+    make_window, qtbot, isolated_home, tiny_dirs, other_tokenizer_model
+) -> None:
+    """Ctrl+K with a pair loaded showed "2 compatible drafts", the draft twice and every reason twice: the target
+    list was rebuilt with its signals on, so the drafts were checked twice and both answers added."""
+    for model in (tiny_dirs[0], tiny_dirs[1], other_tokenizer_model):
+        remember_model(model)
+    window = make_window()
+    tab = window.picker.on_disk
+    requests, answers = [], []
+    tab.drafts_check_requested.connect(lambda target, candidates: requests.append(target))
+    window.session.engine.drafts_check_finished.connect(lambda target, verdicts: answers.append((target, verdicts)))
+    target = str(tiny_dirs[0].resolve())
+    window.open_picker()
+    tab.targets.setCurrentRow({tab.targets.item(i).data(0x0100): i for i in range(tab.targets.count())}[target])
+    qtbot.waitUntil(lambda: "compatible draft" in tab.draft_note.text() and len(answers) == len(requests), timeout=30_000)
+    requests.clear()
+    answers.clear()
+    window.picker.hide()
+    window.open_picker()  # what Ctrl+K does: the selected target is kept
+    qtbot.waitUntil(lambda: requests and len(answers) == len(requests), timeout=30_000)
+    assert requests == [target]
+    window.session.engine.drafts_check_finished.emit(*answers[-1])  # an answer that arrives twice changes nothing
+    assert [tab.drafts.itemData(i) for i in range(tab.drafts.count())] == ["", str(tiny_dirs[1].resolve())]
+    assert tab.draft_note.text() == "1 compatible draft."
+    left_out = [tab.left_out.item(i).text() for i in range(tab.left_out.count())]
+    assert len(left_out) == 2 and "missing from the draft" in left_out[0]
+    assert left_out[1] == f"{tiny_dirs[0].name} — {tiny_dirs[0].resolve().parent}: the target itself (a draft must be a smaller, faster model)"
 
 
 def test_opening_a_folder_remembers_it(make_window, qtbot, tiny_dirs) -> None:

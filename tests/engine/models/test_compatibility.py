@@ -128,3 +128,14 @@ def test_mismatch_reasons_show_text_not_bpe_symbols(tiny_target, other_tokenizer
     check = check_tokenizers(tiny_target.tokenizer, other.tokenizer)
     text = check.explain("target", "draft")
     assert not check.compatible and not any(symbol in text for symbol in "ĠĊĉ"), text
+
+
+def test_a_piece_of_a_character_is_shown_as_its_bytes_not_as_a_replacement_mark(tiny_target) -> None:
+    """Byte-level vocabularies hold pieces of multi-byte characters ('âĢ' is the first two bytes of '—'); decoded
+    alone each became '�', so every such reason read ('�', '�', '�')."""
+    vocab = tiny_target.tokenizer.get_vocab()
+    pieces = {"Ã": "<0xC3>", "âĢ": "<0xE2><0x80>"}
+    draft = FakeTokenizer({s: i for s, i in vocab.items() if s not in pieces})
+    check = check_tokenizers(tiny_target.tokenizer, draft)
+    assert check.reasons == [f"2 target tokens are missing from the draft ('{pieces['Ã']}', '{pieces['âĢ']}')"]
+    assert "\ufffd" not in check.explain("target", "draft")

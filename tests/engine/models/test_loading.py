@@ -30,6 +30,50 @@ def test_folder_with_config_but_no_weights(tmp_path: Path) -> None:
         resolve_model_path(str(tmp_path))
 
 
+def test_pytorch_weights_alone_point_to_mlx_lm_convert(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\0" * 64)
+    with pytest.raises(NotAModelError, match=r"holds PyTorch weights \(pytorch_model.bin\), which MLX cannot read: "
+                                             r"convert it with `mlx_lm.convert --hf-path "):
+        resolve_model_path(str(tmp_path))
+
+
+def sharded_copy(source: Path, out: Path) -> Path:
+    """The model split over two shards with the index Hugging Face writes beside them."""
+    out = shutil.copytree(source, out, ignore=shutil.ignore_patterns("*.safetensors"))
+    weights = mx.load(str(source / "model.safetensors"))
+    names = sorted(weights)
+    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2], "model-00002-of-00002.safetensors": names[len(names) // 2 :]}
+    for shard, keys in shards.items():
+        mx.save_safetensors(str(out / shard), {k: weights[k] for k in keys})
+    weight_map = {k: shard for shard, keys in shards.items() for k in keys}
+    (out / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return out
+
+
+def test_a_copy_missing_a_shard_names_what_is_missing(tiny_dirs, tmp_path: Path) -> None:
+    """It used to load until mlx-lm found parameters missing."""
+    model = sharded_copy(tiny_dirs[0], tmp_path / "half-copied")
+    load_model(str(model))  # whole, it loads
+    (model / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(NotAModelError) as error:
+        load_model(str(model))
+    assert str(error.value) == (
+        "half-copied is incomplete: its weights index names 2 files and 1 of them are missing "
+        "(model-00002-of-00002.safetensors). Copy or download the missing files."
+    )
+
+
+def test_a_conversion_without_a_tokenizer_says_to_copy_one_in(tiny_dirs, tmp_path: Path) -> None:
+    model = tmp_path / "no-tokenizer"
+    model.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_dirs[0] / name, model / name)
+    with pytest.raises(NotAModelError, match="no-tokenizer has no tokenizer .*copy the tokenizer files of the model it "
+                                             "was converted from into it"):
+        load_model(str(model))
+
+
 def test_a_file_that_is_not_gguf(tmp_path: Path) -> None:
     f = tmp_path / "model.bin"
     f.write_bytes(b"\0")

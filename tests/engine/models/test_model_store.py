@@ -95,3 +95,21 @@ def test_a_failed_write_keeps_the_remembered_list_whole(isolated_home, tiny_dirs
         with pytest.raises(SpecChatError, match="No space left on device.*Free some disk space"):
             change()
         assert [m.path for m in remembered_models()] == before
+
+
+def test_other_kinds_of_model_are_listed_with_what_they_are_and_refused_when_opened(fake_hub, tiny_dirs, tmp_path) -> None:
+    """A drafter downloaded next to the chat models used to vanish from every list without a word."""
+    from engine.errors import NotAChatModelError
+    from tests.model_folders import dflash_drafter, peft_lora_adapter
+
+    fake_hub.add_folder("z-lab/Qwen3-8B-DFlash-b16", dflash_drafter(tmp_path / "published"))
+    download_model("z-lab/Qwen3-8B-DFlash-b16")
+    root = tmp_path / "lmstudio"
+    peft_lora_adapter(root / "someone" / "qwen-lora")
+    listed = {m.name: m for m in all_local_models() + lm_studio_models((root,))}
+    drafter, adapter = listed["z-lab/Qwen3-8B-DFlash-b16"], listed[str(root / "someone" / "qwen-lora")]
+    assert (drafter.complete, drafter.foreign, drafter.kind) == (False, True, "DFlash drafter")
+    assert drafter.problem.startswith("z-lab/Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
+    assert (adapter.complete, adapter.kind) == (False, "LoRA adapter") and "Qwen/Qwen2.5-0.5B-Instruct" in adapter.problem
+    with pytest.raises(NotAChatModelError, match="is a LoRA adapter"):
+        remember_model(root / "someone" / "qwen-lora")

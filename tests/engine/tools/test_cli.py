@@ -283,3 +283,26 @@ def test_generate_drafts_from_the_apps_saved_chats_unless_told_not_to(tiny_dirs,
     with_history, without = (json.loads(run(argv + extra)[1]) for extra in ([], ["--no-history"]))
     assert with_history["text"] == without["text"] == answer
     assert with_history["stats"]["tokens_per_pass"] > without["stats"]["tokens_per_pass"]
+
+
+def test_a_drafter_folder_given_as_the_draft_is_one_line_naming_it(tiny_dirs, tmp_path, capsys) -> None:
+    """z-lab's DFlash drafter as --draft used to end in mlx-lm's whole TypeError traceback."""
+    from tests.model_folders import dflash_drafter
+
+    drafter = dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16")
+    code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--draft", str(drafter), "--prompt", "hi"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
+    assert "Pick its target model as the target" in err
+
+
+def test_models_says_what_a_downloaded_drafter_is(fake_hub, tmp_path) -> None:
+    """It was listed as "(incomplete: download again to resume)", which a new download would not change."""
+    from engine.models.downloads import download_model
+    from tests.model_folders import dflash_drafter
+
+    fake_hub.add_folder("z-lab/Qwen3-8B-DFlash-b16", dflash_drafter(tmp_path / "published"))
+    download_model("z-lab/Qwen3-8B-DFlash-b16")
+    code, out = run(["models"])
+    assert code == 0 and "z-lab/Qwen3-8B-DFlash-b16  (DFlash drafter, not a chat model)\n" in out

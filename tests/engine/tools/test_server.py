@@ -295,3 +295,15 @@ def test_the_speculation_object_carries_the_policy_s_belief(client) -> None:
     fixed = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=8,
                                            extra_body={"adaptive": False})
     assert fixed.model_extra["speculation"]["policy"] == []
+
+
+def test_serving_an_adapter_folder_is_one_line_naming_it(tmp_path, capsys) -> None:
+    """`serve` loads on its engine thread and raises the load error on the caller's: the same one line."""
+    from engine.tools.cli import main
+    from tests.model_folders import peft_lora_adapter
+
+    adapter = peft_lora_adapter(tmp_path / "qwen-lora")
+    assert main(["serve", "--target", str(adapter), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("error: qwen-lora is a LoRA adapter for Qwen/Qwen2.5-0.5B-Instruct, not a model: ")

@@ -1,0 +1,235 @@
+"""What a model folder holds when it is not a chat model: told from its files, before mlx-lm builds anything.
+
+People keep drafter repos, LoRA adapters, vision and embedding models next to their chat models. mlx-lm builds
+whatever config.json names and fails deep inside (a ModelArgs missing `tie_word_embeddings` for a DFlash
+drafter), so each kind gets its own line here: what the folder is, and what to pick instead. `foreign_kind`
+reads JSON files only and imports no MLX, because the picker lists folders on the GUI thread; the checks that
+ask mlx-lm (`check_model_type`, `build_failure`) run where models load.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import NotAChatModelError, UnsupportedModelError
+
+SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
+# Encoder-only model types: they read text into vectors or labels and cannot continue it.
+ENCODER_MODEL_TYPES = {
+    "albert", "bert", "camembert", "deberta", "deberta-v2", "distilbert", "electra", "mpnet", "modernbert",
+    "nomic_bert", "roberta", "xlm-roberta",
+}
+VISION_CONFIG_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "image_token_index", "image_token_id")
+PICK_DRAFT = "with a small chat model of its family or lookup as the draft"
+
+
+@dataclass(frozen=True)
+class FolderKind:
+    """A folder that holds something other than a chat model.
+
+    Attributes:
+        kind: what it is in a few words ("DFlash drafter"), for lists of models.
+        message: one line: what it is and what to pick instead.
+    """
+
+    kind: str
+    message: str
+
+    def error(self) -> NotAChatModelError:
+        return NotAChatModelError(self.message, self.kind)
+
+
+def folder_name(path: Path) -> str:
+    """How to name a folder to its owner: a Hugging Face cache snapshot by its repo id, not its commit hash."""
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        return path.parent.parent.name.removeprefix("models--").replace("--", "/")
+    return path.name
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from a file, or None when the file is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def architectures(config: dict[str, Any]) -> list[str]:
+    names = config.get("architectures") or []
+    return [names] if isinstance(names, str) else [str(n) for n in names]
+
+
+def foreign_kind(path: Path) -> FolderKind | None:
+    """The kind of a drafter, adapter or embedding-model folder; None for anything else (chat models and broken
+    folders alike: loading.check_model_folder judges those)."""
+    config = read_json(path / "config.json")
+    detectors: tuple[Callable[[Path, dict[str, Any] | None], FolderKind | None], ...] = (
+        _adapter, _drafter, _embedding_model
+    )
+    for detect in detectors:
+        kind = detect(path, config)
+        if kind is not None:
+            return kind
+    return None
+
+
+def check_not_foreign(path: Path) -> None:
+    """Raise NotAChatModelError when the folder holds a drafter, an adapter or an embedding model."""
+    kind = foreign_kind(path)
+    if kind is not None:
+        raise kind.error()
+
+
+# --- adapters -----------------------------------------------------------------------------------------------
+
+
+def _adapter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
+    """A LoRA (or other) adapter: adapter_config.json and adapter weights, no model weights of its own."""
+    adapter = read_json(path / "adapter_config.json")
+    if adapter is None or any("adapter" not in f.name for f in path.glob("*.safetensors")):
+        return None
+    peft = "peft_type" in adapter
+    method = str(adapter.get("peft_type") or adapter.get("fine_tune_type") or "lora")
+    kind = {"lora": "LoRA", "dora": "DoRA"}.get(method.lower(), method) + " adapter"
+    base = adapter.get("base_model_name_or_path") if peft else adapter.get("model")
+    name = folder_name(path)
+    pick = f"pick its base model, {base}, instead" if base else "pick the model it was trained from instead"
+    if peft:
+        use = ("merge it into the base with PEFT's merge_and_unload, convert the result with mlx_lm.convert and open "
+               "the converted folder")
+    else:
+        use = f"fuse it first (mlx_lm.fuse --model {base or 'BASE'} --adapter-path {path}) and open the fused folder"
+    return FolderKind(
+        kind,
+        f"{name} is a {kind}{f' for {base}' if base else ''}, not a model: {pick}. SpecChat does not apply "
+        f"adapters; to chat with the fine-tuned model, {use}.",
+    )
+
+
+# --- speculative drafters -----------------------------------------------------------------------------------
+
+
+def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
+    """A draft head that reads its target's hidden states (DFlash, EAGLE, Medusa, MTP): it cannot run alone."""
+    family = _drafter_family(config) if config is not None else None
+    if family is None:
+        return None
+    article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
+    origin = " (z-lab)" if family == "DFlash" else ""
+    return FolderKind(
+        f"{family} drafter",
+        f"{folder_name(path)} is {article} {family} drafter{origin}, not a chat model: it drafts from its target "
+        f"model's hidden states and cannot answer on its own. Pick {_drafter_target(config)} as the target, "
+        f"{PICK_DRAFT}; SpecChat cannot draft with {family} drafters yet.",
+    )
+
+
+def _drafter_family(config: dict[str, Any]) -> str | None:
+    archs = " ".join(architectures(config)).lower()
+    speculator = str(config.get("speculators_model_type") or "").lower()
+    if "dflash" in archs or "dflash_config" in config:
+        return "DFlash"
+    if "eagle3" in archs or speculator == "eagle3" or "draft_vocab_size" in config:
+        return "EAGLE-3"
+    if "eagle" in archs or speculator == "eagle":
+        return "EAGLE"
+    if "medusa" in archs or "medusa_num_heads" in config:
+        return "Medusa"
+    if speculator or "speculators_config" in config or "speculator" in archs:
+        return speculator or "speculators"
+    if str(config.get("model_type", "")).endswith("_mtp"):
+        return "MTP"
+    return None
+
+
+def _drafter_target(config: dict[str, Any]) -> str:
+    """The target a drafter was trained for, when its config names it (the speculators format does)."""
+    verifier = (config.get("speculators_config") or {}).get("verifier") or {}
+    name = verifier.get("name_or_path") if isinstance(verifier, dict) else None
+    return str(name) if name else "its target model"
+
+
+# --- embedding and encoder models ---------------------------------------------------------------------------
+
+
+def _embedding_model(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
+    """A sentence-transformers model (even one built on a decoder, like Qwen3-Embedding) or a BERT-like encoder."""
+    name = folder_name(path)
+    if any((path / f).is_file() for f in SENTENCE_TRANSFORMERS_FILES):
+        return FolderKind(
+            "embedding model",
+            f"{name} is an embedding model (sentence-transformers), not a chat model: it turns text into vectors "
+            "and cannot write answers. Pick a chat (Instruct) model; embedding models run in sentence-transformers "
+            "or mlx-embeddings.",
+        )
+    model_type = str((config or {}).get("model_type", ""))
+    if model_type in ENCODER_MODEL_TYPES:
+        arch = ", ".join(architectures(config or {})) or model_type
+        return FolderKind(
+            "encoder model",
+            f"{name} is a {model_type} encoder ({arch}), not a chat model: it reads text into vectors or labels "
+            "and cannot write answers. Pick a chat (Instruct) model.",
+        )
+    return None
+
+
+# --- what mlx-lm makes of the config (run where models load: imports mlx-lm) --------------------------------
+
+
+def is_vision_model(path: Path, config: dict[str, Any]) -> bool:
+    """Whether a folder holds a vision-language model: a vision tower in the config or an image processor."""
+    if any(key in config for key in VISION_CONFIG_KEYS):
+        return True
+    processor = read_json(path / "preprocessor_config.json") or read_json(path / "processor_config.json") or {}
+    return any("image" in str(key).lower() for key in processor)
+
+
+def _vision_kind(path: Path, config: dict[str, Any]) -> FolderKind:
+    model_type = config.get("model_type", "unknown")
+    return FolderKind(
+        "vision model",
+        f"{folder_name(path)} is a vision-language model ({model_type}) that mlx-lm cannot load as a chat model: "
+        "open it with mlx-vlm, or pick a text chat model.",
+    )
+
+
+def check_model_type(path: Path, config: dict[str, Any]) -> None:
+    """Raise one line unless mlx-lm has a module for the config's model_type (a vision model it lacks one for
+    is named as such)."""
+    from mlx_lm.utils import _get_classes
+
+    name = folder_name(path)
+    if "model_type" not in config:
+        raise NotAChatModelError(
+            f"{name}'s config.json names no model_type, so mlx-lm cannot tell what to build: it is not a "
+            "Hugging Face transformers model folder. Pick a chat model's folder.",
+            "not a model",
+        )
+    try:
+        _get_classes(config)
+    except ValueError as e:
+        if is_vision_model(path, config):
+            raise _vision_kind(path, config).error() from e
+        raise UnsupportedModelError(
+            f"{name} is a {config['model_type']!r} model, which this mlx-lm cannot run. Pick another model, or "
+            "update mlx-lm."
+        ) from e
+
+
+def build_failure(path: Path, config: dict[str, Any], error: BaseException) -> NotAChatModelError:
+    """The one line for a folder mlx-lm failed to build (a TypeError, ValueError or KeyError from deep inside it),
+    naming the model type and architecture; the last resort after every check above passed."""
+    if is_vision_model(path, config):
+        return _vision_kind(path, config).error()
+    detail = " ".join(str(error).split())
+    detail = (detail[:117] + "...") if len(detail) > 120 else detail
+    arch = ", ".join(architectures(config)) or "no architecture named"
+    return NotAChatModelError(
+        f"{folder_name(path)} is not a chat model mlx-lm can load: building its {config.get('model_type', 'unknown')!r} "
+        f"model ({arch}) failed ({type(error).__name__}: {detail}). Pick a chat model's folder.",
+        "not a chat model",
+    )
