@@ -7,7 +7,7 @@ and t online and picks the K with the most tokens per second, K = 0 included, so
 (a useless draft, a compute-bound backend) falls back to standard decoding by itself.
 
 Estimates:
-- acceptance per drafter source: a Beta(0.5, 1.5) posterior over "the next draft token is accepted" (a
+- acceptance per drafter source (`estimates.py`): a Beta(0.5, 1.5) posterior over "the next draft token is accepted" (a
   prior mean of 0.25: unproven drafts must earn their rounds), counting the accepted tokens and the one
   rejection of each round. It forgets at a known rate: counts decay by DECAY every round (so long after a
   drafter was given up the estimate widens again), and weigh at most EVIDENCE draft tokens (so a draft that
@@ -35,19 +35,14 @@ earlier ones measured instead of paying for learning again.
 from __future__ import annotations
 
 import random
-import statistics
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..events import PolicyBelief
+from .estimates import DECAY, AcceptanceEstimate, RecentCost
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
-PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5
-DECAY = 0.99  # per round, on the acceptance counts
-EVIDENCE = 48  # the most draft tokens an acceptance estimate weighs: older evidence is scaled away
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
-SAMPLES = 9  # measurements kept per cost, of which the median is used
 PROBE_SHARE = 0.01  # the most of the plain-step time that probes may lose when little gain is in sight
 GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4 more tokens/s: 4% more)
 MAX_PROBE_SHARE = 0.06  # and never more than this
@@ -64,48 +59,6 @@ def expected_tokens(acceptance: float, k: int) -> float:
     if acceptance >= 1.0:
         return float(k + 1)
     return (1.0 - acceptance ** (k + 1)) / (1.0 - acceptance)
-
-
-class _Recent:
-    """The latest SAMPLES measurements of one cost; its estimate is their median."""
-
-    def __init__(self) -> None:
-        self.samples: deque[float] = deque(maxlen=SAMPLES)
-
-    def add(self, seconds: float) -> None:
-        self.samples.append(seconds)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-
-@dataclass
-class _Acceptance:
-    accepted: float = 0.0
-    rejected: float = 0.0
-
-    @property
-    def mean(self) -> float:
-        return (PRIOR_ACCEPTED + self.accepted) / (PRIOR_ACCEPTED + PRIOR_REJECTED + self.accepted + self.rejected)
-
-    def decay(self) -> None:
-        self.accepted *= DECAY
-        self.rejected *= DECAY
-
-    def add(self, accepted: int, rejected: int) -> None:
-        """Count a round's verdict, keeping at most EVIDENCE tokens' worth: a draft that turns bad (or good) is
-        seen within about that many draft tokens, however long it was good (or bad) before."""
-        self.accepted += accepted
-        self.rejected += rejected
-        total = self.accepted + self.rejected
-        if total > EVIDENCE:
-            self.accepted *= EVIDENCE / total
-            self.rejected *= EVIDENCE / total
-
-    def sample(self, rng: random.Random) -> float:
-        """A plausible acceptance rate: a draw from the Beta posterior."""
-        return rng.betavariate(PRIOR_ACCEPTED + self.accepted, PRIOR_REJECTED + self.rejected)
 
 
 @dataclass
@@ -195,9 +148,9 @@ class AdaptiveDraftLength:
 
     max_draft: int
     first_draft: int = 4
-    _acceptance: dict[str, _Acceptance] = field(default_factory=dict)
-    _draft_cost: dict[str, _Recent] = field(default_factory=dict)
-    _verify: dict[int, _Recent] = field(default_factory=dict)
+    _acceptance: dict[str, AcceptanceEstimate] = field(default_factory=dict)
+    _draft_cost: dict[str, RecentCost] = field(default_factory=dict)
+    _verify: dict[int, RecentCost] = field(default_factory=dict)
     _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
     last_prediction: tuple[float, float] | None = None
     split_pass: bool = False
@@ -212,7 +165,7 @@ class AdaptiveDraftLength:
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
-        return self._acceptance.setdefault(source, _Acceptance()).mean
+        return self._acceptance.setdefault(source, AcceptanceEstimate()).mean
 
     def draft_cost(self, source: str) -> float | None:
         """Seconds per drafted token of a drafter (None before a timed round measured it)."""
@@ -301,7 +254,7 @@ class AdaptiveDraftLength:
         PROBE_ALLOWANCE steps to start a session with). A drafter whose first FIRST_EVIDENCE tokens were unlucky is
         probed at once: early bad luck gave up on a draft that paid.
         """
-        estimate = self._acceptance.setdefault(source, _Acceptance())
+        estimate = self._acceptance.setdefault(source, AcceptanceEstimate())
         learning = self._verified.get(source, 0) < FIRST_EVIDENCE
         if self._since_draft.get(source, 0) < PROBE_GAP and not learning:
             return 0
@@ -377,12 +330,12 @@ class AdaptiveDraftLength:
             estimate.decay()
         self._account(costs)
         if costs.drafted:
-            estimate = self._acceptance.setdefault(costs.source, _Acceptance())
+            estimate = self._acceptance.setdefault(costs.source, AcceptanceEstimate())
             estimate.add(costs.accepted, 1 if costs.accepted < costs.drafted else 0)
         if costs.drafted and costs.draft_token_s is not None:
-            self._draft_cost.setdefault(costs.source, _Recent()).add(costs.draft_token_s)
+            self._draft_cost.setdefault(costs.source, RecentCost()).add(costs.draft_token_s)
         if costs.verify_s is not None:
-            self._verify.setdefault(costs.pass_width, _Recent()).add(costs.verify_s)
+            self._verify.setdefault(costs.pass_width, RecentCost()).add(costs.verify_s)
             self._fitted = None
         if costs.drafted:
             self._refed = DECAY * self._refed + (1 - DECAY) * (costs.pass_width - costs.drafted - 1)
