@@ -19,7 +19,7 @@ def test_an_acceptance_estimate_weighs_at_most_evidence_tokens() -> None:
     while estimate.mean > 0.5:  # now every draft is rejected at once
         estimate.add(0, 1)
         rounds += 1
-    assert rounds <= EVIDENCE  # 30 here; uncapped, the 7,500 accepted tokens of the good stretch would take hundreds
+    assert rounds <= EVIDENCE  # 30 here; uncapped, the good stretch (7,500 accepted tokens) outweighed any run of rejections
 
 
 def test_counts_decay_towards_the_prior() -> None:
