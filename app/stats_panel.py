@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from engine.events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent, lossy_label
+from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
 from .cost_card import CostCard
@@ -112,7 +112,7 @@ class StatsPanel(QFrame):
         self.values: dict[str, QLabel] = {}
         for key, label in [("mode", "Mode"), ("tps", "Tokens / s"), ("per_pass", "Tokens per pass"), ("drafted", "Drafted"),
                            ("accepted", "Accepted"), ("draft_k", "Last draft length"), ("ttft", "First token after"),
-                           ("memory", "Peak memory"), ("prefill", "Prompt"), ("ssd", "SSD")]:
+                           ("memory", "Peak memory"), ("prefill", "Prompt"), ("ssd", "SSD"), ("policy", "Policy")]:
             self.values[key] = QLabel("–")
             self.values[key].setObjectName(f"stat_{key}")
             self.values[key].setWordWrap(True)
@@ -120,6 +120,8 @@ class StatsPanel(QFrame):
         self.values["ssd"].setToolTip("Speculative speculative decoding: drafts made for the next round while the target "
                                       "verified this one. Ready: rounds whose outcome was guessed (a fan-out hit); unused: "
                                       "pre-drafted tokens for outcomes that did not happen; hidden: drafting time saved.")
+        self.values["policy"].setToolTip("What the adaptive policy believes after this answer, per drafter: why it drafts "
+                                         "K tokens or none, and (hover) its predicted tokens per second for each K.")
         self._form = form
         layout.addLayout(form)
         layout.addStretch()
@@ -190,6 +192,7 @@ class StatsPanel(QFrame):
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
         self.ssd = GenerationStats()  # only its SSD counts are used
         self._form.setRowVisible(self.values["ssd"], False)
+        self._form.setRowVisible(self.values["policy"], False)
         self._first_token: float | None = None
         self._prompt_tokens = 0
         self._last_plot = 0.0
@@ -283,3 +286,20 @@ class StatsPanel(QFrame):
         self.values["memory"].setText(memory_text(s.peak_memory_gb))
         cached = f", {s.cached_prompt_tokens} cached" if s.cached_prompt_tokens else ""
         self.values["prefill"].setText(f"{s.prompt_tokens} tokens{cached}")
+        self._show_policy(s.policy)
+
+    def _show_policy(self, beliefs: list[PolicyBelief]) -> None:
+        """The adaptive policy's reason per drafter, when it last drafted, and its predictions in the tooltip."""
+        self._form.setRowVisible(self.values["policy"], bool(beliefs))
+        self.values["policy"].setText("\n".join(policy_line(b) for b in beliefs))
+        self.values["policy"].setToolTip("\n".join(
+            f"{b.drafter}: " + ", ".join(f"K={k} {tps:.1f}" for k, tps in enumerate(b.predicted_tps)) + " tok/s predicted"
+            for b in beliefs if b.predicted_tps))
+
+
+def policy_line(belief: PolicyBelief) -> str:
+    """'model: K = 0: ... (last drafted 40 rounds ago)': the reason, and how long ago it last drafted."""
+    since = ""
+    if belief.rounds_since_draft is not None and belief.chosen_k == 0:
+        since = f" (last drafted {belief.rounds_since_draft} rounds ago)" if belief.rounds_since_draft else " (drafted last round)"
+    return f"{belief.drafter}: {belief.reason}{since}"

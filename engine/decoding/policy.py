@@ -368,7 +368,8 @@ def _reason(acceptance: float, predicted: list[float], chosen: int, verified: in
         return (f"K = 0: even with every draft token accepted, drafting predicts at most {best_possible / plain:.2f}x "
                 f"plain steps (a draft token costs {cost_steps:.2f} steps); not probed")
     if verified < FIRST_EVIDENCE:
-        return f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified"
+        return (f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified; K = 0 until an acceptance "
+                f"it finds plausible would pay")
     best = max(range(1, len(predicted)), key=predicted.__getitem__)
     return (f"K = 0: the best K ({best}) predicts {predicted[best] / plain:.2f}x plain steps at {acceptance:.0%} "
             f"acceptance and a draft cost of {cost_steps:.2f} steps a token; probing now and then")
