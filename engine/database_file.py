@@ -5,7 +5,10 @@ while it is mapped (made immutable with `chattr +i` or `chflags uchg`), the next
 the process with SIGBUS: no exception, no chance to keep anything. So the database is journaled the classic way,
 in a `-journal` file truncated after each commit, and nothing of it is ever mapped: every refusal of the disk
 comes back as an error SQLite reports, and the store goes on in memory. A commit still reaches the operating
-system at once (a crash or `kill -9` loses nothing written); `synchronous = NORMAL` syncs it to the disk too.
+system at once (a crash or `kill -9` loses nothing written); `synchronous = NORMAL` syncs it to the disk too,
+which is what it costs: a save of a streaming answer took 1.3 ms (median) against 0.2 ms with WAL, on Linux's
+ext4 here. Readers (the history index, `specchat-cli`) hold the file for one statement at a time, so a save
+waits at most that long for them.
 
 A folder that is read-only already at launch is found before SQLite opens anything in it, and its chats are read
 from a private copy of the database and of the journal a crash may have left beside it: every chat is shown, and
