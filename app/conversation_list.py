@@ -1,14 +1,16 @@
 """The sidebar of saved conversations: search, reopen, rename, a chat's own system prompt, export, delete.
 
 Right-clicking a conversation acts on it without opening it: the highlight stays on the conversation shown.
-Deleting asks first.
+Deleting asks first. A search that finds nothing says so, rather than leaving a blank list that looks broken.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -27,6 +29,11 @@ from PySide6.QtWidgets import (
 )
 
 from engine.conversations import ConversationStore
+
+# Characters no file name may hold on one system or another (Windows' set, which covers macOS' ":" and Unix' "/"),
+# and control characters such as the line breaks a title taken from a first message can hold.
+FORBIDDEN_IN_FILE_NAMES = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
+LONGEST_FILE_STEM = 80
 
 
 class ConversationList(QWidget):
@@ -64,6 +71,11 @@ class ConversationList(QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(lambda _text: self.refresh(self.current))
         layout.addWidget(self.search)
+        self.no_match = QLabel()
+        self.no_match.setWordWrap(True)
+        self.no_match.setStyleSheet("color: palette(mid); padding: 6px 2px;")
+        self.no_match.setVisible(False)
+        layout.addWidget(self.no_match)
         self.list = QListWidget()
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
@@ -89,6 +101,19 @@ class ConversationList(QWidget):
             if info.id == current:
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
+        self._say_when_nothing_matches()
+
+    def _say_when_nothing_matches(self) -> None:
+        """The query is cut to the sidebar's width: a long word cannot wrap, and would be clipped instead."""
+        query = self.search.text().strip()
+        metrics = self.no_match.fontMetrics()
+        room = max(self.width() - metrics.horizontalAdvance("“”.") - 12, 40)
+        self.no_match.setText(f"No chats match “{metrics.elidedText(query, Qt.TextElideMode.ElideRight, room)}”.")
+        self.no_match.setVisible(bool(query) and self.list.count() == 0)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._say_when_nothing_matches()
 
     def _menu(self, position: QPoint) -> None:
         item = self.list.itemAt(position)
@@ -133,7 +158,7 @@ class ConversationList(QWidget):
 
     def export(self, conversation_id: int, path: str | None = None) -> None:
         if path is None:
-            default = str(Path.home() / f"{self.store.title(conversation_id)}.md")
+            default = str(Path.home() / markdown_file_name(self.store.title(conversation_id)))
             path, _ = QFileDialog.getSaveFileName(self, "Export as Markdown", default, "Markdown (*.md)")
         if path:
             Path(path).write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
@@ -149,6 +174,18 @@ class ConversationList(QWidget):
         )
         if answer == QMessageBox.StandardButton.Yes:
             self.delete_confirmed.emit(conversation_id)
+
+
+def markdown_file_name(title: str) -> str:
+    """A file name for a conversation's export, from its title: any title makes a name every system takes.
+
+    Forbidden and control characters become spaces; leading and trailing dots, ellipses and spaces go (a title
+    ending in "." made "blue..md", a leading dot hides the file); a long title is cut at a word."""
+    stem = " ".join(FORBIDDEN_IN_FILE_NAMES.sub(" ", title).split())
+    if len(stem) > LONGEST_FILE_STEM:
+        cut = stem[:LONGEST_FILE_STEM + 1]
+        stem = cut.rsplit(" ", 1)[0] if " " in cut else cut[:LONGEST_FILE_STEM]
+    return f"{stem.strip(' .…') or 'Conversation'}.md"
 
 
 class SystemPromptDialog(QDialog):

@@ -374,8 +374,9 @@ class MainWindow(QMainWindow):
         self.error_banner.setText(message)
         self.error_banner.setVisible(True)
 
-    def hide_error(self) -> None:
-        self.error_banner.setVisible(False)
+    def hide_error(self) -> None:  # except that conversations are not being saved: that holds until quitting
+        self.error_banner.setText(self.session.store.degraded or self.error_banner.text())
+        self.error_banner.setVisible(bool(self.session.store.degraded))
 
     # --- shutting down -------------------------------------------------------------------------------------
 

@@ -8,11 +8,12 @@ The store lives in the engine, not the app, because both read it: the window sav
 lookup drafting in the window, `specchat-cli generate` and `serve` drafts from them (`saved_chats`). It is plain
 SQLite: nothing here touches Qt or MLX.
 
-Every write commits at once in WAL mode with `synchronous = NORMAL`: a commit reaches the operating system
-immediately (a crash of the app or `kill -9` loses nothing written), without waiting for the disk each time.
-The window saves an answer after every batch of tokens, so at most one round is lost. When the disk refuses a
-write (a read-only folder, a full disk), the store moves to an in-memory copy of everything so far and says so
-once: the session goes on, nothing typed is lost, and the message tells how to make saving work again.
+Every write commits at once: a commit reaches the operating system immediately (a crash of the app or `kill -9`
+loses nothing written). The window saves an answer after every batch of tokens, so at most one round is lost.
+How the file is opened, so that no fault of the disk can crash the app, is `database_file`'s. When the disk
+refuses a write (a read-only folder, a full disk), the store moves to an in-memory copy of everything so far and
+says so once: the session goes on, nothing typed is lost, and the message tells how to make saving work again.
+A folder already read-only at launch shows its chats all the same, read from a copy, and says so from the start.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .database_file import is_read_only, open_for_reading, open_for_writing, read_into_memory, write_refusal
 from .events import trace_line
 from .models.app_paths import data_dir
 
@@ -109,17 +111,18 @@ class ConversationStore:
         self.degraded: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(path))
+            refusal = write_refusal(path)
+            if refusal is not None:
+                raise refusal
+            self.db = open_for_writing(path)
             self._prepare()
         except (sqlite3.Error, OSError) as error:
-            self.db = sqlite3.connect(":memory:")
+            self.db = read_into_memory(path)
             self._prepare()
             self.degraded = self._degraded_message(error)
 
     def _prepare(self) -> None:
         self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
         self.db.executescript(SCHEMA)
         self._migrate()
         self.db.commit()
@@ -135,25 +138,36 @@ class ConversationStore:
                     )
 
     def _degraded_message(self, error: BaseException) -> str:
-        reason = "the disk is full" if "full" in str(error).lower() else f"the data folder refuses writes ({error})"
+        """What went wrong and what to do, in words: SQLite's own errors ("disk I/O error") do not say which."""
+        folder = self.path.parent
+        if "full" in str(error).lower():
+            reason, fix = "the disk is full", "free some space"
+        elif is_read_only(error if isinstance(error, OSError) else write_refusal(self.path)):
+            reason, fix = f"{folder} is read-only", f"make {folder} writable"
+        else:
+            reason, fix = f"{folder} refuses writes ({error})", f"free some space or make {folder} writable"
         return (
-            f"Conversations cannot be saved: {reason}. They are kept in memory until you quit. To save them, free "
-            f"some space or make {self.path.parent} writable, then restart SpecChat."
+            f"Conversations cannot be saved: {reason}. Chats are kept in memory until you quit; to save them, {fix}, "
+            "then restart SpecChat."
         )
 
-    def _write(self, statement: str, args: tuple = ()) -> sqlite3.Cursor:
-        """Run and commit a write; if the disk refuses, continue in an in-memory copy of the database."""
+    def _write(self, statement: str, args: tuple = (), touching: int | None = None) -> sqlite3.Cursor:
+        """Run and commit a write, marking conversation `touching` updated in the same commit (one sync, not two);
+        if the disk refuses, continue in an in-memory copy of the database."""
         try:
-            cursor = self.db.execute(statement, args)
-            self.db.commit()
-            return cursor
+            return self._commit(statement, args, touching)
         except sqlite3.OperationalError as error:
             if self.degraded is not None:
                 raise
             self._move_to_memory(error)
-            cursor = self.db.execute(statement, args)
-            self.db.commit()
-            return cursor
+            return self._commit(statement, args, touching)
+
+    def _commit(self, statement: str, args: tuple, touching: int | None) -> sqlite3.Cursor:
+        cursor = self.db.execute(statement, args)
+        if touching is not None:
+            self.db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), touching))
+        self.db.commit()
+        return cursor
 
     def _move_to_memory(self, error: sqlite3.OperationalError) -> None:
         self.db.rollback()
@@ -230,8 +244,8 @@ class ConversationStore:
         cursor = self._write(
             "INSERT INTO messages (conversation_id, position, role, content, parent_id, selected) VALUES (?, ?, ?, ?, ?, 1)",
             (conversation_id, position, role, content, parent_id),
+            touching=conversation_id,
         )
-        self._touch(conversation_id)
         return int(cursor.lastrowid)
 
     def _deselect_children(self, conversation_id: int, parent_id: int | None) -> None:
@@ -262,13 +276,12 @@ class ConversationStore:
     ) -> None:
         """Save an answer's text so far; its trace only when given (None keeps the saved one)."""
         trace_json = None if trace is None else json.dumps(trace, ensure_ascii=False)
+        row = self.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
         self._write(
             "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ?, trace = COALESCE(?, trace) WHERE id = ?",
             (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, trace_json, message_id),
+            touching=row[0] if row else None,
         )
-        row = self.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
-        if row:
-            self._touch(row[0])
 
     def delete_message(self, message_id: int) -> None:
         """Delete a message and everything after it on its branch; a sibling, if any, is shown instead."""
@@ -283,9 +296,6 @@ class ConversationStore:
                 "AND parent_id IS ?)",
                 (conversation_id, parent_id),
             )
-
-    def _touch(self, conversation_id: int) -> None:
-        self._write("UPDATE conversations SET updated = ? WHERE id = ?", (time.time(), conversation_id))
 
     def check_integrity(self) -> bool:
         """SQLite's own check of the file, and no message pointing at a message that is gone."""
@@ -339,8 +349,10 @@ def saved_chats(path: Path | None = None, limit: int = 1000) -> Iterator[list[di
     `limit` most recent), with its system prompt, for the engine's history index. Opens its own read-only
     connection: it runs on another thread."""
     path = path or database_path()
+    if not path.is_file():
+        return
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = open_for_reading(path)
     except sqlite3.Error:
         return
     try:

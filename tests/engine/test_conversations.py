@@ -1,12 +1,14 @@
 """The conversations store: branches kept when editing or regenerating, search, per-chat system prompts, old
-databases migrated, and a disk that refuses writes never losing what was typed."""
+databases migrated, and a disk that refuses writes, from the start or mid-session, never losing what was typed
+nor crashing the app."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from engine.conversations import ConversationStore
+from engine.conversations import ConversationStore, saved_chats
+from tests.data_folders import crashed_wal_database, read_only, saved_chats_at, snapshot, turned_read_only_mid_run
 
 
 def thread(store: ConversationStore, conversation: int) -> list[str]:
@@ -109,3 +111,69 @@ def test_a_folder_that_cannot_hold_the_database_starts_in_memory(tmp_path: Path)
     chat = store.create("Works anyway")
     store.add_message(chat, "user", "hello")
     assert thread(store, chat) == ["hello"]
+
+
+def test_a_read_only_folder_at_launch_shows_every_saved_chat_and_keeps_new_ones_in_memory(tmp_path: Path) -> None:
+    """The store opened an empty database in memory: the sidebar was empty although the file held 5 chats, and
+    the message said only "unable to open database file". Read-only: see tests/data_folders.py."""
+    folder = tmp_path / "data"
+    chats = saved_chats_at(folder / "c.sqlite3")
+    with read_only(folder) as files:
+        before = snapshot(files)
+        store = ConversationStore(folder / "c.sqlite3")
+        assert sorted(c.id for c in store.conversations()) == chats and thread(store, chats[2]) == [f"question {chats[2]}"]
+        assert store.degraded and f"{folder} is read-only" in store.degraded and f"make {folder} writable" in store.degraded
+        assert "kept in memory" in store.degraded and "unable to open" not in store.degraded
+        new = store.create("New")
+        store.add_message(new, "user", "kept in memory")
+        assert thread(store, new) == ["kept in memory"] and len(store.conversations()) == 6
+        store.close()
+        assert snapshot(files) == before and sorted(folder.iterdir()) == files  # nothing written, nothing left
+    assert sorted(c.id for c in ConversationStore(folder / "c.sqlite3").conversations()) == chats
+
+
+def test_a_read_only_folder_a_crash_left_a_wal_in_is_read_whole_without_touching_it(tmp_path: Path) -> None:
+    """Its chats were shown but no notice said they could not be saved, and lookup drafting found none of
+    them. The `-shm` is immutable too: SQLite must not map it."""
+    folder = tmp_path / "data"
+    crashed_wal_database(folder / "c.sqlite3")
+    with read_only(folder) as files:
+        before = snapshot(files)
+        store = ConversationStore(folder / "c.sqlite3")
+        assert [c.title for c in store.conversations()] == [f"Chat {i}" for i in (4, 3, 2, 1, 0)]
+        assert store.degraded and f"{folder} is read-only" in store.degraded
+        store.add_message(store.create("New"), "user", "kept in memory")
+        store.close()
+        assert [chat[0]["content"] for chat in saved_chats(folder / "c.sqlite3")] == [f"question {i}" for i in range(1, 6)]
+        assert snapshot(files) == before and sorted(folder.iterdir()) == files
+
+
+def test_a_database_that_turns_read_only_mid_session_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """With the WAL journal, its `-shm` is mapped into memory; once immutable, the next save killed the app with
+    `Fatal Python error: Bus error` (SIGBUS). A child process saves before and after the folder turns read-only."""
+    folder = tmp_path / "data"
+    saved_chats_at(folder / "c.sqlite3", count=1)
+    code = (
+        "import sys; from pathlib import Path; from engine.conversations import ConversationStore\n"
+        f"store = ConversationStore(Path({str(folder / 'c.sqlite3')!r}))\n"
+        "chat = store.create('Mid-session'); store.add_message(chat, 'user', 'saved')\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "store.add_message(chat, 'user', 'kept in memory'); store.create('Another')\n"
+        "print([m.content for m in store.messages(chat)], len(store.conversations())); print(store.degraded)\n"
+    )
+    done = turned_read_only_mid_run(code, folder)
+    assert done.returncode == 0, done.stderr
+    thread_line, message = done.stdout.splitlines()
+    assert thread_line == "['saved', 'kept in memory'] 3"
+    assert f"{folder} is read-only" in message and "kept in memory" in message
+    assert thread(ConversationStore(folder / "c.sqlite3"), 2) == ["saved"]
+
+
+def test_a_database_from_before_is_journaled_without_memory_mapped_files(tmp_path: Path) -> None:
+    """The WAL journal's `-shm` is what crashed the app (above): an old database leaves it on first opening."""
+    folder = tmp_path / "data"
+    crashed_wal_database(folder / "c.sqlite3")
+    store = ConversationStore(folder / "c.sqlite3")
+    store.add_message(store.create("New"), "user", "saved")
+    assert store.db.execute("PRAGMA journal_mode").fetchone() == ("truncate",) and len(store.conversations()) == 6
+    assert not (folder / "c.sqlite3-shm").exists() and not (folder / "c.sqlite3-wal").exists()
