@@ -8,11 +8,12 @@ acceptance beside the speeds, since they explain the speedup.
 from __future__ import annotations
 
 import html
+from collections import Counter
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
-from engine.events import GenerationResult
+from engine.events import GenerationResult, RoundEvent
 
 from .token_view import TokenTextView
 
@@ -36,6 +37,7 @@ class CompareDialog(QDialog):
         self.resize(980, 560)
         self.request_ids = request_ids
         self.results: dict[str, GenerationResult] = {}
+        self.drafters: dict[str, Counter] = {side: Counter() for side in self.SIDES}  # rounds per drafter
         grid = QGridLayout(self)
         heading = QLabel(f"<b>Prompt:</b> {html.escape(prompt[:300])}")
         heading.setWordWrap(True)
@@ -77,13 +79,14 @@ class CompareDialog(QDialog):
         if side:
             self.speeds[side].setText("generating…")
             self.views[side].append_events(events)
+            self.drafters[side].update(e.drafter for e in events if isinstance(e, RoundEvent))
 
     def finish(self, request_id: int, result: GenerationResult) -> None:
         side = self.side_of(request_id)
         if side is None:
             return
         self.results[side] = result
-        self.speeds[side].setText(result.summary())
+        self.speeds[side].setText(result.summary() + ("\n" + drafters_line(self.drafters[side]) if side == "speculative" else ""))
         if len(self.results) == 2:
             standard = self.results["standard"].stats.generation_tps
             speculative = self.results["speculative"].stats.generation_tps
@@ -100,3 +103,14 @@ class CompareDialog(QDialog):
         side = self.side_of(request_id)
         if side:
             self.speeds[side].setText(message)
+
+
+def drafters_line(rounds: Counter) -> str:
+    """Which drafters ran, in how many rounds; lookup here never drafts from saved answers to this question."""
+    drafted = [(name, n) for name, n in rounds.most_common() if name != "none"]
+    if not drafted:
+        return "Nothing was drafted."
+    parts = ", ".join(f"{name} in {n} round{'s' * (n != 1)}" for name, n in drafted)
+    plain = f"; {rounds['none']} round{'s' * (rounds['none'] != 1)} drafted nothing" if rounds["none"] else ""
+    lookup = " (lookup left out saved chats that asked this question)" if "lookup" in rounds else ""
+    return f"Drafted by {parts}{plain}{lookup}."

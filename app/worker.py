@@ -192,7 +192,7 @@ class EngineWorker(QObject):
                 request.params,
                 system_prompt=request.system_prompt or None,
                 cancel=lambda: self._cancelled(request.request_id),
-                remember=not request.fresh_cache,  # Compare: the second run must not copy the first one's answer
+                comparing=request.fresh_cache,  # neither run drafts from the other's answer, nor from saved ones
             )
             for event in stream:
                 if isinstance(event, GenerationResult):

@@ -21,6 +21,7 @@ from .cached_model import CachedModel, common_prefix_length
 from .chat import Message
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
+from .history import DraftHistory, FilteredHistory
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
@@ -84,14 +85,37 @@ def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
     return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history)
 
 
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper) -> Decoder:
+def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:
+    """The history lookup drafts from: none when switched off; for a Compare run (`compared`: its prompt), without
+    the conversations in which the compared question was asked."""
+    if not params.history:
+        return None
+    question = _last_user_message(compared)
+    if not question:
+        return pair.history
+    ids = pair.tokenizer.encode(question, add_special_tokens=False)
+    return pair.history.excluding(ids[1:-1] if len(ids) > 3 else ids)  # the template may merge its edges
+
+
+def _last_user_message(prompt: object) -> str:
+    """The text of the last user message of a prompt (a string is one), or "" for token ids and nothing."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (list, tuple)):
+        users = [m.get("content", "") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        return users[-1] if users and isinstance(users[-1], str) else ""
+    return ""
+
+
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
+             history: DraftHistory | FilteredHistory | None = None) -> Decoder:
     """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.looks_up:
-        drafters.append(PromptLookupDrafter(policy, pair.history if params.history else None))
+        drafters.append(PromptLookupDrafter(policy, history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         if params.ssd:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
@@ -225,7 +249,7 @@ def generate_stream(
     chat: bool = True,
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
-    remember: bool = True,
+    comparing: bool = False,
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -237,8 +261,9 @@ def generate_stream(
         system_prompt: prepended as a system message when chatting.
         cancel: polled between rounds and prefill chunks; when it returns True generation ends with
             finish_reason "cancelled", keeping what was generated.
-        remember: add the answer to the history lookup drafts from (off for Compare's runs: the second would
-            otherwise copy the first's answer).
+        comparing: a run of Compare: the answer is not added to the history lookup drafts from (the other run
+            would copy it), and lookup does not draft from saved conversations that asked this question (it
+            would copy their answers, and the speedup shown would be the history's, not speculation's).
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
@@ -264,7 +289,7 @@ def generate_stream(
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            decoder = _decoder(pair, params, warper)
+            decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None))
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:
@@ -272,7 +297,7 @@ def generate_stream(
     finally:
         pair.discard_pending()
     result = answer.result()
-    if remember:
+    if not comparing:
         pair.remember_answer(result.text, result.tokens)
         pair.history.add(answer.context)  # later chats may draft from this one
     yield result

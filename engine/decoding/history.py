@@ -155,6 +155,18 @@ class DraftHistory:
         if thread is not None:
             thread.join()
 
+    def excluding(self, phrase: Sequence[int]) -> "DraftHistory | FilteredHistory":
+        """The history without the conversations in which `phrase` occurs (itself when none does).
+
+        Compare runs a question again: its saved answers would be copied, and the speedup shown would be the
+        history's, not speculation's (a new prompt at 1.1 tokens per pass read 5.00x, 100% accepted). Indexing
+        the rest again costs about a second per million tokens, once per Compare that needs it.
+        """
+        with self._lock:
+            documents = list(self._documents.values())
+        kept = [d for d in documents if not contains(d, phrase)]
+        return self if len(kept) == len(documents) else FilteredHistory(kept)
+
     def continuation(self, context: Sequence[int], max_tokens: int) -> Continuation:
         """The longer match of the two indexes (the recent one on a tie: it holds the newer versions)."""
         main, recent = self._main, self._recent  # a rebuild swaps them whole; read each once
@@ -162,6 +174,27 @@ class DraftHistory:
         other = main.continuation(context, max_tokens)
         best = found if found.match_length >= other.match_length else other
         return best if best.match_length else NO_CONTINUATION
+
+
+class FilteredHistory:
+    """Part of a history, indexed once: what `DraftHistory.excluding` leaves."""
+
+    def __init__(self, documents: Sequence[Sequence[int]]) -> None:
+        self.documents = len(documents)
+        self._index = SuffixIndex(documents)
+
+    def continuation(self, context: Sequence[int], max_tokens: int) -> Continuation:
+        found = self._index.continuation(context, max_tokens)
+        return found if found.match_length else NO_CONTINUATION
+
+
+def contains(document: np.ndarray, phrase: Sequence[int]) -> bool:
+    """Whether `phrase` occurs in `document` as consecutive tokens."""
+    needle = np.asarray(phrase, dtype=np.int32)
+    if not len(needle) or len(needle) > len(document):
+        return False
+    starts = np.flatnonzero(document[: len(document) - len(needle) + 1] == needle[0])
+    return any(np.array_equal(document[s : s + len(needle)], needle) for s in starts)
 
 
 def start_indexing(history: DraftHistory, tokenizer_folder: Path, chats: Callable[[], Iterable[Sequence[Message]]]) -> threading.Thread:

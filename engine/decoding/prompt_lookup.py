@@ -17,7 +17,7 @@ import math
 import time
 
 from .draft import NO_DRAFT, Draft, point_draft
-from .history import DraftHistory
+from .history import DraftHistory, FilteredHistory
 from .policy import DraftPolicy
 from .suffix_index import MAX_MATCH, Continuation
 
@@ -109,7 +109,7 @@ class PromptLookupDrafter:
         history: the user's other conversations (None: the context only).
     """
 
-    def __init__(self, policy: DraftPolicy, history: DraftHistory | None = None) -> None:
+    def __init__(self, policy: DraftPolicy, history: DraftHistory | FilteredHistory | None = None) -> None:
         self.policy = policy
         self.history = history
         self.index = NgramIndex()

@@ -301,3 +301,19 @@ def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPa
     assert events[-1].tokens == generate(PROMPT, tiny_pair, GREEDY.replace(mode="standard", max_tokens=30)).tokens
     fresh = list(generate_stream(tiny_pair, PROMPT + " again", GREEDY.replace(adaptive=False, max_tokens=5)))
     assert {e.model for e in fresh if isinstance(e, PrefillEvent)} == {"target", "draft"}
+
+
+def test_a_compare_run_never_drafts_from_saved_answers_to_its_question(tiny_pair: ModelPair) -> None:
+    """Issue 22: a new prompt answered at 1.1 tokens per pass; Compare on it then claimed 5.00x, 100% accepted,
+    because lookup copied the answer just saved. A Compare run drafts as if no conversation had asked it."""
+    question = [{"role": "user", "content": "Tell me about the lighthouse keeper and the storm at sea."}]
+    params = GREEDY.replace(drafter="lookup", adaptive=False, num_draft=4, max_tokens=40)
+    generate(question, tiny_pair, params)  # answered and saved: the history holds it
+    tiny_pair.history.add(tiny_pair.prompt_ids([{"role": "user", "content": "Something else entirely."}]))
+    copied = generate(question, tiny_pair, params)
+    compared = list(generate_stream(tiny_pair, question, params, comparing=True))[-1]
+    unsaved = generate(question, tiny_pair, params.replace(history=False))
+    assert compared.tokens == unsaved.tokens == copied.tokens
+    assert (compared.stats.drafted, compared.stats.accepted) == (unsaved.stats.drafted, unsaved.stats.accepted)
+    assert copied.stats.accepted > compared.stats.accepted + 10  # what the history gave the second answer
+    assert tiny_pair.history.documents == 2  # the Compare run added nothing

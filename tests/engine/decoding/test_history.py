@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from engine.decoding import history as history_module
 from engine.decoding.history import DraftHistory, document_key
 
@@ -67,3 +69,17 @@ def test_indexing_that_fails_leaves_the_history_empty(tmp_path: Path) -> None:
     history = DraftHistory()
     start_indexing(history, tmp_path / "no-model", lambda: iter([])).join()
     assert history.documents == 0
+
+
+def test_excluding_a_phrase_leaves_out_the_conversations_that_contain_it() -> None:
+    from engine.decoding.history import contains
+
+    history = DraftHistory()
+    asked = [1, 2, 3, 40, 41, 42, 43, 9, 9, 9, 50, 51, 52, 53]  # the question (40-43), then its answer (50-53)
+    other = [7, 8, 50, 51, 52, 60, 61]
+    history.add(asked)
+    history.add(other)
+    assert contains(np.asarray(asked, dtype=np.int32), [41, 42]) and not contains(np.asarray(other, dtype=np.int32), [41, 42])
+    left = history.excluding([41, 42])
+    assert left.documents == 1 and left.continuation([50, 51], 4).tokens == [52, 60, 61]
+    assert history.excluding([99, 98]) is history  # nothing to leave out: no new index
