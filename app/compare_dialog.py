@@ -66,6 +66,7 @@ class CompareDialog(QDialog):
         self.speedup = QLabel("")
         self.speedup.setObjectName("speedup")
         self.speedup.setStyleSheet("font-size: 16px; font-weight: bold;")
+        self.speedup.setWordWrap(True)  # one long line grew the dialog to 1444 px, off a 1600 px screen
         grid.addWidget(self.speedup, 4, 0, 1, 2)
         close = QPushButton("Close")
         close.clicked.connect(self.close)

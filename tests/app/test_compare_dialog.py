@@ -76,3 +76,15 @@ def test_the_drafters_line_names_each_drafter_and_the_plain_rounds() -> None:
         "Drafted by model in 6 rounds, lookup in 1 round; 3 rounds drafted nothing "
         "(lookup left out saved chats that asked this question).")
     assert drafters_line(Counter({"none": 9})) == "Nothing was drafted."
+
+
+def test_a_long_speedup_line_wraps_instead_of_widening_the_dialog(make_window, qtbot) -> None:
+    """Issue 22: the dialog grew to 1444 px wide, off a 1600 px screen."""
+    window = make_window(max_tokens=20)
+    send_and_wait(qtbot, window, "Hello")
+    window.compare()
+    dialog = window.compare_dialog
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    dialog.speedup.setText(dialog.speedup.text() * 3)
+    assert dialog.minimumSizeHint().width() < 1000
+    dialog.close()
