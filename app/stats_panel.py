@@ -279,7 +279,7 @@ class StatsPanel(QFrame):
         s = result.stats
         self._redraw_plots(time.perf_counter() - self._start)
         self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted
-        self.emitted = s.generated_tokens
+        self.emitted = s.generated_tokens + s.ended_on_eos  # the engine's own count (tokens_per_pass)
         self._show_counts()
         self.values["tps"].setText(f"{s.generation_tps:.1f}")
         self.values["ttft"].setText(f"{s.ttft_s:.2f} s")

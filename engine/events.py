@@ -195,6 +195,7 @@ class GenerationStats:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    ended_on_eos: bool = False  # the last pass produced the end-of-sequence token (not in the answer's tokens)
     policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
 
     def count_ssd(self, r: "RoundEvent") -> None:
@@ -216,7 +217,9 @@ class GenerationStats:
 
     @property
     def tokens_per_pass(self) -> float:
-        return self.generated_tokens / self.rounds if self.rounds else 0.0
+        """Tokens the target passes produced, the end-of-sequence token included: a pass that ends the answer
+        produced one too, and without it an answer that drafted little read below 1 (0.93-0.99)."""
+        return (self.generated_tokens + self.ended_on_eos) / self.rounds if self.rounds else 0.0
 
     @property
     def generation_tps(self) -> float:

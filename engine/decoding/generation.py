@@ -158,6 +158,7 @@ class _Answer:
         for token, origin in zip(r.tokens, r.origins):
             if token in self.eos:
                 self.finish = "stop"
+                self.stats.ended_on_eos = True
                 break
             self.context.append(token)
             kept += 1

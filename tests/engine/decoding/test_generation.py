@@ -317,3 +317,16 @@ def test_a_compare_run_never_drafts_from_saved_answers_to_its_question(tiny_pair
     assert (compared.stats.drafted, compared.stats.accepted) == (unsaved.stats.drafted, unsaved.stats.accepted)
     assert copied.stats.accepted > compared.stats.accepted + 10  # what the history gave the second answer
     assert tiny_pair.history.documents == 2  # the Compare run added nothing
+
+
+def test_tokens_per_pass_counts_the_pass_that_ended_the_answer(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> None:
+    """Issue 22: 'tokens per pass' read below 1 (0.93-0.99) when little was drafted: the pass that produced the
+    end-of-sequence token counted as a pass with no token."""
+    from engine.events import GenerationStats
+
+    assert GenerationStats(generated_tokens=9, rounds=10, ended_on_eos=True).tokens_per_pass == 1.0
+    assert GenerationStats(generated_tokens=9, rounds=10).tokens_per_pass == 0.9  # cut by the budget mid-round: not 1
+    [eos] = tiny_target.tokenizer.eos_token_ids
+    pair, _ = scripted_pair(tiny_target, tiny_draft, " one two three four five", [eos])
+    result = generate(PROMPT, pair, GREEDY.replace(mode="standard"))
+    assert result.finish_reason == "stop" and result.stats.ended_on_eos and result.stats.tokens_per_pass == 1.0
