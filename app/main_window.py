@@ -20,6 +20,7 @@ from engine.params import GenerationParams
 from .chat_view import ChatInput, ChatView
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
+from .error_banner import ErrorBanner
 from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
@@ -75,11 +76,7 @@ class MainWindow(QMainWindow):
         self.conversations.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 5000))
         self.conversations.changed.connect(lambda _id: self._update_pair_label())
         self.chat = ChatView()
-        self.error_banner = QLabel()
-        self.error_banner.setObjectName("errorBanner")
-        self.error_banner.setWordWrap(True)
-        self.error_banner.setStyleSheet("background: #fde2e1; color: #7a0b06; padding: 8px; border-radius: 4px;")
-        self.error_banner.setVisible(False)
+        self.error_banner = ErrorBanner()
         self.input = ChatInput()
         self.input.submitted.connect(self.send)
         self.send_button = QPushButton("Send")
@@ -172,13 +169,14 @@ class MainWindow(QMainWindow):
         self.conversation_id = None
         self.answer_view = None
         self.chat.clear()
+        self.stats.reset(self.session.params.mode)  # not the numbers of the chat shown before
         self.conversations.refresh()
 
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
         if self.session.busy and self.session.answer.conversation_id != conversation_id:
             self.session.stop()
-        self.conversation_id = conversation_id
+        switching, self.conversation_id = conversation_id != self.conversation_id, conversation_id
         self.answer_view = None
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
@@ -186,18 +184,20 @@ class MainWindow(QMainWindow):
             widget = self.chat.add_message(stored.role)
             self._wire(widget, stored)
             widget.show_stored(stored, markdown)
-        self._reattach_streaming_answer(conversation_id)
+        if not self._reattach_streaming_answer(conversation_id) and switching:
+            self.stats.reset(self.session.params.mode)  # the panel showed another chat's last answer
         self.chat.set_busy(self.session.busy)
         self.conversations.refresh(conversation_id)
 
-    def _reattach_streaming_answer(self, conversation_id: int) -> None:
+    def _reattach_streaming_answer(self, conversation_id: int) -> bool:
         """A redraw while this conversation's answer streams (an edit, a regenerate): keep streaming into it."""
         answer, messages = self.session.answer, self.chat.messages
         if answer is None or answer.conversation_id != conversation_id or not messages or messages[-1].role != "assistant":
-            return
+            return False
         self.answer_view = messages[-1]
         self.answer_view.body.set_tokens(answer.runs, answer.trace)
         self.answer_view.body.show_tokens()
+        return True
         self.answer_view.text = answer.text
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage

@@ -44,3 +44,19 @@ def test_an_adaptive_answer_shows_the_policy_s_belief(make_window, qtbot) -> Non
     window.apply_settings(window.session.params.replace(adaptive=False), "")
     send_and_wait(qtbot, window, "Hello again")
     assert not window.stats._form.isRowVisible(row)
+
+
+def test_switching_chats_clears_the_previous_chat_s_numbers(make_window, qtbot) -> None:
+    """Issue 22: the side panel kept the previous chat's numbers after a switch (and after New chat)."""
+    window = make_window(max_tokens=20)
+    send_and_wait(qtbot, window, "First chat")
+    first = window.conversation_id
+    assert window.stats.values["drafted"].text() != "–"
+    window.new_conversation()
+    assert window.stats.values["drafted"].text() == "–" and window.stats.values["tps"].text() == "–"
+    send_and_wait(qtbot, window, "Second chat")
+    shown = window.stats.values["tps"].text()
+    window.open_conversation(window.conversation_id)  # a redraw of the same chat (a branch flip) keeps them
+    assert window.stats.values["tps"].text() == shown != "–"
+    window.open_conversation(first)
+    assert window.stats.values["tps"].text() == "–" and window.stats.values["drafted"].text() == "–"
