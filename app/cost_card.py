@@ -26,7 +26,7 @@ def describe_here(model: CostModel) -> str:
     return (
         f"<b>Measured here</b> ({model.rounds_used} timed rounds)<br>"
         f"acceptance a = {model.acceptance:.0%} of draft tokens reached ({model.verified_acceptance:.0%} of all verified)<br>"
-        f"draft cost c = {model.draft_cost:.2f} target steps per token<br>"
+        f"draft cost c = {model.draft_cost:.2f} target steps per token{drafter_mix(model)}<br>"
         f"verify v(K) = 1 + {model.verify_cost(1) - 1:.2f}·K target steps<br>"
         f"target step {model.step_s * 1000:.1f} ms{'' if model.step_measured else ' (estimated: no plain round timed)'}<br>"
         f"best K here: {best_k} ({model.predicted_tps(best_k):.1f} tok/s predicted"
@@ -34,10 +34,27 @@ def describe_here(model: CostModel) -> str:
     )
 
 
-def describe_apple_gpu(model: CostModel, draft_cost: float, drafter: str) -> str:
-    """The predicted half: the same acceptance, a memory-bound GPU's costs."""
-    k, speedup = model.apple_gpu(draft_cost)
-    source = "lookup drafts for free" if drafter == "lookup" else f"a draft step costs its weights' share, {draft_cost:.2f}"
+def drafter_mix(model: CostModel) -> str:
+    """With several drafters: each one's cost and share of the draft tokens (c is their weighted mean)."""
+    if len(model.drafter_shares) < 2:
+        return ""
+    parts = [f"{d} {model.drafter_token_s.get(d, 0.0) / model.step_s:.2f} for {share:.0%} of draft tokens"
+             for d, share in sorted(model.drafter_shares.items(), key=lambda item: -item[1])]
+    return " (" + "; ".join(parts) + ")"
+
+
+def describe_apple_gpu(model: CostModel, draft_cost: float) -> str:
+    """The predicted half: the same acceptance, a memory-bound GPU's costs (`draft_cost`: the draft model's step
+    there; lookup's drafts are free, so a mix pays it for the model's share of the draft tokens only)."""
+    model_share = sum(share for d, share in model.drafter_shares.items() if d != "lookup")
+    k, speedup = model.apple_gpu(draft_cost * model_share)
+    if model_share == 0:
+        source = "lookup drafts for free"
+    elif model_share < 1:
+        source = (f"a draft model step costs its weights' share, {draft_cost:.2f}, for the {model_share:.0%} of draft "
+                  "tokens it drafted; lookup's are free")
+    else:
+        source = f"a draft step costs its weights' share, {draft_cost:.2f}"
     verdict = f"best K = {k}, {speedup:.2f}x standard decoding" if k else "speculation would not pay (K = 0)"
     return (
         "<b>Prediction for an Apple GPU</b> (not a measurement)<br>"
@@ -107,9 +124,8 @@ class CostCard(QWidget):
         self.predicted.setData(ks, [self.model.predicted_tps(k) for k in ks])
         measured = self.model.measured_tps
         self.measured.setData(list(measured), list(measured.values()))
-        drafter = next((r.drafter for r in reversed(self.rounds) if r.drafted), "model")
         self.here.setText(describe_here(self.model))
-        self.gpu.setText(describe_apple_gpu(self.model, 0.0 if drafter == "lookup" else self.draft_cost_on_gpu, drafter))
+        self.gpu.setText(describe_apple_gpu(self.model, self.draft_cost_on_gpu))
 
     def _colour_axes(self) -> None:
         text = self.palette().text().color()

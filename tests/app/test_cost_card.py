@@ -38,3 +38,19 @@ def test_before_any_drafted_round_the_card_says_what_it_waits_for(qtbot) -> None
     card = CostCard()
     qtbot.addWidget(card)
     assert card.here.text() == WAITING and card.gpu.text() == ""
+
+
+def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None:
+    from dataclasses import replace
+
+    from tests.engine.decoding.test_cost_model import round_event
+
+    card = CostCard()
+    qtbot.addWidget(card)
+    card.reset("speculative", draft_cost_on_gpu=0.3)
+    card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)]
+             + [replace(round_event(10 + i, 4, 1, 0.0, 0.18), drafter="lookup") for i in range(8)])
+    card.redraw()
+    assert "(lookup 0.00 for 57% of draft tokens; model 1.10 for 43% of draft tokens)" in card.here.text()
+    assert "lookup drafts for free" not in card.gpu.text()
+    assert "0.30, for the 43% of draft tokens it drafted; lookup's are free" in card.gpu.text()

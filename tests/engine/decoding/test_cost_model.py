@@ -77,3 +77,18 @@ def test_ssd_prediction_hides_drafting_only_where_the_device_has_room() -> None:
     assert ssd_speedup(a, c, slope, k, hit_rate=1.0, predrafted=24, overlap=0.0) < sync
     # Misses draft as synchronous rounds do, on top.
     assert ssd_speedup(a, c, slope, k, hit_rate=0.0, predrafted=16, overlap=1.0) < sync
+
+
+def test_with_drafts_from_both_the_draft_cost_is_each_drafter_s_by_its_share() -> None:
+    """Issue 22: with "Both", the card said draft cost 0.00 ("lookup drafts for free") and predicted 17 tok/s while
+    the model drafted 6 of 14 rounds at 0.40-0.68 s each: one median over all rounds was lookup's 0."""
+    from dataclasses import replace
+
+    plain = [round_event(i, 0, 0, 0.0, 0.10) for i in range(4)]
+    by_model = [round_event(4 + i, 4, 2, 0.40 + 0.04 * i, 0.18) for i in range(6)]  # 0.10-0.15 s a token
+    by_lookup = [replace(round_event(10 + i, 4, 1, 0.0, 0.18), drafter="lookup") for i in range(8)]
+    model = cost_model.fit(plain + by_model + by_lookup)
+    assert model.drafter_shares == pytest.approx({"model": 24 / 56, "lookup": 32 / 56})
+    assert model.drafter_token_s["lookup"] == 0.0 and model.drafter_token_s["model"] == pytest.approx(0.125)
+    assert model.draft_token_s == pytest.approx(24 / 56 * model.drafter_token_s["model"])
+    assert model.draft_cost > 0.4
