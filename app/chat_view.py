@@ -6,7 +6,7 @@ A message with siblings (an edited question, a regenerated answer) shows "‹ 2/
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .flow_layout import flow_row
 from .token_view import TokenTextView
 
 
@@ -88,7 +89,6 @@ class MessageWidget(QFrame):
         for widget in (self.previous_branch, self.branch_label, self.next_branch):
             header.addWidget(widget)
         self.set_branch(1, 1)
-        header.addStretch()
         self.copy_button = _tool_button("Copy", "Copy this message")
         self.copy_button.clicked.connect(self.copy)
         self.edit_button = _tool_button("Edit", "Ask this differently: the answers after it are kept as a branch")
@@ -102,8 +102,9 @@ class MessageWidget(QFrame):
         self.trace_button = _tool_button("Trace…", "Export this answer's speculation, round by round (JSON Lines)")
         self.trace_button.clicked.connect(self.trace_requested)
         self.trace_button.setVisible(False)
-        for button in (self.copy_button, self.trace_button, self.edit_button, self.regenerate_button, self.delete_button):
-            header.addWidget(button)
+        # In a narrow column the actions wrap onto a second row instead of widening the column.
+        header.addWidget(flow_row([self.copy_button, self.trace_button, self.edit_button, self.regenerate_button,
+                                   self.delete_button]), 1)
         return header
 
     def _edit_buttons(self) -> QWidget:
@@ -231,11 +232,23 @@ class ChatView(QScrollArea):
         self.column.addWidget(self.placeholder)
         self.column.addStretch()
         self.setWidget(container)
+        container.installEventFilter(self)
         self.messages: list[MessageWidget] = []
         self.show_rejected = True
         self._follow = True
         self.verticalScrollBar().rangeChanged.connect(self._keep_following)
         self.verticalScrollBar().valueChanged.connect(self._note_position)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """As narrow as the messages can wrap, plus the scroll bar: a splitter never squeezes them under it."""
+        hint = super().minimumSizeHint()
+        return QSize(self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width(), hint.height())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """The messages were laid out again (added, wrapped, given branch arrows): their narrowest may have changed."""
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(watched, event)
 
     def clear(self) -> None:
         for message in self.messages:
