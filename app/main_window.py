@@ -12,12 +12,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter
 
 from engine.events import GenerationResult
 from engine.params import GenerationParams
 
-from .chat_view import ChatInput, ChatView
+from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
@@ -74,25 +74,13 @@ class MainWindow(QMainWindow):
         self.conversations.delete_confirmed.connect(self.delete_conversation)
         self.conversations.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 5000))
         self.conversations.changed.connect(lambda _id: self._update_pair_label())
-        self.chat = ChatView()
-        self.error_banner = QLabel()
-        self.error_banner.setObjectName("errorBanner")
-        self.error_banner.setWordWrap(True)
-        self.error_banner.setStyleSheet("background: #fde2e1; color: #7a0b06; padding: 8px; border-radius: 4px;")
-        self.error_banner.setVisible(False)
-        self.input = ChatInput()
+        column = ChatColumn(self.session.store)
+        self.chat, self.error_banner, self.input, self.send_button = column.chat, column.error_banner, column.input, column.send_button
+        self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
+        self.undo_banner.restored.connect(self.open_conversation)
+        self.undo_banner.failed.connect(self.show_error)
         self.input.submitted.connect(self.send)
-        self.send_button = QPushButton("Send")
         self.send_button.clicked.connect(self._send_or_stop)
-        column = QWidget()
-        column_layout = QVBoxLayout(column)
-        column_layout.setContentsMargins(0, 0, 0, 6)
-        column_layout.addWidget(self.chat)
-        column_layout.addWidget(self.error_banner)
-        row = QHBoxLayout()
-        row.addWidget(self.input)
-        row.addWidget(self.send_button)
-        column_layout.addLayout(row)
         self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
         self.stats.show_rejected_changed.connect(self._show_rejected_toggled)
         self.chat.set_show_rejected(self.session.settings.show_rejected())
@@ -225,9 +213,13 @@ class MainWindow(QMainWindow):
             self.open_conversation(self.conversation_id)
 
     def delete_message(self, message_id: int) -> None:
-        self.session.delete_message(message_id)
-        if self.conversation_id is not None:
-            self.open_conversation(self.conversation_id)
+        """Delete a message and what followed it at once; the banner under the chat offers to undo it."""
+        if self.session.busy or self.conversation_id is None:
+            return
+        shown = [m.id for m in self.session.store.messages(self.conversation_id)]
+        following = len(shown) - shown.index(message_id) - 1 if message_id in shown else 0
+        self.undo_banner.delete(self.conversation_id, message_id, following)
+        self.open_conversation(self.conversation_id)
 
     def select_branch(self, message_id: int, step: int) -> None:
         self.session.select_branch(message_id, step)
@@ -267,6 +259,7 @@ class MainWindow(QMainWindow):
         self.session.stop()
 
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
+        self.undo_banner.withdraw()  # a new answer changes the chat: no Undo past it
         is_shown = answer.conversation_id == self.conversation_id
         self.answer_view = self.chat.add_message("assistant") if is_shown else None
         self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None, answer.lenience)
@@ -369,13 +362,6 @@ class MainWindow(QMainWindow):
         self.session.apply_settings(params, system_prompt)
         self.toolbar.speculative_action.setChecked(params.mode == "speculative")
         self._update_pair_label()
-
-    def show_error(self, message: str) -> None:
-        self.error_banner.setText(message)
-        self.error_banner.setVisible(True)
-
-    def hide_error(self) -> None:
-        self.error_banner.setVisible(False)
 
     # --- shutting down -------------------------------------------------------------------------------------
 

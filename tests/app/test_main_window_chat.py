@@ -8,6 +8,56 @@ from PySide6.QtCore import QCoreApplication
 from tests.app.conftest import send_and_wait
 
 
+def rows(window) -> list[tuple]:
+    """Every saved message of the conversation shown, every column (all branches)."""
+    return window.session.store.db.execute(
+        "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (window.conversation_id,)).fetchall()
+
+
+def texts(window) -> list[str]:
+    return [m.text for m in window.chat.messages]
+
+
+def test_delete_takes_the_message_and_what_followed_and_undo_puts_them_all_back(make_window, qtbot) -> None:
+    window = make_window(max_tokens=8, temperature=1.0)
+    send_and_wait(qtbot, window, "First")
+    send_and_wait(qtbot, window, "Second")
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
+        window.chat.messages[-1].regenerate_button.click()  # a second branch, hidden behind the first
+    window.chat.messages[-1].previous_branch.click()
+    shown, saved = texts(window), rows(window)
+    window.chat.messages[2].delete_button.click()
+    assert texts(window) == shown[:2] and len(rows(window)) == 2
+    assert not window.undo_banner.isHidden() and window.undo_banner.label.text() == "Deleted the message and the one after it."
+    window.undo_banner.undo_button.click()
+    assert texts(window) == shown and rows(window) == saved  # both branches, the one that was shown still shown
+    assert window.chat.messages[-1].branch_label.text() == "1/2" and window.undo_banner.isHidden()
+    window.chat.messages[0].delete_button.click()
+    assert window.chat.messages == [] and window.undo_banner.label.text() == "Deleted the message and the 3 after it."
+    window.undo_banner.undo_button.click()
+    assert texts(window) == shown and rows(window) == saved
+
+
+def test_undo_never_overwrites_what_changed_after_the_delete(make_window, qtbot) -> None:
+    window = make_window(max_tokens=8)
+    send_and_wait(qtbot, window, "First")
+    send_and_wait(qtbot, window, "Second")
+    window.chat.messages[-1].delete_button.click()
+    window.session.store.add_message(window.conversation_id, "assistant", "Written meanwhile")
+    window.undo_banner.undo_button.click()
+    assert "changed after the delete" in window.error_banner.text() and not window.error_banner.isHidden()
+    assert [m.content for m in window.session.store.messages(window.conversation_id)][-1] == "Written meanwhile"
+
+
+def test_a_new_answer_withdraws_the_undo(make_window, qtbot) -> None:
+    window = make_window(max_tokens=8)
+    send_and_wait(qtbot, window, "First")
+    window.chat.messages[-1].delete_button.click()
+    assert not window.undo_banner.isHidden()
+    send_and_wait(qtbot, window, "Again")
+    assert window.undo_banner.isHidden()
+
+
 def test_at_900_by_600_the_chat_column_never_scrolls_sideways(make_window, qtbot) -> None:
     """The last answer's header (its branch arrows, Copy, Trace…, Regenerate, Delete) made the column wider than
     a 900-pixel window leaves it, once the vertical scroll bar took its share: the column scrolled sideways."""
