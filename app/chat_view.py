@@ -21,7 +21,16 @@ from PySide6.QtWidgets import (
 )
 
 from .flow_layout import flow_row
+from .palette import notice_colour
 from .token_view import TokenTextView
+
+def cut_notice(finish: str, tokens: int) -> str:
+    """What a cut answer says under its last word: where it was cut, and what lets the next answer run longer."""
+    if finish == "length":
+        return f"Cut at the {tokens}-token limit: raise Max tokens in Settings for longer answers."
+    if finish == "context":
+        return "Cut where the conversation filled the model's context: start a new chat to go on."
+    return ""
 
 
 def _tool_button(text: str, tip: str) -> QToolButton:
@@ -31,8 +40,19 @@ def _tool_button(text: str, tip: str) -> QToolButton:
     return button
 
 
+def _note(name: str, style: str) -> QLabel:
+    """A small wrapped line under an answer (hidden until it has something to say)."""
+    label = QLabel()
+    label.setObjectName(name)
+    label.setStyleSheet(style)
+    label.setWordWrap(True)
+    label.setVisible(False)
+    return label
+
+
 class MessageWidget(QFrame):
-    """One message: who said it, its text, its actions, and for answers a stats line.
+    """One message: who said it, its text, its actions, and for answers a notice when one is due (cut at the token
+    limit) and a stats line.
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
@@ -69,12 +89,20 @@ class MessageWidget(QFrame):
         layout.addWidget(self.editor)
         self.edit_buttons = self._edit_buttons()
         layout.addWidget(self.edit_buttons)
-        self.stats = QLabel()
-        self.stats.setObjectName("statsLine")
-        self.stats.setStyleSheet("color: palette(mid); font-size: 11px;")
-        self.stats.setWordWrap(True)
-        self.stats.setVisible(False)
+        self.notice = _note("answerNotice", "")
+        self._colour_notice()
+        layout.addWidget(self.notice)
+        self.stats = _note("statsLine", "color: palette(mid); font-size: 11px;")
         layout.addWidget(self.stats)
+
+    def _colour_notice(self) -> None:
+        self.notice.setStyleSheet(f"color: {notice_colour(self.palette()).name()}; font-size: 11px;")
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        """The notice follows the system into light or dark mode."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "notice"):
+            self._colour_notice()
 
     def _header(self) -> QHBoxLayout:
         header = QHBoxLayout()
@@ -162,7 +190,15 @@ class MessageWidget(QFrame):
             return
         self.body.set_tokens(stored.runs, stored.trace)
         summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
+        self.show_cut(stored.finish, len(stored.runs))
         self.finish(stored.content, summary, markdown)
+
+    def show_cut(self, finish: str, tokens: int) -> None:
+        """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
+        notice = cut_notice(finish, tokens)
+        self.body.cut = bool(notice)
+        self.notice.setText(notice)
+        self.notice.setVisible(bool(notice))
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)

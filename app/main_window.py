@@ -276,6 +276,7 @@ class MainWindow(QMainWindow):
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return
+        view.show_cut(result.finish_reason, len(result.tokens))
         view.finish(result.text, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):

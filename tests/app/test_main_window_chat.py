@@ -4,8 +4,36 @@ Undo, and a narrow window."""
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication
+from PySide6.QtGui import QColor, QPalette
 
+from app.chat_view import cut_notice
+from app.palette import notice_colour
 from tests.app.conftest import send_and_wait
+
+
+def test_an_answer_cut_at_the_token_limit_ends_with_a_mark_and_says_why(make_window, qtbot) -> None:
+    window = make_window(max_tokens=12)
+    result = send_and_wait(qtbot, window, "Tell me a long story")
+    assert result.finish_reason == "length"  # the tiny random model never stops in 12 tokens
+    answer = window.chat.messages[-1]
+    notice = "Cut at the 12-token limit: raise Max tokens in Settings for longer answers."
+    assert not answer.notice.isHidden() and answer.notice.text() == notice
+    assert answer.body.toPlainText().rstrip().endswith("…") and answer.text == result.text  # Copy copies the answer
+    window.toolbar.markdown_action.setChecked(False)  # the coloured view marks it too
+    assert answer.body.toPlainText().endswith("…") and answer.body.answer_text() == result.text
+    window.open_conversation(window.conversation_id)  # and so does the saved answer
+    answer = window.chat.messages[-1]
+    assert answer.notice.text() == notice and answer.body.toPlainText().endswith("…")
+    light = answer.notice.styleSheet()
+    dark = QPalette(window.palette())
+    dark.setColor(QPalette.ColorRole.Window, QColor("#202020"))
+    window.setPalette(dark)
+    assert notice_colour(dark).name() in answer.notice.styleSheet() != light  # readable in dark mode too
+
+
+def test_only_cut_answers_get_a_notice() -> None:
+    assert cut_notice("stop", 30) == cut_notice("cancelled", 30) == ""
+    assert "context" in cut_notice("context", 30) and "new chat" in cut_notice("context", 30)
 
 
 def rows(window) -> list[tuple]:
