@@ -193,6 +193,12 @@ class MessageWidget(QFrame):
         self.show_cut(stored.finish, len(stored.runs))
         self.finish(stored.content, summary, markdown)
 
+    def show_streaming(self, runs: list[list], trace: list[dict], text: str) -> None:
+        """Show the answer being generated as it stands (after a redraw), with no stats line until it ends."""
+        self.body.set_tokens(runs, trace)
+        self.body.show_tokens()
+        self.text = text
+
     def show_cut(self, finish: str, tokens: int) -> None:
         """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
         notice = cut_notice(finish, tokens)

@@ -170,23 +170,18 @@ class MainWindow(QMainWindow):
         self.answer_view = None
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
+        answer = self.session.answer
         for stored in self.session.store.messages(conversation_id):
             widget = self.chat.add_message(stored.role)
             self._wire(widget, stored)
-            widget.show_stored(stored, markdown)
-        self._reattach_streaming_answer(conversation_id)
+            if answer is not None and stored.id == answer.message_id:
+                # Still streaming: saved without a finish, which in the store reads as "(interrupted)".
+                self.answer_view = widget
+                widget.show_streaming(answer.runs, answer.trace, answer.text)
+            else:
+                widget.show_stored(stored, markdown)
         self.chat.set_busy(self.session.busy)
         self.conversations.refresh(conversation_id)
-
-    def _reattach_streaming_answer(self, conversation_id: int) -> None:
-        """A redraw while this conversation's answer streams (an edit, a regenerate): keep streaming into it."""
-        answer, messages = self.session.answer, self.chat.messages
-        if answer is None or answer.conversation_id != conversation_id or not messages or messages[-1].role != "assistant":
-            return
-        self.answer_view = messages[-1]
-        self.answer_view.body.set_tokens(answer.runs, answer.trace)
-        self.answer_view.body.show_tokens()
-        self.answer_view.text = answer.text
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
         """Connect a message's actions to the saved message it shows."""

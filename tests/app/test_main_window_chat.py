@@ -11,6 +11,61 @@ from app.palette import notice_colour
 from tests.app.conftest import send_and_wait
 
 
+def watch_stats_lines(window) -> list[str]:
+    """Every stats line the streaming answer shows, read after each batch of its events reached the window."""
+    seen: list[str] = []
+
+    def read(answer, events) -> None:  # noqa: ANN001 - StreamingAnswer, list
+        view = window.answer_view
+        seen.append("" if view is None or view.stats.isHidden() else view.stats.text())
+
+    window.session.answer_events.connect(read)
+    return seen
+
+
+def test_a_regenerated_answer_never_says_interrupted_while_it_streams(make_window, qtbot) -> None:
+    """The redraw that shows the new branch read the answer from the store, where it has no finish yet, as an
+    answer a crash cut short: "(interrupted)" stood under it until it ended."""
+    window = make_window(max_tokens=30, temperature=1.0)
+    send_and_wait(qtbot, window, "Hello")
+    seen = watch_stats_lines(window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as finished:
+        window.chat.messages[-1].regenerate_button.click()
+        streaming = window.chat.messages[-1]
+        assert streaming.stats.isHidden() and streaming.branch_label.text() == "2/2"
+        qtbot.waitUntil(lambda: len(seen) > 0, timeout=30_000)
+    assert seen and all("interrupted" not in line for line in seen)
+    assert window.chat.messages[-1].stats.text() == finished.args[2]
+
+
+def test_an_edited_question_s_answer_never_says_interrupted_while_it_streams(make_window, qtbot) -> None:
+    window = make_window(max_tokens=30)
+    send_and_wait(qtbot, window, "What is MLX?")
+    seen = watch_stats_lines(window)
+    question = window.chat.messages[0]
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as finished:
+        question.start_editing()
+        question.editor.setPlainText("What is Metal?")
+        question.send_edit.click()
+        assert window.chat.messages[-1].stats.isHidden()
+        qtbot.waitUntil(lambda: len(seen) > 0, timeout=30_000)
+    assert seen and all("interrupted" not in line for line in seen)
+    assert window.chat.messages[-1].stats.text() == finished.args[2]
+
+
+def test_an_answer_saved_without_a_finish_still_says_interrupted_after_a_restart(make_window) -> None:
+    window = make_window()
+    store = window.session.store
+    conversation = store.create("Cut off")
+    store.add_message(conversation, "user", "Hello")
+    answer = store.add_message(conversation, "assistant", "")
+    store.update_message(answer, "Half an ans", [["Half", "target", 0], [" an ans", "target", 1]])  # as kill -9 leaves it
+    window.close()
+    again = make_window(pair=None)
+    again.open_conversation(conversation)
+    assert again.chat.messages[-1].text == "Half an ans" and again.chat.messages[-1].stats.text() == "(interrupted)"
+
+
 def test_an_answer_cut_at_the_token_limit_ends_with_a_mark_and_says_why(make_window, qtbot) -> None:
     window = make_window(max_tokens=12)
     result = send_and_wait(qtbot, window, "Tell me a long story")
