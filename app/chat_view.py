@@ -24,6 +24,9 @@ from .flow_layout import flow_row
 from .palette import notice_colour
 from .token_view import TokenTextView
 
+WAITING_FOR_SERVER = "Waiting for a server request to finish…"
+
+
 def cut_notice(finish: str, tokens: int) -> str:
     """What a cut answer says under its last word: where it was cut, and what lets the next answer run longer."""
     if finish == "length":
@@ -40,6 +43,10 @@ def _tool_button(text: str, tip: str) -> QToolButton:
     return button
 
 
+FIRST_TOKEN_MEANING = ("First token after: from the moment the models started on this answer (reading the prompt "
+                       "included) to its first token. Time spent waiting for a Local server request is given apart.")
+
+
 def _note(name: str, style: str) -> QLabel:
     """A small wrapped line under an answer (hidden until it has something to say)."""
     label = QLabel()
@@ -51,8 +58,8 @@ def _note(name: str, style: str) -> QLabel:
 
 
 class MessageWidget(QFrame):
-    """One message: who said it, its text, its actions, and for answers a notice when one is due (cut at the token
-    limit) and a stats line.
+    """One message: who said it, its text, its actions, and for answers a notice when one is due (waiting for a
+    Local server request, cut at the token limit) and a stats line.
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
@@ -93,6 +100,7 @@ class MessageWidget(QFrame):
         self._colour_notice()
         layout.addWidget(self.notice)
         self.stats = _note("statsLine", "color: palette(mid); font-size: 11px;")
+        self.stats.setToolTip(FIRST_TOKEN_MEANING)
         layout.addWidget(self.stats)
 
     def _colour_notice(self) -> None:
@@ -193,11 +201,17 @@ class MessageWidget(QFrame):
         self.show_cut(stored.finish, len(stored.runs))
         self.finish(stored.content, summary, markdown)
 
-    def show_streaming(self, runs: list[list], trace: list[dict], text: str) -> None:
+    def show_streaming(self, runs: list[list], trace: list[dict], text: str, waiting: bool) -> None:
         """Show the answer being generated as it stands (after a redraw), with no stats line until it ends."""
         self.body.set_tokens(runs, trace)
         self.body.show_tokens()
         self.text = text
+        self.set_waiting(waiting)
+
+    def set_waiting(self, waiting: bool) -> None:
+        """Say that the answer waits for the Local server's request (the worker runs one thing at a time)."""
+        self.notice.setText(WAITING_FOR_SERVER if waiting else "")
+        self.notice.setVisible(waiting)
 
     def show_cut(self, finish: str, tokens: int) -> None:
         """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""

@@ -18,12 +18,14 @@ from engine.events import GenerationResult
 from engine.params import GenerationParams
 
 from .chat_column import ChatColumn
+from .chat_view import FIRST_TOKEN_MEANING
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
-from .session import ChatSession, StreamingAnswer
+from .session import ChatSession
+from .streaming_answer import StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
 from .toolbar import MainToolbar
@@ -83,6 +85,7 @@ class MainWindow(QMainWindow):
         self.send_button.clicked.connect(self._send_or_stop)
         self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
         self.stats.show_rejected_changed.connect(self._show_rejected_toggled)
+        self.stats.values["ttft"].setToolTip(FIRST_TOKEN_MEANING)
         self.chat.set_show_rejected(self.session.settings.show_rejected())
         splitter = QSplitter()
         for widget in (self.conversations, column, self.stats):
@@ -113,6 +116,7 @@ class MainWindow(QMainWindow):
         for signal, slot in (
             (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
             (s.load_progress, self._on_load_progress), (s.answer_started, self._on_answer_started),
+            (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
             (s.busy_changed, self._update_controls),
@@ -177,7 +181,7 @@ class MainWindow(QMainWindow):
             if answer is not None and stored.id == answer.message_id:
                 # Still streaming: saved without a finish, which in the store reads as "(interrupted)".
                 self.answer_view = widget
-                widget.show_streaming(answer.runs, answer.trace, answer.text)
+                widget.show_streaming(answer.runs, answer.trace, answer.text, answer.waiting)
             else:
                 widget.show_stored(stored, markdown)
         self.chat.set_busy(self.session.busy)
@@ -257,7 +261,19 @@ class MainWindow(QMainWindow):
         self.undo_banner.withdraw()  # a new answer changes the chat: no Undo past it
         is_shown = answer.conversation_id == self.conversation_id
         self.answer_view = self.chat.add_message("assistant") if is_shown else None
+        if self.answer_view is not None:
+            self.answer_view.set_waiting(answer.waiting)
+        self._reset_stats(answer)
+
+    def _reset_stats(self, answer: StreamingAnswer) -> None:
         self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None, answer.lenience)
+
+    def _on_answer_running(self, answer: StreamingAnswer) -> None:
+        """The worker took the answer up: the panel's clock starts now, as the engine's does, so the first-token
+        figure it shows while streaming is the one the stats line gives (neither counts a wait for the server)."""
+        self._reset_stats(answer)
+        if self.answer_view is not None:
+            self.answer_view.set_waiting(False)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
         self.stats.add_events(events)
@@ -268,6 +284,8 @@ class MainWindow(QMainWindow):
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
         """The streamed answer is finished in place and given its actions (no redraw of the conversation)."""
         self.stats.finish(result)
+        ttft = self.stats.values["ttft"]
+        ttft.setText(ttft.text() + answer.wait_note(short=True))
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return
