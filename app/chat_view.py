@@ -6,7 +6,7 @@ A message with siblings (an edited question, a regenerated answer) shows "‹ 2/
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -20,7 +20,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .flow_layout import flow_row
+from .palette import notice_colour
 from .token_view import TokenTextView
+
+WAITING_FOR_SERVER = "Waiting for a server request to finish…"
+
+
+def cut_notice(finish: str, tokens: int) -> str:
+    """What a cut answer says under its last word: where it was cut, and what lets the next answer run longer."""
+    if finish == "length":
+        return f"Cut at the {tokens}-token limit: raise Max tokens in Settings for longer answers."
+    if finish == "context":
+        return "Cut where the conversation filled the model's context: start a new chat to go on."
+    return ""
 
 
 def _tool_button(text: str, tip: str) -> QToolButton:
@@ -30,8 +43,23 @@ def _tool_button(text: str, tip: str) -> QToolButton:
     return button
 
 
+FIRST_TOKEN_MEANING = ("First token after: from the moment the models started on this answer (reading the prompt "
+                       "included) to its first token. Time spent waiting for a Local server request is given apart.")
+
+
+def _note(name: str, style: str) -> QLabel:
+    """A small wrapped line under an answer (hidden until it has something to say)."""
+    label = QLabel()
+    label.setObjectName(name)
+    label.setStyleSheet(style)
+    label.setWordWrap(True)
+    label.setVisible(False)
+    return label
+
+
 class MessageWidget(QFrame):
-    """One message: who said it, its text, its actions, and for answers a stats line.
+    """One message: who said it, its text, its actions, and for answers a notice when one is due (waiting for a
+    Local server request, cut at the token limit) and a stats line.
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
@@ -68,12 +96,21 @@ class MessageWidget(QFrame):
         layout.addWidget(self.editor)
         self.edit_buttons = self._edit_buttons()
         layout.addWidget(self.edit_buttons)
-        self.stats = QLabel()
-        self.stats.setObjectName("statsLine")
-        self.stats.setStyleSheet("color: palette(mid); font-size: 11px;")
-        self.stats.setWordWrap(True)
-        self.stats.setVisible(False)
+        self.notice = _note("answerNotice", "")
+        self._colour_notice()
+        layout.addWidget(self.notice)
+        self.stats = _note("statsLine", "color: palette(mid); font-size: 11px;")
+        self.stats.setToolTip(FIRST_TOKEN_MEANING)
         layout.addWidget(self.stats)
+
+    def _colour_notice(self) -> None:
+        self.notice.setStyleSheet(f"color: {notice_colour(self.palette()).name()}; font-size: 11px;")
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
+        """The notice follows the system into light or dark mode."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "notice"):
+            self._colour_notice()
 
     def _header(self) -> QHBoxLayout:
         header = QHBoxLayout()
@@ -88,7 +125,6 @@ class MessageWidget(QFrame):
         for widget in (self.previous_branch, self.branch_label, self.next_branch):
             header.addWidget(widget)
         self.set_branch(1, 1)
-        header.addStretch()
         self.copy_button = _tool_button("Copy", "Copy this message")
         self.copy_button.clicked.connect(self.copy)
         self.edit_button = _tool_button("Edit", "Ask this differently: the answers after it are kept as a branch")
@@ -102,8 +138,9 @@ class MessageWidget(QFrame):
         self.trace_button = _tool_button("Trace…", "Export this answer's speculation, round by round (JSON Lines)")
         self.trace_button.clicked.connect(self.trace_requested)
         self.trace_button.setVisible(False)
-        for button in (self.copy_button, self.trace_button, self.edit_button, self.regenerate_button, self.delete_button):
-            header.addWidget(button)
+        # In a narrow column the actions wrap onto a second row instead of widening the column.
+        header.addWidget(flow_row([self.copy_button, self.trace_button, self.edit_button, self.regenerate_button,
+                                   self.delete_button]), 1)
         return header
 
     def _edit_buttons(self) -> QWidget:
@@ -161,7 +198,27 @@ class MessageWidget(QFrame):
             return
         self.body.set_tokens(stored.runs, stored.trace)
         summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
+        self.show_cut(stored.finish, len(stored.runs))
         self.finish(stored.content, summary, markdown)
+
+    def show_streaming(self, runs: list[list], trace: list[dict], text: str, waiting: bool) -> None:
+        """Show the answer being generated as it stands (after a redraw), with no stats line until it ends."""
+        self.body.set_tokens(runs, trace)
+        self.body.show_tokens()
+        self.text = text
+        self.set_waiting(waiting)
+
+    def set_waiting(self, waiting: bool) -> None:
+        """Say that the answer waits for the Local server's request (the worker runs one thing at a time)."""
+        self.notice.setText(WAITING_FOR_SERVER if waiting else "")
+        self.notice.setVisible(waiting)
+
+    def show_cut(self, finish: str, tokens: int) -> None:
+        """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
+        notice = cut_notice(finish, tokens)
+        self.body.cut = bool(notice)
+        self.notice.setText(notice)
+        self.notice.setVisible(bool(notice))
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
@@ -231,11 +288,23 @@ class ChatView(QScrollArea):
         self.column.addWidget(self.placeholder)
         self.column.addStretch()
         self.setWidget(container)
+        container.installEventFilter(self)
         self.messages: list[MessageWidget] = []
         self.show_rejected = True
         self._follow = True
         self.verticalScrollBar().rangeChanged.connect(self._keep_following)
         self.verticalScrollBar().valueChanged.connect(self._note_position)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """As narrow as the messages can wrap, plus the scroll bar: a splitter never squeezes them under it."""
+        hint = super().minimumSizeHint()
+        return QSize(self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width(), hint.height())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """The messages were laid out again (added, wrapped, given branch arrows): their narrowest may have changed."""
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(watched, event)
 
     def clear(self) -> None:
         for message in self.messages:

@@ -29,6 +29,7 @@ class WorkerRunner(QObject):
     def __init__(self, session: ChatSession) -> None:
         super().__init__()
         self._ids: list[str] = []
+        self._engine = session.engine
         self.job_submitted.connect(session.engine.serve_job)
         session.pair_loaded.connect(self.set_pair)
         if session.pair is not None:
@@ -38,6 +39,8 @@ class WorkerRunner(QObject):
         self._ids = model_ids(info.target_name, info.target)
 
     def submit(self, job: GenerationJob) -> None:
+        """Queue the job on the worker (counted there, so that a chat answer behind it can say it waits)."""
+        self._engine.count_server_job(1)
         self.job_submitted.emit(job)
 
     def model_ids(self) -> list[str]:

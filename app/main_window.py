@@ -12,19 +12,19 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter
 
 from engine.events import GenerationResult
 from engine.params import GenerationParams
 
-from .chat_view import ChatInput, ChatView
+from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
-from .error_banner import ErrorBanner
 from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
-from .session import ChatSession, StreamingAnswer
+from .session import ChatSession
+from .streaming_answer import StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
 from .toolbar import MainToolbar
@@ -75,21 +75,13 @@ class MainWindow(QMainWindow):
         self.conversations.delete_confirmed.connect(self.delete_conversation)
         self.conversations.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 5000))
         self.conversations.changed.connect(lambda _id: self._update_pair_label())
-        self.chat = ChatView()
-        self.error_banner = ErrorBanner()
-        self.input = ChatInput()
+        column = ChatColumn(self.session.store)
+        self.chat, self.error_banner, self.input, self.send_button = column.chat, column.error_banner, column.input, column.send_button
+        self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
+        self.undo_banner.restored.connect(self.open_conversation)
+        self.undo_banner.failed.connect(self.show_error)
         self.input.submitted.connect(self.send)
-        self.send_button = QPushButton("Send")
         self.send_button.clicked.connect(self._send_or_stop)
-        column = QWidget()
-        column_layout = QVBoxLayout(column)
-        column_layout.setContentsMargins(0, 0, 0, 6)
-        column_layout.addWidget(self.chat)
-        column_layout.addWidget(self.error_banner)
-        row = QHBoxLayout()
-        row.addWidget(self.input)
-        row.addWidget(self.send_button)
-        column_layout.addLayout(row)
         self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
         self.stats.show_rejected_changed.connect(self._show_rejected_toggled)
         self.chat.set_show_rejected(self.session.settings.show_rejected())
@@ -122,6 +114,7 @@ class MainWindow(QMainWindow):
         for signal, slot in (
             (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
             (s.load_progress, self._on_load_progress), (s.answer_started, self._on_answer_started),
+            (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
             (s.busy_changed, self._update_controls),
@@ -180,25 +173,20 @@ class MainWindow(QMainWindow):
         self.answer_view = None
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
+        answer = self.session.answer
         for stored in self.session.store.messages(conversation_id):
             widget = self.chat.add_message(stored.role)
             self._wire(widget, stored)
-            widget.show_stored(stored, markdown)
-        if not self._reattach_streaming_answer(conversation_id) and switching:
+            if answer is not None and stored.id == answer.message_id:
+                # Still streaming: saved without a finish, which in the store reads as "(interrupted)".
+                self.answer_view = widget
+                widget.show_streaming(answer.runs, answer.trace, answer.text, answer.waiting)
+            else:
+                widget.show_stored(stored, markdown)
+        if self.answer_view is None and switching:
             self.stats.reset(self.session.params.mode)  # the panel showed another chat's last answer
         self.chat.set_busy(self.session.busy)
         self.conversations.refresh(conversation_id)
-
-    def _reattach_streaming_answer(self, conversation_id: int) -> bool:
-        """A redraw while this conversation's answer streams (an edit, a regenerate): keep streaming into it."""
-        answer, messages = self.session.answer, self.chat.messages
-        if answer is None or answer.conversation_id != conversation_id or not messages or messages[-1].role != "assistant":
-            return False
-        self.answer_view = messages[-1]
-        self.answer_view.body.set_tokens(answer.runs, answer.trace)
-        self.answer_view.body.show_tokens()
-        return True
-        self.answer_view.text = answer.text
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
         """Connect a message's actions to the saved message it shows."""
@@ -225,9 +213,13 @@ class MainWindow(QMainWindow):
             self.open_conversation(self.conversation_id)
 
     def delete_message(self, message_id: int) -> None:
-        self.session.delete_message(message_id)
-        if self.conversation_id is not None:
-            self.open_conversation(self.conversation_id)
+        """Delete a message and what followed it at once; the banner under the chat offers to undo it."""
+        if self.session.busy or self.conversation_id is None:
+            return
+        shown = [m.id for m in self.session.store.messages(self.conversation_id)]
+        following = len(shown) - shown.index(message_id) - 1 if message_id in shown else 0
+        self.undo_banner.delete(self.conversation_id, message_id, following)
+        self.open_conversation(self.conversation_id)
 
     def select_branch(self, message_id: int, step: int) -> None:
         self.session.select_branch(message_id, step)
@@ -267,9 +259,22 @@ class MainWindow(QMainWindow):
         self.session.stop()
 
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
+        self.undo_banner.withdraw()  # a new answer changes the chat: no Undo past it
         is_shown = answer.conversation_id == self.conversation_id
         self.answer_view = self.chat.add_message("assistant") if is_shown else None
+        if self.answer_view is not None:
+            self.answer_view.set_waiting(answer.waiting)
+        self._reset_stats(answer)
+
+    def _reset_stats(self, answer: StreamingAnswer) -> None:
         self.stats.reset(answer.mode, self.session.pair.draft_weight_share if self.session.pair else None, answer.lenience)
+
+    def _on_answer_running(self, answer: StreamingAnswer) -> None:
+        """The worker took the answer up: the panel's clock starts now, as the engine's does, so the first-token
+        figure it shows while streaming is the one the stats line gives (neither counts a wait for the server)."""
+        self._reset_stats(answer)
+        if self.answer_view is not None:
+            self.answer_view.set_waiting(False)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
         self.stats.add_events(events)
@@ -280,9 +285,12 @@ class MainWindow(QMainWindow):
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
         """The streamed answer is finished in place and given its actions (no redraw of the conversation)."""
         self.stats.finish(result)
+        ttft = self.stats.values["ttft"]
+        ttft.setText(ttft.text() + answer.wait_note(short=True))
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return
+        view.show_cut(result.finish_reason, len(result.tokens))
         view.finish(result.text, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):
@@ -369,14 +377,6 @@ class MainWindow(QMainWindow):
         self.session.apply_settings(params, system_prompt)
         self.toolbar.speculative_action.setChecked(params.mode == "speculative")
         self._update_pair_label()
-
-    def show_error(self, message: str) -> None:
-        self.error_banner.setText(message)
-        self.error_banner.setVisible(True)
-
-    def hide_error(self) -> None:  # except that conversations are not being saved: that holds until quitting
-        self.error_banner.setText(self.session.store.degraded or self.error_banner.text())
-        self.error_banner.setVisible(bool(self.session.store.degraded))
 
     # --- shutting down -------------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ def code_html(block: CodeBlock, index: int, dark: bool) -> str:
         f'<table width="100%" cellspacing="0" cellpadding="6" style="border: 1px solid {frame}; margin: 6px 0;">'
         f'<tr><td style="background: {header};"><span style="font-size: small;">{language}</span>'
         f'&nbsp;&nbsp;<a href="{COPY_SCHEME}:{index}">Copy</a></td></tr>'
-        f'<tr><td style="background: {background};"><pre style="margin: 0;">{body}</pre></td></tr></table>'
+        f'<tr><td style="background: {background};"><pre style="margin: 0; white-space: pre-wrap;">{body}</pre></td></tr></table>'
     )
 
 

@@ -40,3 +40,8 @@ def ghost_colour(palette: QPalette | None = None) -> QColor:
 def round_mark_colour(palette: QPalette | None = None) -> QColor:
     """The faint dotted underline of alternate rounds."""
     return QColor("#5a5a5a") if is_dark(palette) else QColor("#b4b4b4")
+
+
+def notice_colour(palette: QPalette | None = None) -> QColor:
+    """A note under an answer that needs the reader (cut at the token limit, waiting for the server): amber."""
+    return QColor("#e0a64a") if is_dark(palette) else QColor("#9a5600")

@@ -12,8 +12,6 @@ window, the dialogs): PySide6 runs a plain function or lambda in the emitting th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
@@ -22,33 +20,8 @@ from engine.params import GenerationParams
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from .download_worker import DownloadWorker
 from .settings import AppSettings
+from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
-
-
-@dataclass
-class StreamingAnswer:
-    """The answer being generated, as saved and shown.
-
-    Attributes:
-        request_id: the engine request generating it.
-        conversation_id, message_id: where it is saved.
-        mode: "speculative" or "standard".
-        text: the text so far.
-        runs: each token's [text, origin, round], to show the coloured view again.
-        trace: each round's record (RoundEvent.trace_record), to explain and export the speculation.
-        stopping: Stop was asked for; the engine ends the answer within a round.
-        lenience: above 0, lenient (lossy) acceptance is on for this answer.
-    """
-
-    request_id: int
-    conversation_id: int
-    message_id: int
-    mode: str
-    text: str = ""
-    runs: list[list] = field(default_factory=list)
-    trace: list[dict] = field(default_factory=list)
-    stopping: bool = False
-    lenience: float = 0.0
 
 
 DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
@@ -70,6 +43,8 @@ class ChatSession(QObject):
         pair_failed(str): a pair could not be loaded (the one loaded before stays); the message says why.
         load_progress(str, int, int): a loading stage with done and total.
         answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
+        answer_running(StreamingAnswer): the worker took the answer up (after any Local server request it waited
+            for: `answer.waiting` says whether it does, `answer.waited_s` how long it did).
         answer_finished(StreamingAnswer, GenerationResult, str): a chat answer is complete (stopped ones
             included), with its stats line.
         answer_failed(StreamingAnswer, str): a chat answer failed; the message says why.
@@ -86,6 +61,7 @@ class ChatSession(QObject):
     pair_failed = Signal(str)
     load_progress = Signal(str, int, int)
     answer_started = Signal(object)
+    answer_running = Signal(object)
     answer_events = Signal(object, object)
     answer_finished = Signal(object, object, str)
     answer_failed = Signal(object, str)
@@ -119,6 +95,7 @@ class ChatSession(QObject):
         self.engine.load_finished.connect(self._on_loaded)
         self.engine.load_errored.connect(self._on_load_failed)
         self.engine.load_progress.connect(self._on_load_progress)
+        self.engine.generation_started.connect(self._on_started)
         self.engine.generation_yielded.connect(self._on_events)
         self.engine.generation_finished.connect(self._on_finished)
         self.engine.generation_errored.connect(self._on_error)
@@ -253,7 +230,7 @@ class ChatSession(QObject):
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
         self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode,
-                                      lenience=params.applied_lenience)
+                                      lenience=params.applied_lenience, waiting=self.engine.server_jobs > 0)
         self.answer_started.emit(self.answer)
         self.busy_changed.emit(True)
         self._requests.generate.emit(request)
@@ -309,6 +286,11 @@ class ChatSession(QObject):
     def _is_compare(self, request_id: int) -> bool:
         return not self._closed and request_id in self.compare_requests.values()
 
+    def _on_started(self, request_id: int) -> None:
+        if self._is_answer(request_id):
+            self.answer.start_running()
+            self.answer_running.emit(self.answer)
+
     def _on_events(self, request_id: int, events: list[object]) -> None:
         if self._is_compare(request_id):
             self.compare_events.emit(request_id, events)
@@ -338,7 +320,7 @@ class ChatSession(QObject):
         if result.text.startswith(answer.text) and len(result.text) > len(answer.text) and answer.runs:
             answer.runs[-1][0] += result.text[len(answer.text) :]  # what the detokenizer released at the end
         answer.text = result.text
-        summary = result.summary() + (" (stopped)" if result.finish_reason == "cancelled" else "")
+        summary = answer.summary(result)
         self._save(answer, result.finish_reason, summary)
         self._idle()
         self.answer_finished.emit(answer, result, summary)

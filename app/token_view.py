@@ -26,6 +26,7 @@ ORIGIN_PROPERTY = QTextFormat.Property.UserProperty + 1
 ROUND_PROPERTY = QTextFormat.Property.UserProperty + 2
 INDEX_PROPERTY = QTextFormat.Property.UserProperty + 3  # a token's place in its round, from 0
 GHOST_PROPERTY = QTextFormat.Property.UserProperty + 4  # rejected draft text: the round it belongs to
+CUT_MARK = " …"
 
 
 @dataclass
@@ -92,6 +93,7 @@ class TokenTextView(QTextBrowser):
         runs: the tokens, in order.
         rounds: each round's trace record (RoundEvent.trace_record), by round index.
         show_rejected: draw rejected draft tokens as ghost text after their correction.
+        cut: the answer was cut short (at the token limit): both views end it with a dimmed "…".
     """
 
     def __init__(self, parent: QWidget | None = None, grow: bool = True) -> None:
@@ -101,6 +103,7 @@ class TokenTextView(QTextBrowser):
         self.runs: list[TokenRun] = []
         self.rounds: dict[int, dict] = {}
         self.show_rejected = True
+        self.cut = False
         self.code_blocks: list[markdown_view.CodeBlock] = []
         if grow:
             self.setFrameShape(QFrame.Shape.NoFrame)
@@ -212,12 +215,26 @@ class TokenTextView(QTextBrowser):
             if ends_round and self.show_rejected and run.round in self.rounds:
                 self._insert_ghost(cursor, self.rounds[run.round])
         cursor.endEditBlock()
+        self._mark_cut()
 
     _showing_markdown = False
 
     def show_markdown(self, text: str) -> None:
         self._showing_markdown = True
         self.code_blocks = markdown_view.render(self.document(), text, is_dark(self.palette()))
+        self._mark_cut()
+
+    def _mark_cut(self) -> None:
+        """End a cut answer with "…" (dimmed, and no token's: copying and reading the tokens back leave it out)."""
+        if not self.cut:
+            return
+        cursor = self._end()
+        if self._showing_markdown and not cursor.block().text():
+            cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+        fmt = QTextCharFormat()
+        fmt.setForeground(ghost_colour(self.palette()))
+        cursor.insertText(CUT_MARK, fmt)
 
     def answer_text(self) -> str:
         """The text the tokens make, without the rejected drafts shown among them."""

@@ -115,6 +115,7 @@ class EngineWorker(QObject):
         load_progress(str, int, int): a loading stage (e.g. a GGUF import) with done and total.
         load_finished(PairInfo): a pair finished loading.
         load_errored(str): loading failed; the message says why and what to do.
+        generation_started(int): the worker started on a request (it may have waited for a Local server job).
         generation_yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
         generation_finished(int, GenerationResult): a request is done (including cancelled ones).
         generation_errored(int, str, str): a request failed; the message says why and what to do, the kind is
@@ -125,6 +126,7 @@ class EngineWorker(QObject):
     load_progress = Signal(str, int, int)
     load_finished = Signal(object)
     load_errored = Signal(str)
+    generation_started = Signal(int)
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
     generation_errored = Signal(int, str, str)
@@ -134,6 +136,7 @@ class EngineWorker(QObject):
         super().__init__()
         self.pair = None  # engine.decoding.pair.ModelPair, only ever touched on this worker's thread
         self._cancel_up_to = -1
+        self._server_jobs = 0  # Local server jobs handed to this worker and not yet done
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
@@ -146,6 +149,17 @@ class EngineWorker(QObject):
     def _cancelled(self, request_id: int) -> bool:
         with self._lock:
             return request_id <= self._cancel_up_to
+
+    @property
+    def server_jobs(self) -> int:
+        """Local server jobs queued on or running in this worker: a chat request sent now waits for them."""
+        with self._lock:
+            return self._server_jobs
+
+    def count_server_job(self, change: int) -> None:
+        """A server job was handed over (+1, on the server's thread) or is done (-1, here)."""
+        with self._lock:
+            self._server_jobs += change
 
     @Slot(str, str)
     def load(self, target: str, draft: str) -> None:
@@ -181,6 +195,7 @@ class EngineWorker(QObject):
         if self.pair is None:
             self.generation_errored.emit(request.request_id, "No models are loaded: choose a pair with Models… first.", "")
             return
+        self.generation_started.emit(request.request_id)
         batch: list[object] = []
         last_emit = time.monotonic()
         try:
@@ -216,10 +231,13 @@ class EngineWorker(QObject):
         """Generate a Local server request with the loaded pair; the job's callback takes every event."""
         from engine.tools.generation_queue import NoModelLoaded, run_job
 
-        if self.pair is None:
-            job.deliver(NoModelLoaded())
-            return
-        run_job(self.pair, job)
+        try:
+            if self.pair is None:
+                job.deliver(NoModelLoaded())
+            else:
+                run_job(self.pair, job)
+        finally:
+            self.count_server_job(-1)
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:

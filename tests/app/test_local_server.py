@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import httpx
 import openai
 
+from app.chat_view import WAITING_FOR_SERVER
 from engine.decoding.generation import generate
+from engine.events import TokenEvent
 from engine.params import GenerationParams
+from engine.tools.generation_queue import GenerationJob
 from engine.tools.server import bind
 
 from .conftest import FIXED_GREEDY
@@ -83,3 +89,55 @@ def test_a_chat_answer_and_a_server_request_both_finish(qtbot, make_window) -> N
         served = httpx.post(address + "/completions", json={"prompt": "The sea", "max_tokens": 8}, timeout=60)
     assert served.status_code == 200 and served.json()["usage"]["completion_tokens"] > 0
     assert window.chat.messages[-1].role == "assistant"
+
+
+def hold_a_server_job(window) -> tuple[threading.Event, threading.Event]:
+    """A server request's job running on the worker, held at its first event until released: (held, release)."""
+    held, release = threading.Event(), threading.Event()
+
+    def deliver(event: object) -> None:  # on the worker's thread
+        held.set()
+        release.wait(60)
+
+    params = window.session.effective_params().replace(max_tokens=4)
+    window.server_dialog.server.runner.submit(GenerationJob("The sea", False, params, deliver))
+    return held, release
+
+
+def test_a_chat_answer_behind_a_server_request_says_it_waits_and_its_first_token_figures_agree(qtbot, make_window) -> None:
+    """The answer sat empty with no word of why, and the panel's first-token figure counted the wait while the
+    stats line's did not."""
+    window = make_window()
+    held, release = hold_a_server_job(window)
+    try:
+        qtbot.waitUntil(held.is_set, timeout=30_000)
+        window.input.setPlainText("Hello")
+        window.send()
+        answer = window.chat.messages[-1]
+        assert answer.notice.text() == WAITING_FOR_SERVER and not answer.notice.isHidden()
+        first: list[tuple[float, str, bool]] = []  # when the first token reached the window, the panel's figure, the note gone
+
+        def at_first_token(_answer, events: list[object]) -> None:  # noqa: ANN001 - StreamingAnswer
+            if not first and any(isinstance(e, TokenEvent) for e in events):
+                first.append((time.perf_counter(), window.stats.values["ttft"].text(), answer.notice.isHidden()))
+
+        window.session.answer_events.connect(at_first_token)
+        clock_starts: list[float] = []  # when the panel (re)started its clock for an answer
+        reset = window.stats.reset
+        window.stats.reset = lambda *args, **kwargs: (clock_starts.append(time.perf_counter()), reset(*args, **kwargs))
+        with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as finished:
+            released_at = time.perf_counter()
+            release.set()
+    finally:
+        release.set()
+    streaming, result, summary = finished.args
+    seen_at, live_ttft, note_gone = first[0]
+    assert note_gone  # the note goes once the answer runs
+    # The panel's clock started when the worker took the answer up, after the server's request: so the figure it
+    # showed at the first token left the wait out, as the engine's does.
+    assert clock_starts and clock_starts[-1] >= released_at
+    assert float(live_ttft.split()[0]) <= seen_at - released_at + 0.01
+    waited = f"first after {result.stats.ttft_s:.2f} s (after waiting {streaming.waited_s:.2f} s for a server request)"
+    assert streaming.waited_s > 0 and waited in summary and answer.stats.text() == summary
+    assert window.stats.values["ttft"].text() == f"{result.stats.ttft_s:.2f} s + {streaming.waited_s:.2f} s waiting"
+    assert "Local server" in window.stats.values["ttft"].toolTip() and "Local server" in answer.stats.toolTip()

@@ -52,3 +52,18 @@ def test_the_copy_link_copies_its_block(qtbot) -> None:
     assert QGuiApplication.clipboard().text() == "echo hi"
     view._open_link(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == "def reverse(s):\n    return s[::-1]"
+
+
+def test_long_code_lines_wrap_inside_their_frame(qtbot) -> None:
+    """A code line wider than the answer ran past its right edge, clipped, with no scroll bar to reach it."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.resize(300, 100)
+    view.show()
+    qtbot.waitUntil(lambda: view.viewport().width() > 0)
+    line = "total = " + " + ".join(f"value_{i}" for i in range(30))
+    view.show_markdown(f"A long line:\n\n```python\n{line}\nprint(total)\n```\n")
+    assert view.document().size().width() <= view.viewport().width()
+    block = view.document().find(line[:20]).block()
+    assert block.text() == line and block.layout().lineCount() > 1
+    assert view.code_blocks[0].code == f"{line}\nprint(total)"  # Copy still copies the line whole
