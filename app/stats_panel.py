@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabe
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
+from .chat_view import FIRST_TOKEN_MEANING
 from .cost_card import CostCard
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
@@ -120,6 +121,7 @@ class StatsPanel(QFrame):
         self.values["ssd"].setToolTip("Speculative speculative decoding: drafts made for the next round while the target "
                                       "verified this one. Ready: rounds whose outcome was guessed (a fan-out hit); unused: "
                                       "pre-drafted tokens for outcomes that did not happen; hidden: drafting time saved.")
+        self.values["ttft"].setToolTip(FIRST_TOKEN_MEANING)
         self.values["policy"].setToolTip("What the adaptive policy believes after this answer, per drafter: why it drafts "
                                          "K tokens or none, and (hover) its predicted tokens per second for each K.")
         self._form = form
