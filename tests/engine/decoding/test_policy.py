@@ -268,3 +268,18 @@ def test_a_drafter_that_could_never_pay_is_said_so_and_never_probed() -> None:
         chosen.append(policy.choose("model", 6))
         policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
     assert chosen == [0] * 2000
+
+
+def test_stale_history_drafts_are_turned_off_within_a_few_rounds() -> None:
+    """Issue 22: history drafts proposed an old chat's "The quik brown" at the start of unrelated answers. A lookup
+    source whose drafts are all rejected drafts at most its first FIRST_EVIDENCE tokens, then only probes."""
+    from engine.decoding.policy import FIRST_EVIDENCE
+
+    policy = AdaptiveDraftLength(8)
+    policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
+    drafted = []
+    for _ in range(200):
+        k = policy.choose("lookup", 3)  # a 3-token match is there every round, and always wrong
+        policy.observe(RoundCosts("lookup" if k else "none", k, 0, 0.0 if k else None, 0.05 * (1 + 0.2 * k)))
+        drafted.append(k)
+    assert sum(drafted[:40]) <= FIRST_EVIDENCE + 3 and sum(1 for k in drafted[40:] if k) <= 8
