@@ -36,11 +36,13 @@ class DraftModelDrafter:
         cached: the draft model and its cache.
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
+        source: the policy's name for it: "model", or "model:code" when the prompt is code (prompt_kind.py).
     """
 
     source = "model"
 
-    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy) -> None:
+    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, source: str = "model") -> None:
+        self.source = source
         self.cached = cached
         self.warper = warper
         self.policy = policy

@@ -22,6 +22,7 @@ from .chat import Message
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
+from .prompt_kind import draft_model_source
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
@@ -57,7 +58,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     pair.require_speculation(_uses_draft(pair, params))
 
 
-def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[str, CachedModel]]:
+def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
     """The target, and the draft model too when it will draft (its first draft would otherwise prefill it).
 
     Not when the adaptive policy has given up on the draft model: prefilling a draft that will not draft cost
@@ -65,7 +66,7 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams) -> list[tuple[
     64-token answers: 0.905x standard with 8 tokens drafted in 8 answers). A probe's draft catches up instead.
     """
     caches = [("target", pair.target_cache)]
-    if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(DraftModelDrafter.source):
+    if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(_model_source(pair, prompt_ids)):
         caches.append(("draft", pair.draft_cache))
     return caches
 
@@ -107,8 +108,16 @@ def _last_user_message(prompt: object) -> str:
     return ""
 
 
+PROMPT_KIND_TOKENS = 2048  # the end of the prompt its kind is read from (a long chat's latest turns)
+
+
+def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
+    """The policy's name for the draft model on this prompt: code and chat keep their own estimates."""
+    return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
+
+
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
-             history: DraftHistory | FilteredHistory | None = None) -> Decoder:
+             history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
     """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper)
@@ -117,11 +126,12 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
+        model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
         if params.ssd:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
-            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch))
+            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
         else:
-            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy))
+            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source))
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
 
 
@@ -233,7 +243,7 @@ def _prefill(
     pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel
 ) -> Generator[PrefillEvent, None, bool]:
     """Prefill the prompt into the models that will read it, chunk by chunk; returns whether it finished."""
-    for name, cache in _caches_to_prefill(pair, params):
+    for name, cache in _caches_to_prefill(pair, params, prompt_ids):
         for processed, total in cache.catch_up_steps(prompt_ids):
             yield PrefillEvent(processed, total, name)
             if cancelled():
@@ -290,7 +300,7 @@ def generate_stream(
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None))
+            decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None), prompt_ids)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:

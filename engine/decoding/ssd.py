@@ -114,7 +114,7 @@ class SsdDrafter:
     """The draft model, drafting the next round during each verify pass (see the module docstring).
 
     Args:
-        cached, warper, policy: as for `DraftModelDrafter`, which drafts on a miss.
+        cached, warper, policy, source: as for `DraftModelDrafter`, which drafts on a miss.
         fanout: outcomes pre-drafted per accepted length.
         switch: chooses SSD or synchronous rounds, kept with the pair (None: every round pre-drafts, the
             benchmark's ssd mode).
@@ -123,8 +123,9 @@ class SsdDrafter:
     source = "model"
 
     def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, fanout: int,
-                 switch: SsdSwitch | None = None) -> None:
-        self.sync = DraftModelDrafter(cached, warper, policy)
+                 switch: SsdSwitch | None = None, source: str = "model") -> None:
+        self.source = source
+        self.sync = DraftModelDrafter(cached, warper, policy, source)
         self.cached, self.warper, self.policy = cached, warper, policy
         self.fanout = fanout
         self.switch = switch
