@@ -9,8 +9,12 @@ import gguf
 import numpy as np
 
 Q = gguf.GGMLQuantizationType
-# K-quant blocks: (bytes per 256 values, byte offsets of float16 scale fields)
-_K_BLOCKS = {Q.Q4_K: (144, (0, 2)), Q.Q5_K: (176, (0, 2)), Q.Q6_K: (210, (208,))}
+# Types `gguf` cannot quantize (K-quants, i-quants): byte offsets of each block's float16 scale fields, which
+# random blocks get sane values in (ggml's block layouts).
+_RANDOM_BLOCKS = {
+    Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,),
+    Q.IQ4_NL: (0,), Q.IQ4_XS: (0,), Q.IQ2_XXS: (0,), Q.IQ3_S: (0,), Q.TQ2_0: (64,), Q.Q8_1: (0, 2),
+}
 
 
 def llama_cpp_permute(weights: np.ndarray, n_head: int) -> np.ndarray:
@@ -19,12 +23,13 @@ def llama_cpp_permute(weights: np.ndarray, n_head: int) -> np.ndarray:
 
 
 def encode_tensor(values: np.ndarray, qtype: Q, rng: np.random.Generator) -> np.ndarray:
-    """Bytes (or floats) for a tensor of this type. K-quants, which `gguf` cannot quantize, get random blocks
-    with sane scales; their expected values are whatever `gguf` dequantizes them to."""
-    if qtype in _K_BLOCKS:
-        size, scale_offsets = _K_BLOCKS[qtype]
+    """Bytes (or floats) for a tensor of this type. K- and i-quants, which `gguf` cannot quantize, get random
+    blocks with sane scales; their expected values are whatever `gguf` dequantizes them to."""
+    if qtype in _RANDOM_BLOCKS:
+        scale_offsets = _RANDOM_BLOCKS[qtype]
+        block, size = gguf.GGML_QUANT_SIZES[qtype]
         rows, cols = values.shape
-        blocks = rng.integers(0, 256, size=(rows, cols // 256, size), dtype=np.uint8)
+        blocks = rng.integers(0, 256, size=(rows, cols // block, size), dtype=np.uint8)
         for offset in scale_offsets:
             blocks[..., offset : offset + 2] = np.frombuffer(np.float16(0.01).tobytes(), dtype=np.uint8)
         return blocks.reshape(rows, -1)
@@ -45,23 +50,22 @@ def tokenizer_metadata(tokenizer_dir: Path) -> tuple[list[str], list[str], list[
     return tokens, merges, types, vocab["<|im_end|>"]
 
 
-HF_TO_GGUF_BLOCK = {
-    "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
-    "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
-}
-GEMMA3_BLOCK = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
-                "post_feedforward_layernorm": "post_ffw_norm"}
-TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight", "lm_head.weight": "output.weight"}
+GGUF_ARCH = {"llama": gguf.MODEL_ARCH.LLAMA, "qwen2": gguf.MODEL_ARCH.QWEN2, "qwen3": gguf.MODEL_ARCH.QWEN3,
+             "gemma3": gguf.MODEL_ARCH.GEMMA3, "qwen3moe": gguf.MODEL_ARCH.QWEN3MOE, "phi3": gguf.MODEL_ARCH.PHI3,
+             "gpt-oss": gguf.MODEL_ARCH.GPT_OSS}
 
 
-def _gguf_name(hf_name: str, arch: str) -> str:
-    if hf_name in TOP:
-        return TOP[hf_name]
-    layer, part = hf_name.split(".")[2], ".".join(hf_name.split(".")[3:-1])
-    blocks = {**HF_TO_GGUF_BLOCK, **(GEMMA3_BLOCK if arch == "gemma3" else {})}
-    return f"blk.{layer}.{blocks[part]}.{hf_name.rsplit('.', 1)[1]}"
+def _gguf_name(name: str, arch: str, blocks: int) -> str:
+    """llama.cpp's name for an mlx-lm tensor, by the `gguf` package's own name map (what llama.cpp's converter
+    uses), so the fixtures do not restate the importer's table. mlx-lm's stacked experts (`switch_mlp`) are the
+    converter's stacked `experts`; mlx-lm's `sinks` parameter gets the `.weight` the converter adds."""
+    module, _, kind = name.rpartition(".")
+    if kind not in ("weight", "bias"):
+        module, kind = name, "weight"
+    module = module.replace(".mlp.switch_mlp.", ".mlp.experts.")
+    gguf_module = gguf.TensorNameMap(GGUF_ARCH[arch], blocks).get_name(module)
+    assert gguf_module, f"no llama.cpp name for {name}"
+    return f"{gguf_module}.{kind}"
 
 
 def _write_metadata(writer: gguf.GGUFWriter, arch: str, config: dict, tokenizer_dir: Path) -> None:
@@ -76,23 +80,50 @@ def _write_metadata(writer: gguf.GGUFWriter, arch: str, config: dict, tokenizer_
     if "head_dim" in config:
         writer.add_key_length(config["head_dim"])
         writer.add_value_length(config["head_dim"])
-    if arch == "gemma3":
+    if arch in ("gemma3", "gpt-oss"):
         writer.add_sliding_window(config["sliding_window"])
+    if arch == "gemma3":
         writer.add_sliding_window_pattern(config["sliding_window_pattern"])
+    experts = config.get("num_experts") or config.get("num_local_experts")
+    if experts:
+        writer.add_expert_count(experts)
+        writer.add_expert_used_count(config["num_experts_per_tok"])
+        writer.add_expert_feed_forward_length(config.get("moe_intermediate_size") or config["intermediate_size"])
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("rope_type") == "yarn":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        writer.add_rope_scaling_factor(scaling["factor"])
+        writer.add_rope_scaling_orig_ctx_len(scaling["original_max_position_embeddings"])
     tokens, merges, token_types, eos = tokenizer_metadata(tokenizer_dir)
     writer.add_tokenizer_model("gpt2")
     writer.add_token_list(tokens)
     writer.add_token_merges(merges)
     writer.add_token_types(token_types)
     writer.add_eos_token_id(eos)
-    writer.add_chat_template((tokenizer_dir / "chat_template.jinja").read_text())
+    if (tokenizer_dir / "chat_template.jinja").exists():
+        writer.add_chat_template((tokenizer_dir / "chat_template.jinja").read_text())
+
+
+def _unpermuted_rows(values: np.ndarray, heads: int) -> np.ndarray:
+    """Rows of a permuted tensor put back in HF order, found by permuting row numbers (not by restating the
+    importer's inverse)."""
+    order = llama_cpp_permute(np.arange(values.shape[0])[:, None], heads)[:, 0]
+    return values[np.argsort(order)]
+
+
+def _dequantized(data: np.ndarray, qtype: Q, shape: tuple[int, ...]) -> np.ndarray:
+    """What `gguf` reads the bytes as (NaN for a type it cannot read, whose import must be refused)."""
+    try:
+        return gguf.quants.dequantize(data, qtype)
+    except NotImplementedError:
+        return np.full(shape, np.nan, dtype=np.float32)
 
 
 def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path,
                types: dict[str, Q] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
-    """Write a GGUF of `arch` (llama, qwen3, gemma3) from HF-layout weights as llama.cpp's converter does (llama's
-    q/k permuted, Gemma's norms stored as 1 + w, a tied lm_head left out); return what each HF tensor should
-    import as."""
+    """Write a GGUF of `arch` from mlx-lm-layout weights as llama.cpp's converter does (llama's q/k permuted,
+    Gemma's norms stored as 1 + w, a tied lm_head left out, experts stacked); return what each tensor should
+    import as (the stored values dequantized by `gguf`, put back in HF layout)."""
     rng = np.random.default_rng(seed)
     types = types or {}
     writer = gguf.GGUFWriter(str(path), arch)
@@ -100,26 +131,24 @@ def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config:
     expected = {}
     for hf_name, values in hf_weights.items():
         values = np.asarray(values, dtype=np.float32)
+        heads = config["num_attention_heads" if "q_proj" in hf_name else "num_key_value_heads"]
         permuted = arch == "llama" and hf_name.endswith(("q_proj.weight", "k_proj.weight"))
         if permuted:
-            heads = config["num_attention_heads" if "q_proj" in hf_name else "num_key_value_heads"]
             values = llama_cpp_permute(values, heads)
         shifted = arch == "gemma3" and hf_name.endswith("norm.weight")
         if shifted:
             values = values + 1.0
-        qtype = types.get(hf_name, Q.F32) if values.ndim == 2 else Q.F32
-        if permuted or shifted:
-            # Exact types only: the import must then give back the original HF weight, which checks the
-            # undoing without restating it here.
-            assert qtype in (Q.F32, Q.F16), "keep permuted and shifted tensors exact in tests"
-        data = encode_tensor(values, qtype, rng)
-        writer.add_tensor(_gguf_name(hf_name, arch), data, raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
-        if permuted or shifted:
-            expected[hf_name] = np.asarray(hf_weights[hf_name], dtype=np.float32).astype(data.dtype).astype(np.float32)
-        elif qtype in (Q.F32, Q.F16):
-            expected[hf_name] = data.astype(np.float32)
-        else:
-            expected[hf_name] = gguf.quants.dequantize(data, qtype).reshape(values.shape)
+            assert values.ndim == 1, "norms are vectors"
+        qtype = types.get(hf_name, Q.F32) if values.ndim >= 2 else Q.F32
+        rows = values.reshape(-1, values.shape[-1])
+        data = encode_tensor(rows, qtype, rng)
+        stored = data.astype(np.float32) if qtype in (Q.F32, Q.F16) else _dequantized(data, qtype, rows.shape)
+        writer.add_tensor(_gguf_name(hf_name, arch, config["num_hidden_layers"]), data.reshape(*values.shape[:-1], -1),
+                          raw_dtype=qtype if qtype not in (Q.F32, Q.F16) else None)
+        stored = stored.reshape(values.shape)
+        if permuted:
+            stored = _unpermuted_rows(stored, heads)
+        expected[hf_name] = stored - 1.0 if shifted else stored
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

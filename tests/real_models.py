@@ -62,21 +62,36 @@ def random_model_like(source: Path, out: Path, seed: int = 5) -> Path:
     return write_model(out, weights, spec, source, eos_id=config.get("eos_token_id"))
 
 
-def rounded_copy(source: Path, out: Path, bits: int = 4, group_size: int = 64) -> Path:
-    """The model with every weight matrix rounded to `bits` bits and back: a related draft that agrees with
-    the original often but not always, at the original's (float) speed."""
-    out.mkdir(parents=True, exist_ok=True)
-    weights = {}
-    for f in source.glob("*.safetensors"):
+def float_weights(folder: Path) -> dict[str, mx.array]:
+    """A model folder's weights with quantized layers dequantized (an imported GGUF stays quantized)."""
+    weights: dict[str, mx.array] = {}
+    for f in folder.glob("*.safetensors"):
         weights.update(mx.load(str(f)))
+    quantization = json.loads((folder / "config.json").read_text()).get("quantization") or {}
+    for name in [n for n in weights if n.endswith(".scales")]:
+        module = name.removesuffix(".scales")
+        params = quantization.get(module, quantization)
+        weights[f"{module}.weight"] = mx.dequantize(
+            weights[f"{module}.weight"], weights.pop(name), weights.pop(f"{module}.biases", None),
+            group_size=params["group_size"], bits=params["bits"], mode=params.get("mode", "affine"),
+        ).astype(mx.bfloat16)
+    return weights
+
+
+def rounded_copy(source: Path, out: Path, bits: int = 4, group_size: int = 64) -> Path:
+    """The model with every weight matrix rounded to `bits` bits in groups of `group_size` and back: a related
+    draft that agrees with the original often but not always, at a float model's speed."""
+    out.mkdir(parents=True, exist_ok=True)
     rounded = {}
-    for name, value in weights.items():
+    for name, value in float_weights(source).items():
         if value.ndim == 2 and value.shape[-1] % group_size == 0:
             packed = mx.quantize(value.astype(mx.float32), group_size=group_size, bits=bits)
             value = mx.dequantize(*packed, group_size=group_size, bits=bits).astype(value.dtype)
         rounded[name] = value
     mx.save_safetensors(str(out / "model.safetensors"), rounded, metadata={"format": "mlx"})
-    shutil.copy(source / "config.json", out / "config.json")
+    config = json.loads((source / "config.json").read_text())
+    config.pop("quantization", None), config.pop("quantization_config", None)
+    (out / "config.json").write_text(json.dumps(config))
     for f in source.iterdir():
         if f.is_file() and f.suffix != ".safetensors" and f.name != "config.json":
             shutil.copy(f, out / f.name)

@@ -1,0 +1,102 @@
+"""Turning a GGUF file's tensors into mlx-lm's weights, one tensor at a time, still quantized.
+
+For each tensor: its Hugging Face name (`gguf_architectures`), its values read in row chunks
+(`gguf_tensors.TensorFile`), llama.cpp's changes undone (llama's permuted q/k rows, Gemma's 1 + w norms), and
+either MLX quantization at the source's precision or bf16 for what the source kept in floats. The
+`quantization` block of config.json records what was done, as mlx-lm writes it, so `mlx_lm.load` reads the
+folder as one of its own conversions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .gguf_architectures import ARCHITECTURES, Architecture, hf_name
+from .gguf_tensors import Quantization, ShardWriter, TensorFile, concatenate_parts, hf_shape, quantization_for, quantize_rows
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def write_weights(
+    reader: Any, source: Path, config: dict[str, Any], arch: str, folder: Path, progress: ProgressCallback | None = None,
+) -> dict[str, Quantization]:
+    """Write every tensor mlx-lm loads as safetensors shards in `folder`; return how each quantized layer is
+    stored (by module path). `progress` gets (bytes read, bytes in all tensors); it may raise to cancel."""
+    architecture = ARCHITECTURES[arch]
+    tensors = [t for t in reader.tensors if hf_name(t.name, arch) is not None]
+    total, done = sum(int(t.n_bytes) for t in tensors), 0
+    layers: dict[str, Quantization] = {}
+    writer = ShardWriter(folder)
+    with TensorFile(source) as file:
+        for tensor in tensors:
+            name = hf_name(tensor.name, arch)
+            assert name is not None
+            for out_name, array in _converted(file, tensor, name, config, architecture, layers):
+                writer.add(out_name, array)
+            done += int(tensor.n_bytes)
+            if progress:
+                progress(done, total)
+    writer.finish()
+    return layers
+
+
+def quantization_config(layers: dict[str, Quantization]) -> dict[str, Any] | None:
+    """config.json's `quantization`: the most common parameters as the default, the others per layer."""
+    if not layers:
+        return None
+    default = Counter(layers.values()).most_common(1)[0][0]
+    config: dict[str, Any] = default.as_config()
+    config.update({path: q.as_config() for path, q in sorted(layers.items()) if q != default})
+    return config
+
+
+def _converted(
+    file: TensorFile, tensor: Any, name: str, config: dict[str, Any], architecture: Architecture,
+    layers: dict[str, Quantization],
+) -> list[tuple[str, Any]]:
+    """The MLX arrays one GGUF tensor becomes: (name, array) pairs."""
+    import mlx.core as mx
+
+    shape = hf_shape(tensor)
+    quantization = quantization_for(tensor.tensor_type.name, shape) if name.endswith(".weight") else None
+    if _needs_whole_tensor(name, architecture):
+        values = _as_hf(file.read(tensor), name, config, architecture)
+        chunks: Any = [values.reshape(-1, shape[-1])]
+    else:
+        chunks = file.chunks(tensor)
+    if quantization is None:
+        array = mx.concatenate([mx.array(c).astype(mx.bfloat16) for c in chunks]).reshape(shape)
+        mx.eval(array)
+        return [(name, array)]
+    parts = concatenate_parts([quantize_rows(c, quantization) for c in chunks], shape)
+    module = name.removesuffix(".weight")
+    layers[module] = quantization
+    suffixes = ("weight", "scales", "biases")
+    return [(f"{module}.{suffix}", part) for suffix, part in zip(suffixes, parts)]
+
+
+def _needs_whole_tensor(name: str, architecture: Architecture) -> bool:
+    """Whether undoing llama.cpp's change needs the whole tensor at once (row permutations; norm shifts are
+    elementwise but norms are small, so they are read whole too)."""
+    if architecture.rotary_permuted and name.endswith(("q_proj.weight", "k_proj.weight")):
+        return True
+    return bool(architecture.norm_shift) and name.endswith("norm.weight")
+
+
+def _as_hf(array: np.ndarray, name: str, config: dict[str, Any], architecture: Architecture) -> np.ndarray:
+    """A tensor as the Hugging Face checkpoint had it, before llama.cpp's converter changed it."""
+    if architecture.rotary_permuted and name.endswith(("q_proj.weight", "k_proj.weight")):
+        return unpermute_rotary(array, config["num_attention_heads" if "q_proj" in name else "num_key_value_heads"])
+    if architecture.norm_shift and name.endswith("norm.weight"):
+        return array - architecture.norm_shift
+    return array
+
+
+def unpermute_rotary(weight: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo llama.cpp's reordering of q/k rows (it interleaves each head's rotary halves for its kernel)."""
+    rows = weight.shape[0]
+    return weight.reshape(n_head, rows // n_head // 2, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
