@@ -86,18 +86,24 @@ def read_dflash_config(path: Path) -> DFlashConfig:
             "DFlash2DraftModel. Pick a folder downloaded from a DFlash repo such as z-lab/Qwen3-8B-DFlash-b16."
         )
     try:
-        return _parse(config, version)
-    except (KeyError, TypeError, ValueError) as e:
-        raise NotAModelError(
-            f"{folder_name(path)}'s config.json is not a complete DFlash config (problem with {e}). Download it again."
-        ) from e
+        return parse_config(config, version)
+    except KeyError as e:
+        problem = f"it has no {e.args[0]}"
+    except (TypeError, ValueError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    raise NotAModelError(f"{folder_name(path)}'s config.json is not a complete DFlash config ({problem}). Download it again.")
 
 
-def _parse(config: dict[str, Any], version: int) -> DFlashConfig:
+def parse_config(config: dict[str, Any], version: int) -> DFlashConfig:
+    """The DFlashConfig of a config.json's contents (KeyError naming a missing key), read as z-lab's loader reads it."""
     dflash = config.get("dflash_config") or {}
 
-    def setting(key: str, default: Any = None) -> Any:
-        return dflash.get(key, config.get(key, default))
+    def setting(key: str, default: Any = KeyError) -> Any:
+        """A DFlash setting: in dflash_config, or at the top level as some exports put it."""
+        value = dflash.get(key, config.get(key, default))
+        if value is KeyError:
+            raise KeyError(key)
+        return value
 
     rope = config.get("rope_parameters") or config.get("rope_scaling")
     heads = int(config["num_attention_heads"])
@@ -119,7 +125,7 @@ def _parse(config: dict[str, Any], version: int) -> DFlashConfig:
         rope_scaling=rope,
         layer_types=tuple(config.get("layer_types") or ()),
         sliding_window=config.get("sliding_window"),
-        final_logit_softcapping=setting("final_logit_softcapping"),
+        final_logit_softcapping=setting("final_logit_softcapping", None),
         input_embedding_scale=float(dflash.get("input_embedding_scale", 1.0)),
         output_multiplier=float(dflash.get("output_multiplier", 1.0)),
         is_causal=dflash.get("causal", config.get("is_causal")),

@@ -77,7 +77,7 @@ class DFlashAttention(nn.Module):
     def __init__(self, config: DFlashConfig, sliding: bool) -> None:
         super().__init__()
         dim, head = config.hidden_size, config.head_dim
-        self.n_heads, self.n_kv_heads = config.num_attention_heads, config.num_key_value_heads
+        self.n_heads, self.n_kv_heads, self.head_dim = config.num_attention_heads, config.num_key_value_heads, head
         self.scale = head**-0.5
         self.window = config.sliding_window if sliding else None
         # z-lab's rule: unless the config says, sliding layers are causal and full ones see the whole block.
@@ -115,8 +115,9 @@ class DFlashAttention(nn.Module):
 
     def _keys_values(self, x: mx.array) -> tuple[mx.array, mx.array]:
         B, S, _ = x.shape
-        keys = self.k_norm(self.k_proj(x).reshape(B, S, self.n_kv_heads, -1)).transpose(0, 2, 1, 3)
-        return keys, self.v_proj(x).reshape(B, S, self.n_kv_heads, -1).transpose(0, 2, 1, 3)
+        shape = (B, S, self.n_kv_heads, self.head_dim)  # explicit: S is 0 when no new context came
+        keys = self.k_norm(self.k_proj(x).reshape(shape)).transpose(0, 2, 1, 3)
+        return keys, self.v_proj(x).reshape(shape).transpose(0, 2, 1, 3)
 
     def _mask(self, L: int, held: int) -> mx.array | None:
         """Which keys each block position sees: the context (within the window) and the block (causally or not)."""

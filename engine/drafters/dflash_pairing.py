@@ -19,7 +19,7 @@ from .dflash_model import DFlashConfig
 
 # Where a drafter may name the model it was trained against: config keys, then the model card's front matter.
 TARGET_KEYS = ("target_model", "target_model_name_or_path", "base_model", "verifier")
-_FRONT_MATTER_BASE = re.compile(r"^base_model:\s*(?:\n\s*-\s*)?([^\s#]+)", re.MULTILINE)
+_FRONT_MATTER_BASE = re.compile(r"^base_model:[ \t]*(?:\n[ \t]*-[ \t]*)?([^\s#]+)", re.MULTILINE)
 
 
 def named_target(path: Path, config: dict[str, Any]) -> str | None:

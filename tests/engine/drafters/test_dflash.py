@@ -10,6 +10,7 @@ wants a hub id, so its `snapshot_download` is patched to hand it the local folde
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ import pytest
 from mlx_lm import load
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 
-from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash
+from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for
+from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
 
 PROMPT = "abcab"
@@ -172,3 +174,100 @@ def test_our_drafter_and_tap_in_the_greedy_loop_reproduce_the_reference_stream(r
         ours, blocks = greedy_dflash(target_dir, drafter_dir)
         assert ours == tokens
         assert blocks == [ids.tolist() for *_, ids in recorded.calls]
+
+
+def second_choice(distribution: mx.array) -> mx.array:
+    """A deterministic stand-in for a random draw that both sides can make: each row's second most likely id."""
+    return mx.argsort(-distribution, axis=-1)[..., 1]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_sampled_blocks_return_the_q_the_reference_samples_from(root: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """At T > 0 the block comes with q: DFlash's 15 rows at once, DFlash2's one per step along its path, each
+    conditioned on the token drawn before it (drawn here as the second choice, on both sides)."""
+    temperature = 0.7
+    target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
+    target, _ = load(str(target_dir))
+    theirs = reference_draft(drafter_dir, monkeypatch).bind(target)
+    monkeypatch.setattr(ref, "_sample_probs", second_choice)
+    ours = DFlashDrafter(load_dflash(drafter_dir), target)
+    hidden = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(5))
+    block = mx.array([[2] + [theirs.config.mask_token_id] * 15])
+    if version == 2:
+        ids, candidates, rows = theirs.propose(block, hidden, theirs.make_cache(), temperature, logits_start=1)
+        q = mx.put_along_axis(mx.zeros((15, 9)), candidates[0], rows[0], axis=-1)
+    else:
+        q = ref._sampling_probs(theirs(block, hidden, theirs.make_cache(), logits_start=1), temperature)[0]
+        ids = second_choice(q)[None]
+
+    def choose(logits: mx.array, position: int) -> tuple[mx.array, mx.array]:
+        logq = logits / temperature - mx.logsumexp(logits / temperature, axis=-1, keepdims=True)
+        return second_choice(logq).astype(mx.uint32), logq
+
+    got = ours.draft(2, hidden, choose=choose)
+    assert got.ids.tolist() == ids[0].tolist()
+    assert mx.max(mx.abs(got.probs - q)).item() < TOLERANCE
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_rewound_drafter_drafts_as_one_fed_only_the_kept_context(root: Path, version: int) -> None:
+    target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
+    target, _ = load(str(target_dir))
+    model = load_dflash(drafter_dir)
+    hidden = mx.random.normal((1, 10, 2 * 64), key=mx.random.key(1))
+    drafted, queued = DFlashDrafter(model, target), DFlashDrafter(model, target)
+    drafted.draft(3, hidden)  # all 10 positions in the cache
+    queued.feed(hidden)  # all 10 queued, none in the cache yet
+    drafted.rewind(6)
+    queued.rewind(4)
+    assert (drafted.length, queued.length) == (6, 4)
+    for rewound, kept in ((drafted, 6), (queued, 4)):
+        expected = DFlashDrafter(model, target).draft(5, hidden[:, :kept])
+        got = rewound.draft(5)
+        assert got.ids.tolist() == expected.ids.tolist()
+        assert mx.max(mx.abs(got.logits - expected.logits)).item() < 1e-5
+
+
+def broken_copy(drafter_dir: Path, out: Path, config_change: dict[str, Any], drop_weight: str | None = None) -> Path:
+    """A copy of a drafter folder with its config changed (None deletes a key) or one weight missing."""
+    out.mkdir()
+    config = json.loads((drafter_dir / "config.json").read_text())
+    for key, value in config_change.items():
+        config.pop(key) if value is None else config.__setitem__(key, value)
+    (out / "config.json").write_text(json.dumps(config))
+    weights = mx.load(str(drafter_dir / "model.safetensors"))
+    mx.save_safetensors(str(out / "model.safetensors"), {k: v for k, v in weights.items() if k != drop_weight})
+    return out
+
+
+@pytest.mark.parametrize(
+    "change, drop, says",
+    [
+        ({"architectures": ["Qwen3ForCausalLM"], "dflash_config": None}, None, "is not a DFlash drafter"),
+        ({"dflash_config": {"target_layer_ids": [0, 2]}}, None, "not a complete DFlash config (it has no mask_token_id)"),
+        ({}, "fc.weight", "weights do not fit its DFlash config"),
+    ],
+    ids=["not-dflash", "no-mask-token", "missing-weight"],
+)
+def test_a_folder_that_is_not_a_whole_dflash_drafter_is_refused_in_one_line(
+    root: Path, tmp_path: Path, change: dict[str, Any], drop: str | None, says: str
+) -> None:
+    _, drafter_dir = build_dflash_pair(root, "qwen3")
+    broken = broken_copy(drafter_dir, tmp_path / "broken-DFlash", change, drop)
+    with pytest.raises(NotAModelError) as raised:
+        load_dflash(broken)
+    assert says in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_the_published_names_load_both_versions_with_the_targets_embeddings_and_head(root: Path) -> None:
+    """Neither format ships an embedding table or an LM head; DFlash2 ships its codebooks without `.weight`."""
+    for version in (1, 2):
+        target_dir, drafter_dir = build_dflash_pair(root, "qwen3_5", version)
+        names = set(mx.load(str(drafter_dir / "model.safetensors")))
+        assert "fc.weight" in names and not any("embed" in n or "lm_head" in n for n in names)
+        assert ("candidate_selector.predecessor_codebook" in names) == (version == 2)
+        target, _ = load(str(target_dir))
+        drafter = load_drafter_for(drafter_dir, target, json.loads((target_dir / "config.json").read_text()), "tiny-qwen3_5")
+        assert drafter.config.version == version and drafter.config.target_layer_ids == (0, 2)
+        assert drafter.head.embed_tokens is target.language_model.model.embed_tokens
+        assert drafter.head.lm_head is target.language_model.lm_head
