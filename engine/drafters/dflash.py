@@ -198,8 +198,9 @@ class TargetHead:
         scale = getattr(self.embed_tokens, "embed_scale", getattr(inner, "embed_scale", 1.0))
         self.embed_scale = scale * config.input_embedding_scale
         language = getattr(target, "language_model", target)
-        head = getattr(target, "lm_head", None) or getattr(language, "lm_head", None)
-        self.lm_head = head if head is not None else self.embed_tokens.as_linear
+        head = getattr(target, "lm_head", None)
+        head = getattr(language, "lm_head", None) if head is None else head
+        self.lm_head = self.embed_tokens.as_linear if head is None else head  # tied embeddings: the table
         self.config = config
 
     def embed(self, ids: mx.array) -> mx.array:
@@ -227,14 +228,15 @@ def layer_tap(target: nn.Module, layer_ids: tuple[int, ...]) -> Tap:
 
 
 def _record_output(layer: nn.Module, slot: int, outputs: dict[int, mx.array]) -> None:
-    base = type(layer)
+    """Swap the layer's class for one that records its output; tapping it again replaces the earlier tap."""
+    base = getattr(type(layer), "untapped", type(layer))
 
     def call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         out = base.__call__(self, *args, **kwargs)
         outputs[slot] = out[0] if isinstance(out, tuple) else out
         return out
 
-    layer.__class__ = type(f"Tapped{base.__name__}", (base,), {"__call__": call})
+    layer.__class__ = type(f"Tapped{base.__name__}", (base,), {"__call__": call, "untapped": base})
 
 
 # --- the drafter ----------------------------------------------------------------------------------------------

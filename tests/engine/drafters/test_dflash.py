@@ -18,10 +18,11 @@ from typing import Any
 import dflash.model_mlx as ref
 import mlx.core as mx
 import pytest
+from mlx.utils import tree_flatten
 from mlx_lm import load
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 
-from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for
+from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for, target_layers
 from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
 
@@ -271,3 +272,16 @@ def test_the_published_names_load_both_versions_with_the_targets_embeddings_and_
         assert drafter.config.version == version and drafter.config.target_layer_ids == (0, 2)
         assert drafter.head.embed_tokens is target.language_model.model.embed_tokens
         assert drafter.head.lm_head is target.language_model.lm_head
+
+
+def test_tapping_leaves_the_target_as_it_was_and_a_second_tap_replaces_the_first(root: Path) -> None:
+    target_dir, _ = build_dflash_pair(root, "qwen3_5")
+    target, tokenizer = load(str(target_dir))
+    ids = mx.array([tokenizer.encode(PROMPT)])
+    plain, names = target(ids), set(dict(tree_flatten(target.parameters())))
+    kinds = [type(layer) for layer in target_layers(target)]
+    layer_tap(target, (0, 2))
+    logits, taps = layer_tap(target, (2,))(ids, make_prompt_cache(target))
+    assert mx.array_equal(logits, plain) and set(dict(tree_flatten(target.parameters()))) == names
+    assert taps.shape == (1, ids.shape[1], 64)
+    assert type(target_layers(target)[2]).__bases__ == (kinds[2],)  # replaced, not stacked
