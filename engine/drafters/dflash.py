@@ -22,7 +22,8 @@ The API the round uses (one generation, batch 1; the network is `dflash_model.py
 block, as z-lab does; the cache holds only context, never the block, so a round's rejections need no rewind.
 `draft(..., choose=None)` is greedy; with `choose` (the engine's `Warper.choose`: (logits, position) -> (ids,
 log q)) it samples and returns q: for DFlash all 15 positions at once, for DFlash2 one step at a time along the
-selector's path (q of step i depends on the token drawn at i - 1, which is still an exact proposal). The target
+selector's path (q of step i depends on the token drawn at i - 1, which is still an exact proposal); `choose`
+gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply. The target
 side is a function argument (`Tap`); `layer_tap` is a stand-in built on layer wrappers until the round's own
 capture (`engine/decoding/hidden_states.py`) hands the verify pass's states over.
 """
