@@ -55,3 +55,7 @@ class DownloadError(SpecChatError):
 
 class DownloadCancelled(SpecChatError):
     """The user cancelled a download; the cache holds only complete files."""
+
+
+class DistributedError(SpecChatError):
+    """A Mac of a pipelined target that stopped, cannot be reached, or holds another model."""
