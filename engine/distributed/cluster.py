@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..decoding.pair import ModelPair
 from ..errors import DistributedError, SpecChatError
@@ -34,6 +34,7 @@ from .ring_noise import quiet_ring_messages
 from .roll_call import HeadRollCall, WorkerRollCall
 from .shard import LazyModel, build_lazily, read_stage
 from .transport import Transport, hop_delay_from_env
+from .watchdog import Watchdog
 from .worker import serve
 
 
@@ -74,8 +75,7 @@ class HeadSession:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if exc[0] is None or not isinstance(exc[1], DistributedError):
-            self.close()
+        self.close()
 
 
 def start(target: str, draft: str | None = None) -> HeadSession | None:
@@ -93,6 +93,7 @@ def _start_head(transport: Transport, target: str, draft: str | None) -> HeadSes
     handshake.exchange(transport, handshake.Statement((0,) * 4, 0, roll_call.port))
     roll_call.gather(transport.size)
     transport.explain = roll_call.explain
+    transport.watchdog = Watchdog(_no_answer(transport.size))
     lazy = build_lazily(target)
     reserve = lazy.outer_gb() + (folder_size_gb(resolve_model_path(draft)) if draft else 0.0)
     split = _agree(transport, lazy, reserve)
@@ -137,6 +138,13 @@ def _agree(transport: Transport, lazy: LazyModel, reserve_gb: float) -> list[int
     handshake.check_same_model(statements, lazy.spec)
     room = [s.free_mb / 1000 for s in statements]
     return layer_split.split_layers(lazy.num_layers, room, lazy.layer_gb(), [0.0] * len(room))
+
+
+def _no_answer(size: int) -> Callable[[float], str]:
+    """The watchdog's line: which Macs did not answer."""
+    names = " and ".join(host_label(r) for r in range(1, size))
+    return lambda limit: (f"No answer from {names} for {limit:.0f} s: a Mac is cut off or frozen. Check the network "
+                          "and the Macs, then start again.")
 
 
 def _loaded(lazy: LazyModel, head: PipelineHead) -> LoadedModel:

@@ -14,7 +14,8 @@ import threading
 import mlx.core as mx
 
 from ..errors import DistributedError
-from .hostfile import host_label, ring_addresses
+from .cores import pin_to_core
+from .hostfile import LOOPBACK, host_label, ring_addresses
 from .ring_noise import urgent
 
 JOIN_TIMEOUT_S = float(os.environ.get("SPECCHAT_JOIN_TIMEOUT_S") or 60)
@@ -28,6 +29,8 @@ def is_rank() -> bool:
 def join_ring(timeout: float = JOIN_TIMEOUT_S) -> mx.distributed.Group:
     """This process's group: every rank of the hostfile connected, or one error line and exit after `timeout`."""
     rank = int(os.environ.get("MLX_RANK", "0"))
+    if all(address == LOOPBACK for address in ring_addresses()):
+        pin_to_core(rank)  # several ranks on this machine (mlx.launch with 127.0.0.1 hosts): a core each
     done = threading.Event()
 
     def give_up() -> None:

@@ -56,8 +56,8 @@ class PipelineHead:
         return self.model(inputs, cache=cache, **kwargs)
 
     def close(self) -> None:
-        """End the session: every rank leaves its loop (sent once; later calls do nothing)."""
-        if not self._closed:
+        """End the session: every rank leaves its loop (sent once, and not over a ring that failed)."""
+        if not self._closed and not self.transport.broken:
             self._closed = True
             broadcast(self.transport, Message(STOP))
 

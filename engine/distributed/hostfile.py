@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import DistributedError
 
 NAMES_ENV = "SPECCHAT_HOST_NAMES"
+LOOPBACK = "127.0.0.1"
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ import socket
 import subprocess
 import tempfile
 import time
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-LOOPBACK = "127.0.0.1"
+from .cores import pin_to_core
+from .hostfile import LOOPBACK
 
 
 @dataclass
@@ -43,6 +43,25 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def first_of_free_ports(count: int, attempts: int = 50) -> int:
+    """A port p such that p .. p+count-1 were all free a moment ago (mlx.launch counts up from its first port)."""
+    for _ in range(attempts):
+        first = free_ports(1)[0]
+        socks = []
+        try:
+            for port in range(first, first + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(sock)
+                sock.bind((LOOPBACK, port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise OSError(f"no {count} consecutive free loopback ports found")
 
 
 def write_ring_hostfile(ports: Sequence[int], folder: Path) -> Path:
@@ -71,7 +90,7 @@ class LocalRanks:
             rank_vars.update(MLX_RANK=str(rank), MLX_HOSTFILE=str(self.hostfile))
             self.processes.append(subprocess.Popen(
                 list(command), env=rank_vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                preexec_fn=_pin_to_core(rank),
+                preexec_fn=lambda rank=rank: pin_to_core(rank),
             ))
 
     def wait(self, timeout: float) -> list[RankResult]:
@@ -109,11 +128,3 @@ def run_ranks(command: Sequence[str], size: int, timeout: float = 120.0, **kwarg
     with LocalRanks(command, size, **kwargs) as ranks:  # type: ignore[arg-type]
         return ranks.wait(timeout)
 
-
-def _pin_to_core(rank: int):  # noqa: ANN202 - a preexec_fn
-    """Pin the child to core `rank` modulo the cores this process may use (where the OS allows pinning)."""
-    if not hasattr(os, "sched_setaffinity"):
-        return None
-    cores = sorted(os.sched_getaffinity(0))
-    core = cores[rank % len(cores)]
-    return lambda: os.sched_setaffinity(0, {core})

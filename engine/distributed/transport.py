@@ -19,6 +19,7 @@ from typing import Callable
 import mlx.core as mx
 
 from ..errors import SpecChatError
+from .watchdog import Watchdog
 
 HOP_DELAY_ENV = "SPECCHAT_PIPELINE_HOP_DELAY_MS"
 
@@ -42,6 +43,7 @@ class Transport:
     Attributes:
         hops: hops this rank originated (the benchmark's count).
         seconds: time spent inside collectives (waiting included).
+        watchdog: ends the process when a collective hangs (the head's; see watchdog.py).
     """
 
     def __init__(self, group: mx.distributed.Group, explain: Explain | None = None, hop_delay_s: float = 0.0) -> None:
@@ -52,6 +54,8 @@ class Transport:
         self.hop_delay_s = hop_delay_s
         self.hops = 0
         self.seconds = 0.0
+        self.broken = False  # a collective failed: the ring cannot carry another
+        self.watchdog: Watchdog | None = None
 
     def all_sum(self, x: mx.array, originates: bool = False) -> mx.array:
         """The sum of `x` over all ranks (a broadcast when one rank gives values and the others zeros)."""
@@ -77,12 +81,17 @@ class Transport:
 
     def _run(self, out: mx.array) -> mx.array:
         start = time.perf_counter()
+        if self.watchdog:
+            self.watchdog.begin()
         try:
             mx.eval(out)
         except RuntimeError as e:
+            self.broken = True
             if self.explain is None:
                 raise
             raise self.explain(e) from None
         finally:
+            if self.watchdog:
+                self.watchdog.end()
             self.seconds += time.perf_counter() - start
         return out

@@ -71,6 +71,11 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--system", help="system prompt (with --chat)")
 
 
+def _add_hosts_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hosts", type=Path, help="run the target across the Macs of this mlx.launch hostfile (README)")
+    p.add_argument("--ring-port", type=int, default=32323, help="--hosts: the ring's first port (one per Mac)")
+
+
 def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     """The preset, with every option the user gave on top."""
     values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
@@ -101,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
     g.add_argument("--trace", type=Path, help="write every round to this file, one JSON object per line (README)")
+    _add_hosts_option(g)
 
     # Greedy by default: the benchmark checks every mode's output against standard decoding's, token for token.
     b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
@@ -152,7 +158,11 @@ def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None,
     does after a load); `wait` for the index (one answer: drafting the same way every run) or build it behind."""
     from ..decoding.pair import ModelPair
 
-    pair = ModelPair.load(args.target, args.draft)
+    return _with_history(ModelPair.load(args.target, args.draft), params, wait)
+
+
+def _with_history(pair, params: GenerationParams | None, wait: bool = True):  # noqa: ANN001, ANN202
+    """`pair`, its history indexing the saved chats when `params` draft from them (see _load_pair)."""
     if params is not None and params.drafts_from_history:
         from ..conversations import saved_chats
         from ..decoding.history import start_indexing
@@ -184,15 +194,23 @@ def _open_trace(path: Path | None) -> TextIO | None:
 
 
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
-    from ..decoding.generation import generate_stream
-    from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
-
     params = _params(args, mode=args.mode, stop=tuple(args.stop))
     if params.lossy:
         print(f"note: lenience {params.lenience:g} is LOSSY: the output no longer follows the target's distribution "
               "exactly.", file=sys.stderr)
+    if args.hosts:
+        from .distributed_command import across_macs
+
+        return across_macs(args, lambda pair: _generate_with(_with_history(pair, params), args, params, out))
+    return _generate_with(_load_pair(args, params), args, params, out)
+
+
+def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out: TextIO) -> int:  # noqa: ANN001
+    """One answer from a loaded pair, streamed or as JSON (see `generate --help`)."""
+    from ..decoding.generation import generate_stream
+    from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
+
     prompt = _prompt_text(args)
-    pair = _load_pair(args, params)
     trace = _open_trace(args.trace)
     result = None
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
@@ -333,6 +351,7 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 a reported error, 2 bad usage)."""
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # what --hosts runs again on every Mac
     try:
         return COMMANDS[args.command](args, out or sys.stdout)
     except SpecChatError as e:

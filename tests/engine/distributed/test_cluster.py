@@ -16,19 +16,11 @@ import pytest
 from engine.decoding.pair import ModelPair
 from engine.distributed.layer_split import MEMORY_ENV
 from engine.distributed.local_launch import run_ranks
-from engine.fixtures.tiny_families import build_family
 
 from . import rank_session
 
 pytestmark = pytest.mark.distributed
 SESSION = Path(rank_session.__file__)
-
-
-@pytest.fixture(scope="module")
-def dense_models(tmp_path_factory: pytest.TempPathFactory):
-    """`dense_models(family)`: (target folder, draft folder) of a tiny four-layer model and its two-layer draft."""
-    root = tmp_path_factory.mktemp("dense")
-    return lambda family: build_family(root, family)
 
 
 def single_process(target: Path) -> list[list[int]]:
