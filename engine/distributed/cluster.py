@@ -65,7 +65,10 @@ class HeadSession:
         return f"the target runs across {len(self.split)} Macs: " + ", ".join(parts)
 
     def close(self) -> None:
-        """Stop every rank (once) and wait for their goodbyes."""
+        """Stop every rank (once) and wait for their goodbyes; over a failed ring, just let them go."""
+        if self.transport.broken:
+            self.roll_call.dismiss()
+            return
         try:
             self.head.close()
         finally:
@@ -94,6 +97,14 @@ def _start_head(transport: Transport, target: str, draft: str | None) -> HeadSes
     roll_call.gather(transport.size)
     transport.explain = roll_call.explain
     transport.watchdog = Watchdog(_no_answer(transport.size))
+    try:
+        return _load_head(transport, roll_call, target, draft)
+    except BaseException:
+        roll_call.dismiss()
+        raise
+
+
+def _load_head(transport: Transport, roll_call: HeadRollCall, target: str, draft: str | None) -> HeadSession:
     lazy = build_lazily(target)
     reserve = lazy.outer_gb() + (folder_size_gb(resolve_model_path(draft)) if draft else 0.0)
     split = _agree(transport, lazy, reserve)

@@ -43,12 +43,18 @@ def split_layers(num_layers: int, free_gb: Sequence[float], layer_gb: float, res
             f"The model's layers need {need:.1f} GB but the Macs have {sum(room):.1f} GB free for them "
             f"({', '.join(f'{r:.1f}' for r in room)} GB): add a Mac or pick a smaller model."
         )
+    if min(caps) < 1:
+        short = caps.index(min(caps))
+        raise DistributedError(
+            f"Rank {short} has {room[short]:.1f} GB free, less than one layer ({layer_gb:.2f} GB): free memory there "
+            "or leave that Mac out of the hostfile."
+        )
     shares = [num_layers * r / sum(room) for r in room] if sum(room) else [num_layers / size] * size
     split = [math.floor(s) for s in shares]
     for r in sorted(range(size), key=lambda r: shares[r] - split[r], reverse=True)[: num_layers - sum(split)]:
         split[r] += 1
     for r in range(size):  # every rank runs a layer; none more than it holds
-        while split[r] < 1 or split[r] > max(caps[r], 1):
+        while split[r] < 1 or split[r] > caps[r]:
             giver, taker = (_most_spare(split, caps, r), r) if split[r] < 1 else (r, _most_room(split, caps, r))
             split[giver] -= 1
             split[taker] += 1

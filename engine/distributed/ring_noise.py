@@ -16,10 +16,15 @@ PREFIX = b"[ring]"
 _terminal: int | None = None  # the real standard error, while the filter runs
 
 
+def terminal_fd() -> int:
+    """The real standard error's file descriptor (the filter's pipe is fd 2 while it runs)."""
+    return _terminal if _terminal is not None else 2
+
+
 def urgent(line: str) -> None:
     """Write one line straight to the terminal: for a process about to end with os._exit, which would leave
     what is still in the pipe unread."""
-    os.write(_terminal if _terminal is not None else 2, (line + "\n").encode())
+    os.write(terminal_fd(), (line + "\n").encode())
 
 
 def quiet_ring_messages() -> None:

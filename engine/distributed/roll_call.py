@@ -7,7 +7,8 @@ leaves: "bye" at the end of a session, "lost" when its own ring connection broke
 closes. On a ring failure the head reads these notes and names the Mac that ended without one, or the one that
 reported its own error.
 
-The workers also watch their connection to the head: when the head is gone, they leave rather than wait.
+The workers also watch their connection to the head: when the head is gone, they leave rather than wait, quietly
+when the head said "quit" (it reports its own error), with a line naming the head when it vanished.
 """
 
 from __future__ import annotations
@@ -93,6 +94,15 @@ class HeadRollCall:
                 else:
                     peer.closed = True
 
+    def dismiss(self) -> None:
+        """The head leaves on an error it reports itself: the ranks still there leave quietly (one line, the head's)."""
+        for peer in self._peers:
+            try:
+                peer.sock.sendall(b"quit\n")
+                peer.sock.close()
+            except OSError:
+                pass
+
     def close(self) -> None:
         """After the session's STOP: wait for every rank's goodbye (closing first would look like the head
         leaving), then close."""
@@ -116,12 +126,14 @@ class WorkerRollCall:
 
     def _watch(self) -> None:
         try:
-            self._sock.recv(1)
+            word = self._sock.recv(16)
         except OSError:
-            pass
-        if not self._leaving:
+            word = b""
+        if self._leaving:
+            return
+        if not word.startswith(b"quit"):  # the head is gone without a word: it crashed or was killed
             urgent(f"error: lost the head, {host_label(0)}: it stopped. Start again from the head.")
-            os._exit(1)
+        os._exit(1)
 
     def say(self, note: str) -> None:
         """Tell the head why this rank leaves ("bye", "lost" or "error <line>")."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import GenerationParams, ModelPair, generate
 from engine.distributed.local_launch import first_of_free_ports
 
 from .conftest import GREEDY, ROOT
@@ -30,12 +31,14 @@ def specchat_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_generate_across_two_ranks_started_by_mlx_launch_answers_as_one_process(dense_models, tmp_path) -> None:
     target, draft = dense_models("qwen2")
-    common = ("--target", str(target), "--prompt", "Tell me about the sea.", "--max-tokens", "16", "--json", *GREEDY)
-    alone = specchat_cli("generate", "--mode", "standard", *common)
+    prompt = "Tell me about the sea."
+    alone = generate(prompt, ModelPair.load(str(target)), GenerationParams.preset("greedy", max_tokens=16, mode="standard"),
+                     chat=False)
     across = specchat_cli("generate", "--hosts", str(hostfile(tmp_path, 2)), "--ring-port", str(first_of_free_ports(2)),
-                          "--draft", str(draft), "--num-draft", "3", *common)
-    assert alone.returncode == 0 and across.returncode == 0, across.stderr
-    assert json.loads(across.stdout.strip().splitlines()[-1])["tokens"] == json.loads(alone.stdout)["tokens"]
+                          "--target", str(target), "--draft", str(draft), "--num-draft", "3", "--prompt", prompt,
+                          "--max-tokens", "16", "--json", *GREEDY)
+    assert across.returncode == 0, across.stderr
+    assert json.loads(across.stdout.strip().splitlines()[-1])["tokens"] == alone.tokens
     assert "note: the target runs across 2 Macs" in across.stderr
 
 
