@@ -55,6 +55,7 @@ class Transport:
         self.hops = 0
         self.seconds = 0.0
         self.broken = False  # a collective failed: the ring cannot carry another
+        self.failure: SpecChatError | None = None  # what it failed with, explained
         self.watchdog: Watchdog | None = None
 
     def all_sum(self, x: mx.array, originates: bool = False) -> mx.array:
@@ -89,7 +90,8 @@ class Transport:
             self.broken = True
             if self.explain is None:
                 raise
-            raise self.explain(e) from None
+            self.failure = self.explain(e)
+            raise self.failure from None
         finally:
             if self.watchdog:
                 self.watchdog.end()

@@ -91,6 +91,17 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     return GenerationParams.preset(args.preset, **values)
 
 
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
+    _add_sampling_options(s, preset="default")
+    s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+    _add_hosts_option(s)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specchat-cli", description="Speculative decoding on MLX.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,13 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
-    _add_sampling_options(s, preset="default")
-    s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
-    s.add_argument("--port", type=int, default=8080)
-    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
-    s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+    _add_serve_parser(sub)
 
     sub.add_parser("list-models", help="the recommended draft/target pairs, with download state and fit")
 
@@ -201,7 +206,7 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     if args.hosts:
         from .distributed_command import across_macs
 
-        return across_macs(args, lambda pair: _generate_with(_with_history(pair, params), args, params, out))
+        return across_macs(args, lambda session: _generate_with(_with_history(session.pair, params), args, params, out))
     return _generate_with(_load_pair(args, params), args, params, out)
 
 
@@ -235,23 +240,38 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .generation_queue import EngineThread
-    from .server import RunningServer, bind, check_host, create_app
+    from .server import check_host
 
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
+    if args.hosts:
+        from .distributed_command import across_macs, stop_when_broken
+
+        return across_macs(args, lambda session: _serve(args, params, out, lambda: _with_history(session.pair, params, False),
+                                                        stop_when_broken(session)))
+    return _serve(args, params, out, lambda: _load_pair(args, params, wait=False))
+
+
+def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:  # noqa: ANN001
+    """Serve the pair `load` gives until Ctrl-C (or `watch`, given the server, stops it); the engine ends first."""
+    from .generation_queue import EngineThread
+    from .server import RunningServer, bind, create_app
+
     sock = bind(args.host, args.port)
+    engine = EngineThread(load, args.target)
     try:
-        engine = EngineThread(lambda: _load_pair(args, params, wait=False), args.target)
         engine.start()  # loads the pair on the thread that will generate with it (a load error is raised here)
         app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
                          log=lambda record: print(record.line(), file=sys.stderr, flush=True))
         server = RunningServer(app, sock)
+        if watch is not None:
+            watch(server)
         out.write(f"Serving {engine.model_ids()[0]} on http://{args.host}:{server.port}/v1 (Ctrl-C stops)\n")
         out.flush()
         server.run()
     finally:
         sock.close()
+        engine.stop()  # the running answer ends before anything else touches the pair
     return 0
 
 

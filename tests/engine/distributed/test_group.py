@@ -9,7 +9,7 @@ import pytest
 from engine.distributed.group import is_rank
 from engine.distributed.local_launch import run_ranks
 
-from .conftest import ROOT
+from .commands import ROOT
 
 pytestmark = pytest.mark.distributed
 

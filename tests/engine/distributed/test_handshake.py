@@ -9,7 +9,7 @@ from engine.distributed.handshake import Statement, check_same_model
 from engine.distributed.local_launch import run_ranks
 from engine.errors import DistributedError
 
-from .conftest import GREEDY, ROOT, cli_rank
+from .commands import GREEDY, ROOT, cli_rank
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from engine import GenerationParams, ModelPair, generate
 from engine.distributed.local_launch import first_of_free_ports
 
-from .conftest import GREEDY, ROOT
+from .commands import GREEDY, ROOT
 
 pytestmark = pytest.mark.distributed
 

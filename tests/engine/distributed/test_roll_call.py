@@ -2,19 +2,66 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 
 import pytest
 
+from engine.distributed.hostfile import NAMES_ENV
 from engine.distributed.local_launch import LocalRanks
+from engine.distributed.roll_call import HeadRollCall
 from engine.distributed.transport import HOP_DELAY_ENV
 
-from .conftest import GREEDY, ROOT, cli_rank
+from .commands import GREEDY, ROOT, cli_rank
 
-pytestmark = pytest.mark.distributed
+LOST = RuntimeError("[ring] connection to a peer was lost")
 
 
+@pytest.fixture
+def head_and_two_ranks(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """A head's roll call with ranks 1 and 2 reported in (their sockets, to say goodbye or vanish)."""
+    hostfile = tmp_path / "ring.json"
+    hostfile.write_text(json.dumps([["10.0.0.1:1"], ["10.0.0.2:2"], ["10.0.0.3:3"]]))
+    monkeypatch.setenv("MLX_HOSTFILE", str(hostfile))
+    monkeypatch.delenv(NAMES_ENV, raising=False)
+    monkeypatch.setattr("engine.distributed.roll_call.SETTLE_S", 2.0)
+    roll_call = HeadRollCall("127.0.0.1")
+    ranks = []
+    for rank in (1, 2):
+        sock = socket.create_connection(("127.0.0.1", roll_call.port))
+        sock.sendall(f"{rank}\n".encode())
+        ranks.append(sock)
+    roll_call.gather(3, timeout=10)
+    yield roll_call, ranks
+    roll_call.close()
+
+
+def test_the_rank_that_ended_without_a_word_is_named_not_its_neighbour(head_and_two_ranks) -> None:
+    roll_call, (middle, first) = head_and_two_ranks
+    middle.sendall(b"lost\n")  # a victim: its ring connection broke
+    middle.close()
+    first.close()  # killed: no goodbye
+    assert str(roll_call.explain(LOST)).startswith("Lost the Mac 10.0.0.3 (rank 2) mid-answer: its SpecChat process ended")
+
+
+def test_a_rank_that_reported_its_own_error_is_named_with_it(head_and_two_ranks) -> None:
+    roll_call, (middle, first) = head_and_two_ranks
+    middle.sendall(b"error The model is too big for this Mac.\n")
+    middle.close()
+    first.sendall(b"lost\n")
+    first.close()
+    assert str(roll_call.explain(LOST)) == "The Mac 10.0.0.2 (rank 1) failed: The model is too big for this Mac."
+
+
+def test_ranks_that_stay_silent_and_connected_are_named_as_unreachable(head_and_two_ranks) -> None:
+    roll_call, _ = head_and_two_ranks
+    message = str(roll_call.explain(LOST))
+    assert message.startswith("Lost the connection to 10.0.0.2 (rank 1) and 10.0.0.3 (rank 2)")
+
+
+@pytest.mark.distributed
 def test_a_rank_killed_mid_answer_is_named_by_the_head_and_nothing_hangs(dense_models, tmp_path) -> None:
     target, _ = dense_models("qwen2")  # its greedy answer to this prompt runs to the token limit
     command = cli_rank("generate", "--hosts", str(tmp_path / "unused.json"), "--target", str(target),

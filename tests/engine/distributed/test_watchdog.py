@@ -10,7 +10,7 @@ import pytest
 from engine.distributed.local_launch import LocalRanks
 from engine.distributed.transport import HOP_DELAY_ENV
 
-from .conftest import GREEDY, ROOT, cli_rank
+from .commands import GREEDY, ROOT, cli_rank
 
 pytestmark = pytest.mark.distributed
 
