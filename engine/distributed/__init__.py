@@ -12,9 +12,10 @@ one target pass, so one message per round. Every collective is evaluated where i
 on every rank (`transport.py`).
 
 One concept per file: `hostfile.py` (MLX's two hostfile formats), `local_launch.py` (real processes on
-loopback, for tests and benchmarks), `launch.py` (`mlx.launch` with the user's hostfile), `group.py` (joining
-the ring), `roll_call.py` (which host stopped), `fingerprint.py` and `handshake.py` (the same model everywhere,
-checked before the first token), `layer_split.py` (layers by each Mac's free memory), `shard.py` (loading a
-rank's layers), `head.py` (the head's proxy of the target), `worker.py` (the other ranks' loop),
-`cluster.py` (putting it together).
+loopback, for tests and benchmarks), `launch.py` (`mlx.launch` with the user's hostfile), `cores.py` (a core per
+rank on one machine), `group.py` (joining the ring), `ring_noise.py` (MLX's ring chatter kept out of the
+terminal), `transport.py` (the collectives), `roll_call.py` (which host stopped), `watchdog.py` (which hosts
+stopped answering), `fingerprint.py` and `handshake.py` (the same model everywhere, checked before the first
+token), `layer_split.py` (layers by each Mac's free memory), `shard.py` (loading a rank's layers), `head.py` (the
+head's proxy of the target), `worker.py` (the other ranks' loop), `cluster.py` (putting it together).
 """

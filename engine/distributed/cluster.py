@@ -93,6 +93,8 @@ def start(target: str, draft: str | None = None) -> HeadSession | None:
 
 def _start_head(transport: Transport, target: str, draft: str | None) -> HeadSession:
     roll_call = HeadRollCall(_own_address())
+    transport.explain = lambda e: DistributedError(
+        f"A Mac left while the pipeline was starting ({e}): see its own output, then start again.")
     handshake.exchange(transport, handshake.Statement((0,) * 4, 0, roll_call.port))
     roll_call.gather(transport.size)
     transport.explain = roll_call.explain

@@ -10,6 +10,12 @@ other layer's).
 Stages follow mlx-lm's convention: rank 0 runs the last layers (the head holds the output), rank N-1 the first
 ones, so activations flow N-1 -> ... -> 0 between ring neighbours.
 
+Unlike mlx-lm (and exo), the last stage's output is not all-gathered to every rank: there every rank samples the
+same token, here the head alone decides and tells the others in its next message (`messages.py`), so the gather
+would cost a hop per pass for logits nobody else reads. Nor is a send kept in the graph with `mx.depends`: each
+hop is evaluated where it is issued (`transport.py`), which keeps sends from being dropped and every rank's
+collectives in one order.
+
 Models whose layers differ in kind (sliding windows, recurrent state) index layers or caches by their place in
 the whole model (Gemma 3, Llama with `layer_types`): they are refused with one line rather than cut wrongly.
 """
