@@ -1,8 +1,9 @@
-"""Run on every rank by the pipeline tests: a two-turn chat in every mode, greedy, printed as JSON by the head.
+"""Run on every rank by the pipeline tests: a two-turn chat and a Regenerate in every mode, greedy, printed as JSON
+by the head.
 
     python rank_session.py TARGET DRAFT  (started by engine.distributed.local_launch with MLX_RANK/MLX_HOSTFILE)
 
-The head prints one JSON object: {"split": [...], "tokens": {mode: [turn 1 ids, turn 2 ids]}, "counts": {mode:
+The head prints one JSON object: {"split": [...], "tokens": {mode: [turn 1, turn 2, turn 2 again]}, "counts": {mode:
 {"drafted", "accepted"}}}; the modes share
 the pair's caches, so later modes and turns start from what earlier ones left (trims and rewinds included).
 """
@@ -29,12 +30,16 @@ MAX_TOKENS = 24
 
 
 def chat(pair, settings: dict) -> tuple[list[list[int]], dict[str, int]]:  # noqa: ANN001
-    """Two turns of one conversation: each answer's ids, and the draft tokens verified and accepted in all."""
+    """Two turns of one conversation, then a Regenerate of the second: each answer's ids, and the draft tokens
+    verified and accepted in all."""
     params = GenerationParams.preset("greedy", max_tokens=MAX_TOKENS, **settings)
     messages: list[dict] = []
     answers, counts = [], {"drafted": 0, "accepted": 0}
-    for turn in TURNS:
-        messages.append({"role": "user", "content": turn})
+    for asked in [*TURNS, None]:  # None: answer the last question again (the caches go back past the answer)
+        if asked is None:
+            messages.pop()
+        else:
+            messages.append({"role": "user", "content": asked})
         result = generate(messages, pair, params)
         messages.append({"role": "assistant", "content": result.text})
         answers.append(result.tokens)

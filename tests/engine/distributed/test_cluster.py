@@ -1,8 +1,8 @@
 """The pipelined target with real processes on loopback (MLX's ring backend): the same greedy tokens as one process.
 
 Each case starts 2 or 3 ranks of `rank_session.py` (engine/distributed/local_launch.py), which chats two turns
-in standard, draft-model and lookup modes on one pair (caches carried from mode to mode and turn to turn), and
-compares every answer with single-process standard decoding of the same chat.
+and regenerates the second in standard, draft-model and lookup modes on one pair (caches carried from mode to
+mode and turn to turn), and compares every answer with single-process standard decoding of the same chat.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def test_pipelined_answers_equal_single_process_standard_decoding(dense_models, 
     reference = single_process(target)
     out = run_session(target, draft, len(memory_gb), memory_gb)
     assert out["split"] == split
+    assert reference[2] == reference[1]  # greedy: the regenerated answer is the same
     for mode in rank_session.MODES:
         assert out["tokens"][mode] == reference, mode
     assert out["counts"]["model"]["accepted"] > 0  # drafts crossed the pipeline and were accepted ...
