@@ -10,6 +10,7 @@ from engine.errors import InvalidParameterError, PromptError
 from engine.events import GenerationResult, GenerationStats
 from engine.params import GenerationParams
 from engine.tools.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
+from engine.tools.tool_calls import Reply
 
 MODELS = ["tiny-target", "/models/tiny-target"]
 DEFAULTS = GenerationParams.preset("greedy")
@@ -102,13 +103,13 @@ def test_engine_errors_become_400s_and_a_long_prompt_says_context_length_exceede
     assert engine_error(InvalidParameterError("needs a draft model")).code == "invalid_value"
 
 
-def result(text: str = "Hello there", finish: str = "length") -> GenerationResult:
+def result(text: str = "Hello there", finish: str = "length") -> Reply:
     stats = GenerationStats(prompt_tokens=10, generated_tokens=6, rounds=3, drafted=8, accepted=3, generation_s=0.5)
-    return GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats)  # type: ignore[arg-type]
+    return Reply(text, [], GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats))  # type: ignore[arg-type]
 
 
 def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
-    body = ResponseShape(parse(CHAT)).complete(result())
+    body = ResponseShape(parse(CHAT)).whole(result())
     assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello there"}
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 6, "total_tokens": 16}
@@ -118,7 +119,7 @@ def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
 
 
 def test_the_context_limit_finishes_as_length() -> None:
-    assert ResponseShape(parse(CHAT)).complete(result(finish="context"))["choices"][0]["finish_reason"] == "length"
+    assert ResponseShape(parse(CHAT)).whole(result(finish="context"))["choices"][0]["finish_reason"] == "length"
 
 
 def test_stream_chunks_share_one_id_and_the_usage_chunk_comes_only_when_asked() -> None:
