@@ -20,9 +20,9 @@ import uuid
 from typing import Any
 
 from ..params import GenerationParams
-from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
+from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, TextPiece, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
@@ -129,18 +129,14 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     tools, choice = body.get("tools"), body.get("tool_choice")
     if not tools and choice is None:
         return None
-    if not isinstance(tools, list) or not tools:
-        raise ApiError(400, "tools: a non-empty list of {name, description, input_schema} is required with tool_choice.",
-                       param="tools")
-    converted = []
-    for i, tool in enumerate(tools):
-        try:
-            if not isinstance(tool, dict) or "input_schema" not in tool:
-                raise ValueError("needs a name and an input_schema (server tools are not supported)")
-            converted.append(function_tool(tool.get("name"), tool.get("description"), tool.get("input_schema")))
-        except ValueError as e:
-            raise ApiError(400, f"tools.{i}: {e}.", param=f"tools.{i}") from e
+    converted = read_tools(tools, _tool, lambda i: f"tools.{i}:", "{name, description, input_schema}")
     return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]))
+
+
+def _tool(tool: object) -> Tool:
+    if not isinstance(tool, dict) or "input_schema" not in tool:
+        raise ValueError("needs a name and an input_schema (server tools are not supported)")
+    return function_tool(tool.get("name"), tool.get("description"), tool.get("input_schema"))
 
 
 def _choice(choice: object, names: list[str]) -> ToolChoice:

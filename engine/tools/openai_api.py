@@ -17,13 +17,13 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InvalidParameterError, PromptError, SpecChatError
 from ..events import GenerationResult
 from ..params import DRAFTERS, MODES, GenerationParams
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import Piece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -145,24 +145,32 @@ def _history_call(call: object, param: str) -> dict[str, Any]:
 
 def _tooling(body: dict[str, Any]) -> Tooling | None:
     """The request's tools (OpenAI's function shape) and tool choice; None when it offers none."""
-    tools = body.get("tools")
-    choice = body.get("tool_choice")
+    tools, choice = body.get("tools"), body.get("tool_choice")
     if tools is None and choice in (None, "none", "auto"):
         return None
+    return Tooling(read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}"),
+                   _choice(choice, tools))  # type: ignore[arg-type]
+
+
+def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str], shape: str) -> list[Tool]:
+    """Each offered tool in OpenAI's function shape, by `read` (one API's reader, raising ValueError on a bad one)."""
     if not isinstance(tools, list) or not tools:
-        raise ApiError(400, "'tools' must be a non-empty list of {type: 'function', function: {...}} objects when "
-                       "tool_choice asks for a call.", param="tools")
-    return Tooling([_tool(tool, i) for i, tool in enumerate(tools)], _choice(choice, tools))
+        raise ApiError(400, f"'tools' must be a non-empty list of {shape} objects when tool_choice asks for a call.",
+                       param="tools")
+    converted = []
+    for i, tool in enumerate(tools):
+        try:
+            converted.append(read(tool))
+        except ValueError as e:
+            raise ApiError(400, f"{param(i)} {e}.", param=param(i)) from e
+    return converted
 
 
-def _tool(tool: object, index: int) -> dict[str, Any]:
+def _tool(tool: object) -> Tool:
     function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
-    try:
-        if not isinstance(function, dict):
-            raise ValueError("must be {type: 'function', function: {name, description, parameters}}")
-        return function_tool(function.get("name"), function.get("description"), function.get("parameters"))
-    except ValueError as e:
-        raise ApiError(400, f"tools[{index}] {e}.", param=f"tools[{index}]") from e
+    if not isinstance(function, dict):
+        raise ValueError("must be {type: 'function', function: {name, description, parameters}}")
+    return function_tool(function.get("name"), function.get("description"), function.get("parameters"))
 
 
 def _choice(choice: object, tools: list[Any]) -> ToolChoice:

@@ -20,9 +20,9 @@ import uuid
 from typing import Any
 
 from ..params import GenerationParams
-from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
+from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, TextPiece, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -105,18 +105,14 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     tools, choice = body.get("tools"), body.get("tool_choice")
     if not tools and choice in (None, "auto", "none"):
         return None
-    if not isinstance(tools, list) or not tools:
-        raise ApiError(400, "'tools' must be a non-empty list of function tools when tool_choice asks for a call.",
-                       param="tools")
-    converted = []
-    for i, tool in enumerate(tools):
-        try:
-            if not isinstance(tool, dict) or tool.get("type") != "function":
-                raise ValueError("must be {type: 'function', name, parameters} (built-in tools are not supported)")
-            converted.append(function_tool(tool.get("name"), tool.get("description"), tool.get("parameters")))
-        except ValueError as e:
-            raise ApiError(400, f"tools[{i}] {e}.", param=f"tools[{i}]") from e
+    converted = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', name, parameters}")
     return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]))
+
+
+def _tool(tool: object) -> Tool:
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise ValueError("must be {type: 'function', name, parameters} (built-in tools are not supported)")
+    return function_tool(tool.get("name"), tool.get("description"), tool.get("parameters"))
 
 
 def _choice(choice: object, names: list[str]) -> ToolChoice:

@@ -9,12 +9,17 @@ The prompt each job would have read is rendered with the real chat template and 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any, Iterator
 
 from engine.decoding.chat import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
+from engine.params import GenerationParams
 from engine.tools.generation_queue import GenerationJob, run_job
+from engine.tools.server import RunningServer, bind, create_app
+
+GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 
 
 class ScriptedRunner:
@@ -56,3 +61,21 @@ class ScriptedRunner:
         stats.ended_on_eos = finish == "stop"
         text = "".join(texts) + detokenizer.last_segment
         yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]
+
+
+@contextmanager
+def serving(runner: Any, **options: Any) -> Iterator[str]:
+    """The server over `runner` on a free loopback port, greedy by default; yields its base URL (without /v1)."""
+    server = RunningServer(create_app(runner, options.pop("defaults", GREEDY), **options), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.stop()
+
+
+WEATHER_TOOL = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+WEATHER_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+TIME_CALL = '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>'
+FINAL_ANSWER = "It is 22 degrees and sunny in Paris."
