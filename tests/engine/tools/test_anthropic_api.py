@@ -199,3 +199,17 @@ def test_a_streamed_tool_use_round_trip(tool_client) -> None:
     with client.messages.stream(model="tiny-tools", max_tokens=100, messages=history, tools=[WEATHER]) as stream:
         assert "".join(stream.text_stream) == FINAL_ANSWER
     assert json.dumps({"city": "Paris"}) in runner.prompts[1]
+
+
+def test_a_required_tool_use_not_made_is_an_error_in_anthropics_shape(tool_target) -> None:
+    runner = ScriptedRunner(tool_target.tokenizer, ["It is sunny."] * 2 + [FINAL_ANSWER])
+    with serving(runner) as url:
+        client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+        with pytest.raises(anthropic.InternalServerError, match="It is sunny"):
+            client.messages.create(model="tiny-tools", max_tokens=50, messages=ASKED, tools=[WEATHER],
+                                   tool_choice={"type": "any"})
+        with pytest.raises(anthropic.APIStatusError, match="tool_call_missing|a tool call"):
+            with client.messages.stream(model="tiny-tools", max_tokens=50, messages=ASKED, tools=[WEATHER],
+                                        tool_choice={"type": "any"}) as stream:
+                assert "".join(stream.text_stream) == ""  # nothing streamed while the call is awaited
+        assert client.messages.create(model="tiny-tools", max_tokens=50, messages=ASKED).content[0].text == FINAL_ANSWER
