@@ -21,7 +21,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -76,12 +76,26 @@ class ServerState:
         return self._defaults() if callable(self._defaults) else self._defaults
 
 
+class Render(Protocol):
+    """One response in an API's shape: whole, or as its stream of server-sent events."""
+
+    def whole(self, reply: Reply) -> dict[str, Any]: ...
+
+    def opening(self, prompt_tokens: int) -> list[bytes]: ...
+
+    def piece(self, piece: TextPiece | ToolCall) -> list[bytes]: ...
+
+    def closing(self, reply: Reply) -> list[bytes]: ...
+
+    def failure(self, error: ApiError) -> list[bytes]: ...
+
+
 @dataclass(frozen=True)
 class Dialect:
     """One API at the edge: how its requests parse into a job and how the job's answer renders back."""
 
     parse: Callable[[dict[str, Any], list[str], GenerationParams], ApiRequest]
-    render: Callable[[ApiRequest], Any]  # whole(reply), or opening / piece / closing / failure as SSE bytes
+    render: Callable[[ApiRequest], Render]
     error_body: Callable[[ApiError], dict[str, Any]]
 
 
@@ -206,7 +220,7 @@ def _raise_failure(event: object) -> None:
     raise event
 
 
-async def _whole(state: ServerState, api: ApiRequest, render: Any, job: GenerationJob, events: asyncio.Queue,
+async def _whole(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
                  first: object, request: Request) -> Response:
     reply = Reply()
     event: object | None = first
@@ -222,7 +236,7 @@ async def _whole(state: ServerState, api: ApiRequest, render: Any, job: Generati
     return JSONResponse(render.whole(reply))
 
 
-async def _stream(state: ServerState, api: ApiRequest, render: Any, job: GenerationJob, events: asyncio.Queue,
+async def _stream(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
                   first: object, path: str) -> AsyncIterator[bytes]:
     """The SSE body in the API's shape: its opening events, an event or two per piece of the answer, its closing.
 
