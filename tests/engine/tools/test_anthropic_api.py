@@ -107,7 +107,10 @@ def test_a_streamed_message_sends_anthropics_events_in_order(client, base, tiny_
     assert text == expected.text == final.content[0].text and final.usage.output_tokens == len(expected.tokens)
     body = {"model": "tiny-target", "max_tokens": 24, "messages": QUESTION, "stream": True}
     with httpx.stream("POST", base + "/v1/messages", json=body, timeout=60) as response:
-        names = [line.removeprefix("event: ") for line in response.iter_lines() if line.startswith("event: ")]
+        lines = list(response.iter_lines())
+    names = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+    [message_delta] = [json.loads(line[6:]) for line in lines if line.startswith('data: {"type": "message_delta"')]
+    assert message_delta["speculation"]["drafter"] == "model"  # the stats ride on the message_delta
     deltas = names.count("content_block_delta")
     assert names == ["message_start", "content_block_start"] + ["content_block_delta"] * deltas + [
         "content_block_stop", "message_delta", "message_stop"] and deltas > 0

@@ -100,6 +100,7 @@ def test_a_streamed_response_sends_the_responses_events_in_order(client, tiny_pa
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == expected.text
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert events[-1].response.output_text == expected.text
+    assert events[-1].response.model_extra["speculation"]["drafter"] == "model"
 
 
 @pytest.mark.parametrize(
