@@ -15,7 +15,6 @@ seam (engine/decoding/reasoning.py).
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from typing import Any
 
@@ -176,7 +175,6 @@ class Render:
     def __init__(self, request: ApiRequest) -> None:
         self.request = request
         self.id = "msg_" + uuid.uuid4().hex[:24]
-        self.created = time.time()
         self._blocks = 0
         self._open_text: int | None = None
 

@@ -30,7 +30,6 @@ from ..errors import InvalidParameterError
 from ..events import GenerationResult
 
 Tool = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
-CHOICE_MODES = ("auto", "none", "required", "named")
 REQUIRED_CALL = "Answer by calling one or more of the tools above."
 
 
