@@ -259,6 +259,7 @@ class GenerationResult:
     finish_reason: FinishReason
     stats: GenerationStats = field(default_factory=GenerationStats)
     lenience: float = 0.0  # above 0: lenient acceptance, so the text is not exactly the target's distribution
+    stop_string: str | None = None  # the stop string that ended the text, if one did
 
     @property
     def lossy(self) -> bool:

@@ -52,6 +52,19 @@ def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
 
 
 @pytest.fixture(scope="session")
+def tool_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(target folder, draft folder) of the tiny pair whose chat template calls tools (Qwen2.5's)."""
+    from engine.fixtures.tiny_tool_model import build_tool_pair
+
+    return build_tool_pair(tmp_path_factory.mktemp("tools"))
+
+
+@pytest.fixture(scope="session")
+def tool_target(tool_dirs: tuple[Path, Path]) -> LoadedModel:
+    return load_model(str(tool_dirs[0]))
+
+
+@pytest.fixture(scope="session")
 def family_models(tmp_path_factory: pytest.TempPathFactory):
     """`family_models(name)`: (target, draft) LoadedModels of a tiny model family (engine/fixtures/tiny_families.py),
     built and loaded once per session."""

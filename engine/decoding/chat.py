@@ -45,10 +45,12 @@ def prompt_token_ids(
     chat: bool = True,
     system_prompt: str | None = None,
     answers: dict[str, list[int]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
     """Token ids for a prompt: chat-templated when `chat`, else the raw text (with BOS if the model wants it).
 
-    `answers` maps the text of earlier answers to the ids that were generated for them.
+    `answers` maps the text of earlier answers to the ids that were generated for them. `tools` (OpenAI's
+    function definitions) go to the chat template, which tells the model how to call them.
     """
     check_not_empty(prompt)
     if not chat:
@@ -57,10 +59,11 @@ def prompt_token_ids(
         return list(tokenizer.encode(text, add_special_tokens=bos is None or not text.startswith(bos)))
     messages = conversation(prompt, system_prompt)
     if getattr(tokenizer, "has_chat_template", False):
-        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        template_options = {"tools": tools} if tools else {}
+        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **template_options)
         spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
         if not spliced:
-            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **template_options))
         return splice_answers(tokenizer, rendered, spliced, answers or {})
     transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
     return list(tokenizer.encode(transcript + "Assistant:"))

@@ -222,7 +222,7 @@ class _Answer:
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
         self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
         return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats,
-                                self.params.applied_lenience)
+                                self.params.applied_lenience, self.stops.matched)
 
 
 def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:
@@ -252,6 +252,18 @@ def _prefill(
     return True
 
 
+def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
+                tools: list[dict[str, Any]] | None) -> list[int]:
+    """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+        prompt_ids = list(prompt)
+    else:
+        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools)  # type: ignore[arg-type]
+    if not prompt_ids:
+        raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
+    return prompt_ids
+
+
 def generate_stream(
     pair: ModelPair,
     prompt: str | Sequence[Message] | list[int],
@@ -261,6 +273,7 @@ def generate_stream(
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
     comparing: bool = False,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -275,15 +288,11 @@ def generate_stream(
         comparing: a run of Compare: the answer is not added to the history lookup drafts from (the other run
             would copy it), and lookup does not draft from saved conversations that asked this question (it
             would copy their answers, and the speedup shown would be the history's, not speculation's).
+        tools: function definitions (OpenAI's shape) for the chat template, for a model that calls tools.
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-        prompt_ids = list(prompt)
-    else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt)  # type: ignore[arg-type]
-    if not prompt_ids:
-        raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
+    prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools)
     _check_request(pair, prompt_ids, params)
     if params.seed is not None:
         mx.random.seed(params.seed)
@@ -324,6 +333,7 @@ def generate(
     chat: bool = True,
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> GenerationResult:
     """Generate a whole reply and return the result (text, tokens, origins, stats).
 
@@ -336,7 +346,7 @@ def generate(
             raise InvalidParameterError("generate() needs a loaded pair or a target model name.")
         pair = ModelPair.load(target, draft)
     result = None
-    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel):
+    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel, tools=tools):
         result = event
     assert isinstance(result, GenerationResult)
     return result

@@ -7,7 +7,7 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import mlx.core as mx
 
@@ -173,10 +173,12 @@ class ModelPair:
                 )
 
     def prompt_ids(
-        self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None
+        self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> list[int]:
         """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them)."""
-        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers)
+        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers,
+                                tools=tools)
 
     def remember_answer(self, text: str, tokens: list[int]) -> None:
         """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.

@@ -16,10 +16,11 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
-from ..events import RoundEvent
+from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
+from .tool_calls import OutputSplitter, ToolChoice, Tooling
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -32,15 +33,18 @@ class GenerationJob:
         prompt: a completion's text or a chat's messages.
         chat: apply the chat template (chat completions).
         params: the request's settings.
-        deliver: called on the runner's thread with each event, then with the result or an exception.
+        deliver: called on the runner's thread with each engine event, each `TextPiece` / `ToolCall` the text
+            splits into (after the TokenEvent that completed it), then with the result or an exception.
+        tooling: the tools offered and the tool choice (None: no tools, the text is never split).
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
 
-    prompt: str | list[dict[str, str]]
+    prompt: str | list[dict[str, Any]]
     chat: bool
     params: GenerationParams
     deliver: Deliver
+    tooling: Tooling | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -56,22 +60,39 @@ class JobRunner(Protocol):
     def model_ids(self) -> list[str]: ...
 
 
-def run_job(pair: Any, job: GenerationJob) -> None:
+def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object]] | None = None) -> None:
     """Generate a job's answer with `pair` (a ModelPair, on its thread), delivering every event, then the result.
 
-    Never raises: whatever ends the job is delivered to it, so the server answers every request."""
+    `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
+    ends the job is delivered to it, so the server answers every request."""
     from ..decoding.generation import generate_stream
 
     if job.cancelled.is_set():
         job.deliver(CancelledBeforeStart())
         return
+    tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
-        for event in generate_stream(pair, job.prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set):
-            if isinstance(event, RoundEvent) and job.cancelled.is_set():
-                job.rounds_after_cancel += 1
-            job.deliver(event)
+        splitter = tooling.splitter(pair.tokenizer)
+        prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
+        events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
+                                             tools=tooling.template_tools())
+        for event in events:
+            _deliver(job, splitter, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
         job.deliver(error)
+
+
+def _deliver(job: GenerationJob, splitter: OutputSplitter, event: object) -> None:
+    """An engine event, then the pieces of text and the calls it completes (all the rest before the result)."""
+    if isinstance(event, RoundEvent) and job.cancelled.is_set():
+        job.rounds_after_cancel += 1
+    if isinstance(event, GenerationResult):
+        for piece in splitter.feed(event.text[len(splitter.fed):]) + splitter.finish():
+            job.deliver(piece)
+    job.deliver(event)
+    if isinstance(event, TokenEvent):
+        for piece in splitter.feed(event.text):
+            job.deliver(piece)
 
 
 class CancelledBeforeStart(Exception):
