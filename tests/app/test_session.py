@@ -154,3 +154,17 @@ def test_a_loaded_pair_indexes_the_saved_conversations_for_lookup(qtbot, session
     prompt = pair.prompt_ids("Tell me a story about a lighthouse keeper and a storm")
     found = pair.history.continuation(prompt[:12], 4)
     assert found.match_length == 12 and found.tokens == prompt[12:16]
+
+
+def test_each_chat_has_its_own_think_switch_and_a_new_chat_keeps_its_choice_until_saved(qtbot, session: ChatSession) -> None:
+    assert session.think_for(None) is True  # the default from Settings
+    session.set_think(None, False)
+    assert session.think_for(None) is False
+    chat = session.new_conversation("Hi")
+    assert session.store.think(chat) is False and session.think_for(None) is True
+    other = session.new_conversation("Hello")
+    assert session.think_for(other) is True
+    session.apply_settings(GREEDY.replace(think=False), "")
+    assert session.think_for(other) is False  # a chat that never chose follows the default
+    session.set_think(chat, True)
+    assert session.think_for(chat) is True
