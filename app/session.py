@@ -78,6 +78,7 @@ class ChatSession(QObject):
         self.store = ConversationStore(database_path(), on_degraded=self.storage_failed.emit)
         self.params = self.settings.params()
         self.system_prompt = self.settings.system_prompt()
+        self.new_chat_think: bool | None = None  # the Think switch of a chat not saved yet (None: the default)
         self.pair: PairInfo | None = None
         self.loading = False
         self.answer: StreamingAnswer | None = None
@@ -149,11 +150,12 @@ class ChatSession(QObject):
         return f"{names} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
-        """A conversation as the engine reads it (answers that failed before any text are left out)."""
+        """A conversation as the engine reads it (answers that failed before any text are left out); an answer's
+        reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
         if conversation_id is None:
             return []
         return [
-            {"role": m.role, "content": m.content}
+            {"role": m.role, "content": m.content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
             for m in self.store.messages(conversation_id)
             if m.content or m.role == "user"
         ]
@@ -166,6 +168,18 @@ class ChatSession(QObject):
         while history and history[-1]["role"] != "user":
             history.pop()
         return history
+
+    def think_for(self, conversation_id: int | None) -> bool:
+        """Whether a thinking model thinks in this chat: its own Think switch, or the default from Settings."""
+        own = self.store.think(conversation_id) if conversation_id is not None else self.new_chat_think
+        return self.params.think if own is None else own
+
+    def set_think(self, conversation_id: int | None, on: bool) -> None:
+        """The chat's Think switch (for a chat not saved yet: kept until its first message saves it)."""
+        if conversation_id is None:
+            self.new_chat_think = on
+        else:
+            self.store.set_think(conversation_id, on)
 
     def system_prompt_for(self, conversation_id: int | None) -> str:
         """The conversation's own system prompt, or the one from Settings."""
@@ -206,8 +220,12 @@ class ChatSession(QObject):
         return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id), fresh_cache)
 
     def new_conversation(self, first_message: str) -> int:
-        """A new saved conversation, titled after its first message."""
-        return self.store.create(first_message[:60])
+        """A new saved conversation, titled after its first message (with the Think switch set before it)."""
+        conversation_id = self.store.create(first_message[:60])
+        if self.new_chat_think is not None:
+            self.store.set_think(conversation_id, self.new_chat_think)
+            self.new_chat_think = None
+        return conversation_id
 
     def send(self, conversation_id: int, text: str) -> None:
         """Save the user's message and start its answer."""
@@ -225,7 +243,7 @@ class ChatSession(QObject):
 
     def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST) -> None:
         """Answer the conversation's last user message (as a new branch under `parent_id` when given)."""
-        params = self.effective_params()
+        params = self.effective_params().replace(think=self.think_for(conversation_id))
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
@@ -271,7 +289,8 @@ class ChatSession(QObject):
         and its time to first token is not comparable), and the order alternates from one Compare to the next
         so that neither side always runs on a machine the other has just warmed up.
         """
-        sides = {"standard": self.effective_params().replace(mode="standard"), "speculative": self.effective_params("speculative")}
+        think = self.think_for(conversation_id)
+        sides = {side: self.effective_params(side).replace(think=think) for side in ("standard", "speculative")}
         order = ("standard", "speculative") if self._compares % 2 == 0 else ("speculative", "standard")
         self._compares += 1
         requests = {side: self._new_request(conversation_id, messages, sides[side], fresh_cache=True) for side in order}
@@ -298,8 +317,7 @@ class ChatSession(QObject):
             return
         answer = self.answer
         tokens = [e for e in events if isinstance(e, TokenEvent)]
-        answer.text += "".join(t.text for t in tokens)
-        answer.runs += [[t.text, t.origin, t.round] for t in tokens]
+        answer.add_tokens(tokens)
         answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
         if tokens:
             self._save(answer, finish="")
@@ -309,7 +327,8 @@ class ChatSession(QObject):
         """Save the answer so far. The text and runs are saved with every batch (nothing is lost to a crash); the
         trace, the bulk of an answer's data, once it ends, so a long answer's saves stay cheap."""
         trace = answer.trace if finish else None
-        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish, trace)
+        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish, trace, answer.reasoning,
+                                  answer.reasoning_s)
 
     def _on_finished(self, request_id: int, result: GenerationResult) -> None:
         if self._is_compare(request_id):
@@ -317,9 +336,7 @@ class ChatSession(QObject):
         if not self._is_answer(request_id):
             return
         answer = self.answer
-        if result.text.startswith(answer.text) and len(result.text) > len(answer.text) and answer.runs:
-            answer.runs[-1][0] += result.text[len(answer.text) :]  # what the detokenizer released at the end
-        answer.text = result.text
+        answer.take_result(result)
         summary = answer.summary(result)
         self._save(answer, result.finish_reason, summary)
         self._idle()

@@ -51,7 +51,8 @@ class PairInfo:
     """What the GUI may know about the loaded pair (no MLX objects).
 
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
-    costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction.
+    costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
+    writes reasoning between think markers; `can_switch_thinking`: its template can turn that off.
     """
 
     target: str
@@ -61,6 +62,8 @@ class PairInfo:
     warnings: list[str] = field(default_factory=list)
     context_length: int = 0
     draft_weight_share: float = 0.0
+    thinks: bool = False
+    can_switch_thinking: bool = False
 
 
 @dataclass
@@ -184,6 +187,8 @@ class EngineWorker(QObject):
                 warnings=list(pair.check.warnings),
                 context_length=pair.context_length,
                 draft_weight_share=pair.draft_weight_share,
+                thinks=pair.think_markers is not None,
+                can_switch_thinking=pair.can_switch_thinking,
             )
         )
 

@@ -70,6 +70,8 @@ class GenerationParams:
             the target's; 1 accepts every draft token.
         history: lookup also drafts from the user's other conversations (saved chats, earlier answers), not only
             from the context (off: what a chat drafts depends on it alone; the benchmark's prompt-lookup-context).
+        think: a thinking model thinks before it answers; off, its template's no-think prompt (`enable_thinking`
+            False) asks it to answer at once. Models that do not think, or whose template has no switch, ignore it.
     """
 
     mode: Mode = "speculative"
@@ -94,6 +96,7 @@ class GenerationParams:
     fanout: int = 3
     ssd_always: bool = False
     history: bool = True
+    think: bool = True
 
     def __post_init__(self) -> None:
         for problem in _problems(self):

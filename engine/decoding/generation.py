@@ -15,7 +15,7 @@ from typing import Any, Callable, Generator, Iterator, Sequence
 import mlx.core as mx
 
 from ..errors import InvalidParameterError, PromptError
-from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, PrefillEvent, RoundEvent, TokenEvent
+from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, PrefillEvent, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .cached_model import CachedModel, common_prefix_length
 from .chat import Message
@@ -26,6 +26,7 @@ from .prompt_kind import draft_model_source
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
+from .reasoning import PartDetokenizer, ThinkMarkers
 from .rounds import Decoder, Round
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
@@ -137,7 +138,12 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
 
 @dataclass
 class _Answer:
-    """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended."""
+    """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended.
+
+    A thinking model's tokens are split as they come (`reasoning.py`): each token's part is kept beside it, each
+    part's text apart, and every round counted in the part it began in, so that acceptance while thinking and
+    while answering can be read apart; the time spent thinking is measured round by round.
+    """
 
     context: list[int]
     params: GenerationParams
@@ -145,15 +151,18 @@ class _Answer:
     tokenizer: Any  # mlx-lm's TokenizerWrapper
     stats: GenerationStats
     start: float
+    markers: ThinkMarkers | None = None
     tokens: list[int] = field(default_factory=list)
     origins: list[Origin] = field(default_factory=list)
-    pieces: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    pieces: dict[str, list[str]] = field(default_factory=lambda: {"answer": [], "reasoning": []})
     finish: FinishReason = "length"
 
     def __post_init__(self) -> None:
         self.eos = self.tokenizer.eos_token_ids
-        self.detokenizer = self.tokenizer.detokenizer
+        self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
         self.stops = StopStrings(self.params.stop)
+        self._thinking_since: float | None = None
 
     def budget(self) -> int:
         """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
@@ -164,7 +173,7 @@ class _Answer:
 
     def take(self, r: Round) -> Iterator[Event]:
         """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
-        kept = 0
+        kept, thinking = 0, self.split.part == "reasoning"
         for token, origin in zip(r.tokens, r.origins):
             if token in self.eos:
                 self.finish = "stop"
@@ -173,18 +182,29 @@ class _Answer:
             self.context.append(token)
             kept += 1
             self.stats.generated_tokens += 1
-            self.detokenizer.add_token(token)
-            yield from self._emit(self.stops.push(TokenEvent(token, self.detokenizer.last_segment, origin, self.stats.rounds)))
+            yield from self._release(self.split.push(token, origin, self.stats.rounds))
             if self.stops.stopped:
                 self.finish = "stop"
                 break
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
         self.stats.count_ssd(r)
-        yield self._round_event(r, kept)
+        (self.stats.thinking if thinking else self.stats.answering).add_round(r.drafted, r.accepted, kept)
+        yield self._round_event(r, kept, thinking)
         self.stats.rounds += 1
+        self.clock_thinking()
 
-    def _round_event(self, r: Round, emitted: int) -> RoundEvent:
+    def clock_thinking(self, ended: bool = False) -> None:
+        """Start or stop the thinking clock as the output enters or leaves reasoning (or the generation `ended`)."""
+        now = time.perf_counter()
+        thinking = self.split.part == "reasoning" and not ended
+        if thinking and self._thinking_since is None:
+            self._thinking_since = now
+        elif not thinking and self._thinking_since is not None:
+            self.stats.thinking.seconds += now - self._thinking_since
+            self._thinking_since = None
+
+    def _round_event(self, r: Round, emitted: int, thinking: bool) -> RoundEvent:
         return RoundEvent(
             self.stats.rounds, r.drafted, r.accepted, emitted, r.drafter, r.draft_s, r.verify_s,
             draft=tuple(r.draft_ids),
@@ -199,7 +219,15 @@ class _Answer:
             predrafted=r.predrafted,
             predraft_wasted=r.predraft_wasted,
             hidden_draft_s=r.hidden_draft_s,
+            reasoning=thinking,
         )
+
+    def _release(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
+        """Token events through the stop strings (none after one completed)."""
+        for event in events:
+            if self.stops.stopped:
+                return
+            yield from self._emit(self.stops.push(event))
 
     def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
         for event in events:
@@ -207,27 +235,35 @@ class _Answer:
                 self.stats.ttft_s = time.perf_counter() - self.start
             self.tokens.append(event.token)
             self.origins.append(event.origin)
-            self.pieces.append(event.text)
+            self.parts.append(event.part)
+            if event.part != "marker":
+                self.pieces[event.part].append(event.text)
+                (self.stats.thinking if event.reasoning else self.stats.answering).tokens += 1
             yield event
 
     def flush(self) -> Iterator[TokenEvent]:
-        """At the end: release text held back for a stop string that never completed, and the detokenizer's rest."""
+        """At the end: release tokens held for a marker or a stop string that never completed, and the
+        detokenizers' rest."""
+        yield from self._release(self.split.flush())
         if not self.stops.stopped:
             yield from self._emit(self.stops.flush())
-            self.detokenizer.finalize()
-            self.pieces.append(self.detokenizer.last_segment)
+            for part, rest in self.split.rest().items():
+                self.pieces[part].append(rest)
 
     def result(self) -> GenerationResult:
         self.stats.total_s = time.perf_counter() - self.start
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
         self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-        return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats,
-                                self.params.applied_lenience, self.stops.matched)
+        self.clock_thinking(ended=True)
+        return GenerationResult("".join(self.pieces["answer"]), self.tokens, self.origins, self.params.mode, self.finish,
+                                self.stats, self.params.applied_lenience, "".join(self.pieces["reasoning"]).strip(),
+                                self.parts if self.markers else [], self.stops.matched)
 
 
 def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:
     """Run rounds until something ends the generation."""
     decoder.start(answer.context)
+    answer.clock_thinking()
     while answer.finish != "stop":
         if cancelled():
             answer.finish = "cancelled"
@@ -253,12 +289,12 @@ def _prefill(
 
 
 def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
-                tools: list[dict[str, Any]] | None) -> list[int]:
+                tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
     """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
         prompt_ids = list(prompt)
     else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools)  # type: ignore[arg-type]
+        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]
     if not prompt_ids:
         raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
     return prompt_ids
@@ -292,7 +328,7 @@ def generate_stream(
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
-    prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools)
+    prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think)
     _check_request(pair, prompt_ids, params)
     if params.seed is not None:
         mx.random.seed(params.seed)
@@ -304,7 +340,7 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter())
+    answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers)
     try:
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
@@ -318,7 +354,7 @@ def generate_stream(
         pair.discard_pending()
     result = answer.result()
     if not comparing:
-        pair.remember_answer(result.text, result.tokens)
+        pair.remember_answer(result.text, result.answer_tokens)
         pair.history.add(answer.context)  # later chats may draft from this one
     yield result
 

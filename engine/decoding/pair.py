@@ -7,6 +7,7 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import cached_property
 from typing import Any, Callable, Sequence, TypeVar
 
 import mlx.core as mx
@@ -15,6 +16,7 @@ from .cached_model import CachedModel
 from .chat import Message, prompt_token_ids
 from .history import DraftHistory
 from .policy import DraftPolicy
+from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, UnsupportedModelError
 from ..models.loading import LoadedModel, load_model
@@ -77,6 +79,16 @@ class ModelPair:
     @property
     def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
         return self.target.tokenizer
+
+    @cached_property
+    def think_markers(self) -> ThinkMarkers | None:
+        """The target's think markers (None: it does not think), read once: gpt-oss's are looked up in its vocabulary."""
+        return think_markers(self.tokenizer)
+
+    @property
+    def can_switch_thinking(self) -> bool:
+        """Whether thinking can be switched off (the target thinks, and its template reads `enable_thinking`)."""
+        return self.think_markers is not None and can_switch_thinking(self.tokenizer)
 
     def models_used(self, uses_draft: bool) -> list[tuple[LoadedModel, CachedModel]]:
         """The models a generation reads: the target, and the draft model when it drafts."""
@@ -174,11 +186,12 @@ class ModelPair:
 
     def prompt_ids(
         self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, Any]] | None = None, think: bool = True,
     ) -> list[int]:
-        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them)."""
+        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them;
+        `tools` for the template; `think` False: the template's no-think prompt)."""
         return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers,
-                                tools=tools)
+                                tools=tools, think=think)
 
     def remember_answer(self, text: str, tokens: list[int]) -> None:
         """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.

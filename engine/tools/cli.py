@@ -21,6 +21,7 @@ from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
+THINK_TAGS = {"reasoning": "<think>\n", "answer": "\n</think>\n\n"}  # written when the output enters each part
 
 
 # CLI option -> GenerationParams field. Options left out take the chosen preset's value, so the defaults have
@@ -67,6 +68,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--lenience", type=float, help="δ in [0, 1]: accept more draft tokens; LOSSY above 0 (default 0: exact)")
     p.add_argument("--no-history", action="store_true",
                    help="lookup drafts from the context only, not from the app's saved chats and earlier answers")
+    p.add_argument("--no-think", action="store_true",
+                   help="a thinking model answers at once (its template's no-think prompt; with --chat)")
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 
@@ -80,6 +83,8 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
         values["adaptive"] = False
     if args.no_history:
         values["history"] = False
+    if args.no_think:
+        values["think"] = False
     values.update(overrides)
     if values.get("mode") == "ssd":
         values.update(mode="speculative", ssd=True)
@@ -194,9 +199,12 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     prompt = _prompt_text(args)
     pair = _load_pair(args, params)
     trace = _open_trace(args.trace)
-    result = None
+    result, part = None, "answer"
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
         if isinstance(event, TokenEvent) and not args.json:
+            if event.part != "marker" and event.part != part and event.text:
+                out.write(THINK_TAGS[event.part])  # a thinking model's reasoning, set off as the model wrote it
+                part = event.part
             colour = ORIGIN_COLOURS.get(event.origin, "") if args.color else ""
             out.write(f"{colour}{event.text}{RESET if colour else ''}")
             out.flush()

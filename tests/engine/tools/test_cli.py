@@ -306,3 +306,17 @@ def test_models_says_what_a_downloaded_drafter_is(fake_hub, tmp_path) -> None:
     download_model("z-lab/Qwen3-8B-DFlash-b16")
     code, out = run(["models"])
     assert code == 0 and "z-lab/Qwen3-8B-DFlash-b16  (DFlash drafter, not a chat model)\n" in out
+
+
+def test_a_thinking_models_reasoning_is_set_off_and_no_think_leaves_it_out(thinking_dirs) -> None:
+    from engine.fixtures.tiny_thinking import ANSWER, REASONING
+
+    target, draft = thinking_dirs(False)
+    args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "Capital of France?", "--chat",
+            "--temp", "0"]
+    code, out = run(args)
+    assert code == 0 and out == f"<think>\n{REASONING}\n</think>\n\n{ANSWER}\n"
+    code, out = run(args + ["--json"])
+    assert (json.loads(out)["reasoning"], json.loads(out)["text"]) == (REASONING, ANSWER)
+    code, out = run(args + ["--no-think"])
+    assert code == 0 and out == f"{ANSWER}\n"
