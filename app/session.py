@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from engine.models.base_model import BASE_MODEL_NOTE
 from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
 from engine.params import GenerationParams
 
@@ -147,7 +148,8 @@ class ChatSession(QObject):
         ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
         how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
         lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
-        return f"{names} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
+        base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""
+        return f"{names}{base} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
         """A conversation as the engine reads it (answers that failed before any text are left out); an answer's

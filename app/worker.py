@@ -52,7 +52,8 @@ class PairInfo:
 
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
-    writes reasoning between think markers; `can_switch_thinking`: its template can turn that off.
+    writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
+    the target has no chat template (chats reach it as a transcript it continues).
     """
 
     target: str
@@ -64,6 +65,7 @@ class PairInfo:
     draft_weight_share: float = 0.0
     thinks: bool = False
     can_switch_thinking: bool = False
+    base_model: bool = False
 
 
 @dataclass
@@ -189,6 +191,7 @@ class EngineWorker(QObject):
                 draft_weight_share=pair.draft_weight_share,
                 thinks=pair.think_markers is not None,
                 can_switch_thinking=pair.can_switch_thinking,
+                base_model=pair.is_base_model,
             )
         )
 

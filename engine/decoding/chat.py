@@ -18,8 +18,15 @@ from .reasoning import reads_reasoning_content
 
 Message = dict[str, str]
 
-# For a model without a chat template: a plain transcript it can continue.
+# For a model without a chat template (a base model): a plain transcript it can continue, and where its answer
+# ends: a base model goes on to write the next "User:" turn itself.
 _FALLBACK_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+FALLBACK_TURN_END = "\nUser:"
+
+
+def is_base_model(tokenizer: Any) -> bool:
+    """Whether the model has no chat template: it continues text rather than answering turns."""
+    return not getattr(tokenizer, "has_chat_template", False)
 
 
 def conversation(prompt: str | Sequence[Message], system_prompt: str | None = None) -> list[Message]:

@@ -18,7 +18,7 @@ from ..errors import InvalidParameterError, PromptError
 from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, PrefillEvent, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .cached_model import CachedModel, common_prefix_length
-from .chat import Message
+from .chat import FALLBACK_TURN_END, Message
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
@@ -288,11 +288,22 @@ def _prefill(
     return True
 
 
+def _is_token_ids(prompt: object) -> bool:
+    return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
+
+
+def _with_turn_end(pair: ModelPair, params: GenerationParams, transcript: bool) -> GenerationParams:
+    """A base model chatting through the fallback transcript stops where it starts the next user turn."""
+    if not (transcript and pair.is_base_model) or FALLBACK_TURN_END in params.stop:
+        return params
+    return params.replace(stop=params.stop + (FALLBACK_TURN_END,))
+
+
 def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
                 tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
     """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-        prompt_ids = list(prompt)
+    if _is_token_ids(prompt):
+        prompt_ids = list(prompt)  # type: ignore[arg-type]
     else:
         prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]
     if not prompt_ids:
@@ -329,6 +340,7 @@ def generate_stream(
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
     prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think)
+    params = _with_turn_end(pair, params, chat and not _is_token_ids(prompt))
     _check_request(pair, prompt_ids, params)
     if params.seed is not None:
         mx.random.seed(params.seed)

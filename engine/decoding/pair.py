@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import mlx.core as mx
 
 from .cached_model import CachedModel
-from .chat import Message, prompt_token_ids
+from .chat import Message, is_base_model, prompt_token_ids
 from .history import DraftHistory
 from .policy import DraftPolicy
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
@@ -84,6 +84,11 @@ class ModelPair:
     def think_markers(self) -> ThinkMarkers | None:
         """The target's think markers (None: it does not think), read once: gpt-oss's are looked up in its vocabulary."""
         return think_markers(self.tokenizer)
+
+    @property
+    def is_base_model(self) -> bool:
+        """The target has no chat template: chats are a plain transcript it continues (see chat.py)."""
+        return is_base_model(self.tokenizer)
 
     @property
     def can_switch_thinking(self) -> bool:
