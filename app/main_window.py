@@ -19,6 +19,7 @@ from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
+from .import_progress import ImportProgress
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
@@ -96,6 +97,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
+        self.import_progress = ImportProgress(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
         self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
@@ -115,7 +117,7 @@ class MainWindow(QMainWindow):
         s = self.session
         for signal, slot in (
             (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
-            (s.load_progress, self._on_load_progress), (s.answer_started, self._on_answer_started),
+            (s.load_cancelled, self._on_loading), (s.answer_started, self._on_answer_started),
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
@@ -143,9 +145,6 @@ class MainWindow(QMainWindow):
         warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
         self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {warnings}", 10000)
         self._update_controls()
-
-    def _on_load_progress(self, stage: str, done: int, total: int) -> None:
-        self.statusBar().showMessage(f"{stage}: {done}/{total}")
 
     def _on_load_failed(self, message: str) -> None:
         kept = " The models loaded before are still in use." if self.session.pair else ""

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.models.base_model import BASE_MODEL_NOTE
-from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
+from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
+from .pair_label import pair_label
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
 
 
-DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
 
 
 class _Requests(QObject):
@@ -43,6 +42,7 @@ class ChatSession(QObject):
         pair_loaded(PairInfo): a pair finished loading.
         pair_failed(str): a pair could not be loaded (the one loaded before stays); the message says why.
         load_progress(str, int, int): a loading stage with done and total.
+        load_cancelled(str): the user cancelled a load (a GGUF import); the text says so. The loaded pair stays.
         answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
         answer_running(StreamingAnswer): the worker took the answer up (after any Local server request it waited
             for: `answer.waiting` says whether it does, `answer.waited_s` how long it did).
@@ -60,6 +60,7 @@ class ChatSession(QObject):
     pair_loading = Signal(str)
     pair_loaded = Signal(object)
     pair_failed = Signal(str)
+    load_cancelled = Signal(str)
     load_progress = Signal(str, int, int)
     answer_started = Signal(object)
     answer_running = Signal(object)
@@ -97,6 +98,7 @@ class ChatSession(QObject):
         self.engine.load_finished.connect(self._on_loaded)
         self.engine.load_errored.connect(self._on_load_failed)
         self.engine.load_progress.connect(self._on_load_progress)
+        self.engine.load_cancelled.connect(self._on_load_cancelled)
         self.engine.generation_started.connect(self._on_started)
         self.engine.generation_yielded.connect(self._on_events)
         self.engine.generation_finished.connect(self._on_finished)
@@ -140,16 +142,7 @@ class ChatSession(QObject):
 
     def describe_pair(self) -> str:
         """The loaded models and how the next answer will be decoded, for the window's label."""
-        info = self.pair
-        if info is None:
-            return "Loading…" if self.loading else "No models loaded"
-        params = self.effective_params()
-        names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
-        ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
-        how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
-        lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
-        base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""
-        return f"{names}{base} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
+        return pair_label(self.pair, self.effective_params() if self.pair else None, self.loading)
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
         """A conversation as the engine reads it (answers that failed before any text are left out); an answer's
@@ -208,6 +201,16 @@ class ChatSession(QObject):
         if not self._closed:
             self.loading = False
             self.pair_failed.emit(message)
+
+    def cancel_load(self) -> None:
+        """Stop the running load (a GGUF import) at its next step; called directly, not queued behind it."""
+        self.engine.cancel_load()
+
+    def _on_load_cancelled(self) -> None:
+        if not self._closed:
+            self.loading = False
+            kept = " The models loaded before are still in use." if self.pair else ""
+            self.load_cancelled.emit("Import cancelled: nothing was kept." + kept)
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
         if not self._closed:

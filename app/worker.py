@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.models.app_paths import data_dir
-from engine.errors import SpecChatError
+from engine.errors import LoadCancelled, SpecChatError
 from engine.events import GenerationResult
 from engine.params import GenerationParams
 
@@ -131,6 +131,7 @@ class EngineWorker(QObject):
     load_progress = Signal(str, int, int)
     load_finished = Signal(object)
     load_errored = Signal(str)
+    load_cancelled = Signal()
     generation_started = Signal(int)
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
@@ -145,11 +146,22 @@ class EngineWorker(QObject):
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
+        self._load_cancel = threading.Event()
 
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
         with self._lock:
             self._cancel_up_to = max(self._cancel_up_to, up_to_request)
+
+    def cancel_load(self) -> None:
+        """Cancel the running load at its next progress step (thread-safe): a GGUF import stops and keeps nothing."""
+        self._load_cancel.set()
+
+    def _load_progress(self, stage: str, done: int, total: int) -> None:
+        """Report a loading stage's progress, or end the load if the user cancelled it."""
+        if self._load_cancel.is_set():
+            raise LoadCancelled(f"{stage} cancelled.")
+        self.load_progress.emit(stage, done, total)
 
     def _cancelled(self, request_id: int) -> bool:
         with self._lock:
@@ -173,8 +185,12 @@ class EngineWorker(QObject):
         from engine.decoding.history import start_indexing
         from engine.decoding.pair import ModelPair
 
+        self._load_cancel.clear()
         try:
-            pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.load_progress.emit(stage, done, total))
+            pair = ModelPair.load(target, draft or None, progress=self._load_progress)
+        except LoadCancelled:
+            self.load_cancelled.emit()
+            return
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             self.load_errored.emit(readable_error(error))
             return

@@ -55,3 +55,7 @@ class DownloadError(SpecChatError):
 
 class DownloadCancelled(SpecChatError):
     """The user cancelled a download; the cache holds only complete files."""
+
+
+class LoadCancelled(SpecChatError):
+    """The user cancelled a model load (a GGUF import); the import kept nothing, the loaded pair stays."""

@@ -324,3 +324,23 @@ def test_a_1_gb_q4_k_m_file_imports_in_bounded_memory_into_a_folder_about_its_si
 
     model, config = mlx_lm_load_model(out, lazy=True)
     assert config["quantization"]["bits"] == 4 and config["quantization"]["model.layers.0.self_attn.v_proj"]["bits"] == 6
+
+
+def test_an_import_cancelled_from_its_progress_keeps_nothing(synthetic, tmp_path: Path) -> None:
+    """The app cancels an import by raising from its progress callback: the half-written folder goes, and a
+    later load imports the file afresh."""
+    from engine.errors import LoadCancelled
+
+    path, _, _ = synthetic
+    reports: list[tuple[int, int]] = []
+
+    def cancel_after_first(done: int, total: int) -> None:
+        reports.append((done, total))
+        if len(reports) == 2:
+            raise LoadCancelled("Importing tiny.gguf cancelled.")
+
+    with pytest.raises(LoadCancelled):
+        imported_model_path(path, cache_dir=tmp_path, progress=cancel_after_first)
+    assert list(tmp_path.iterdir()) == []
+    assert reports[0][0] < reports[1][0] < reports[0][1]  # bytes read so far, of the file's tensors
+    assert (imported_model_path(path, cache_dir=tmp_path) / "config.json").exists()
