@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# Test-only references the parity tests compare our drafters with; their pins are strict, hence --no-deps.
+	$(BIN)/python -m pip install --quiet --no-deps mtplx==2.12.2
 	touch $(STAMP)
 
 # On Linux, Qt's window plugin needs X11 libraries pip cannot install: app/system_check.py installs them (root

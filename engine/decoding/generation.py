@@ -9,6 +9,7 @@ produced so far lives in one `_Answer`.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterator, Sequence
 
@@ -22,6 +23,7 @@ from .chat import Message
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
+from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
@@ -37,7 +39,7 @@ Cancel = Callable[[], bool]
 
 
 def _uses_draft(pair: ModelPair, params: GenerationParams) -> bool:
-    return params.mode == "speculative" and params.drafter != "lookup" and pair.draft is not None
+    return params.mode == "speculative" and params.uses_draft_model and pair.draft is not None
 
 
 def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> None:
@@ -50,12 +52,14 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         )
     if params.mode != "speculative":
         return
-    if params.drafter in ("model", "model+lookup") and pair.draft is None:
+    if params.uses_draft_model and pair.draft is None:
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
+    if params.drafter == "mtp":
+        pair.mtp_state()  # loads the head, or says why the target has none
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -125,7 +129,9 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     drafters: list[Drafter] = []
     if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, history))
-    if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
+    if params.drafter == "mtp":
+        drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
+    if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
         if params.ssd:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
@@ -252,6 +258,21 @@ def _prefill(
     return True
 
 
+@contextmanager
+def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
+    """Around an answer's passes: with the MTP drafter its head hears every target pass (the prefill's included);
+    afterwards, caches fed ids an interrupted answer never read start over."""
+    listener = pair.mtp_state() if params.mode == "speculative" and params.drafter == "mtp" else None
+    if listener is not None:
+        listener.attach()
+    try:
+        yield
+    finally:
+        if listener is not None:
+            listener.detach()
+        pair.discard_pending()
+
+
 def generate_stream(
     pair: ModelPair,
     prompt: str | Sequence[Message] | list[int],
@@ -296,7 +317,7 @@ def generate_stream(
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter())
-    try:
+    with _answering(pair, params):
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
@@ -305,8 +326,6 @@ def generate_stream(
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:
             answer.finish = "cancelled"
-    finally:
-        pair.discard_pending()
     result = answer.result()
     if not comparing:
         pair.remember_answer(result.text, result.tokens)

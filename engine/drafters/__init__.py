@@ -1,0 +1,6 @@
+"""Drafters that read the target's own hidden states (DFlash; MTP heads and EAGLE-3 beside it).
+
+Each module here holds one published drafter format: its network, its loader from the folder people download,
+and the small API the speculative round calls. They sit between the round (`engine/decoding`) and the model
+library (`engine/models`): they know mlx-lm's target models, never the round itself.
+"""
