@@ -27,6 +27,7 @@ a drafter sees every position the target computes without asking for any of them
 from __future__ import annotations
 
 import bisect
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal, Protocol, Sequence
@@ -127,14 +128,14 @@ def _recorder(base: type) -> type:
         def call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
             out = base.__call__(self, *args, **kwargs)
             first = args[0] if args else next(iter(kwargs.values()))
-            _RECORDING[-1][id(self)] = (first, out[0] if isinstance(out, tuple) else out)
+            _LOCAL.recordings[-1][id(self)] = (first, out[0] if isinstance(out, tuple) else out)
             return out
 
         _RECORDERS[base] = type(f"Recording{base.__name__}", (base,), {"__call__": call})
     return _RECORDERS[base]
 
 
-_RECORDING: list[dict[int, tuple[mx.array, mx.array]]] = []
+_LOCAL = threading.local()  # each thread's recordings in progress (the app's worker and a server's engine thread)
 
 
 @contextmanager
@@ -142,7 +143,9 @@ def _recording(modules: list[nn.Module]) -> Iterator[dict[int, tuple[mx.array, m
     """While inside, each module records its last call's input and output (by the module's id)."""
     originals = {id(m): (m, type(m)) for m in modules}
     seen: dict[int, tuple[mx.array, mx.array]] = {}
-    _RECORDING.append(seen)
+    if not hasattr(_LOCAL, "recordings"):
+        _LOCAL.recordings = []
+    _LOCAL.recordings.append(seen)
     for module, base in originals.values():
         module.__class__ = _recorder(base)
     try:
@@ -150,7 +153,7 @@ def _recording(modules: list[nn.Module]) -> Iterator[dict[int, tuple[mx.array, m
     finally:
         for module, base in originals.values():
             module.__class__ = base
-        _RECORDING.pop()
+        _LOCAL.recordings.pop()
 
 
 class HiddenStore:
