@@ -9,6 +9,8 @@ Where the head's weights are:
 - MiMo (`num_nextn_predict_layers`): `model.mtp_layers.N.{token_layernorm, hidden_layernorm, input_proj,
   final_layernorm}` around a decoder layer's weights; the head is its first layer, concat [hidden, embedding];
 - DeepSeek-V3 and GLM append their heads as `model.layers.{num_hidden_layers + i}`: recognised, refused.
+Experts stored one by one (original Qwen3-Next and Qwen3.5-MoE heads) are stacked as mlx-lm's layers hold them;
+a head stored quantized (an MLX conversion that kept it) is quantized alike.
 
 RMSNorm gains: Qwen's original (Hugging Face) checkpoints store them zero-centred (the norm multiplies by 1 + w)
 and mlx-lm adds the 1 to the trunk's when it converts; MLX's RMSNorm multiplies by w, so the head's gains need
@@ -39,6 +41,7 @@ MIMO_NAMES = {"token_layernorm": "pre_fc_norm_embedding", "hidden_layernorm": "p
 NORM_SUFFIXES = ("pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "input_layernorm.weight",
                  "post_attention_layernorm.weight", "q_norm.weight", "k_norm.weight")
 DELTA_ENCODINGS = {"delta", "delta_plus_one", "mlx_delta"}
+_EXPERT = re.compile(r"^(?P<layer>.+\.mlp)\.experts\.(?P<expert>\d+)\.(?P<part>\w+_proj\.(?:weight|scales|biases))$")
 DELTA_MEAN = 0.5  # mean gain below which a sidecar's norms are zero-centred (MTPLX's threshold for these norms)
 
 
@@ -63,6 +66,7 @@ def load_mtp_head(path: Path, target: nn.Module, config: dict[str, Any]) -> MTPH
         )
     raw, sidecar = _raw_weights(path, config)
     weights, concat = _head_weights(raw, path, config, count)
+    weights = _stacked_experts(weights)
     if _zero_centred(weights, raw, path, config, sidecar):
         weights = {k: v + 1.0 if _is_norm(k) and v.ndim == 1 else v for k, v in weights.items()}
     text = text_model(target)
@@ -125,6 +129,22 @@ def _mimo_weights(raw: dict[str, mx.array]) -> dict[str, mx.array]:
         first, _, tail = rest.partition(".")
         named[f"{MIMO_NAMES[first]}.{tail}" if first in MIMO_NAMES else f"layers.0.{rest}"] = value
     return named
+
+
+def _stacked_experts(weights: dict[str, mx.array]) -> dict[str, mx.array]:
+    """Experts stored one by one (`mlp.experts.E.gate_proj.weight`, the original layout of Qwen3-Next and
+    Qwen3.5-MoE heads) stacked as mlx-lm's SwitchGLU holds them (`mlp.switch_mlp.gate_proj.weight`)."""
+    groups: dict[str, dict[int, mx.array]] = {}
+    rest = {}
+    for key, value in weights.items():
+        match = _EXPERT.match(key)
+        if match:
+            groups.setdefault(f"{match['layer']}.switch_mlp.{match['part']}", {})[int(match["expert"])] = value
+        else:
+            rest[key] = value
+    for name, experts in groups.items():
+        rest[name] = mx.stack([experts[e] for e in sorted(experts)])
+    return rest
 
 
 def _is_norm(key: str) -> bool:

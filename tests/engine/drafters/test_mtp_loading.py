@@ -97,3 +97,20 @@ def test_the_layer_count_is_read_where_each_publisher_puts_it() -> None:
     assert mtp_layer_count({"text_config": {"mtp_num_hidden_layers": 1}}) == 1  # Qwen3.5/3.6
     assert mtp_layer_count({"num_nextn_predict_layers": 2}) == 2  # Qwen3-Next, MiMo, DeepSeek
     assert mtp_layer_count({"num_hidden_layers": 4}) == 0
+
+
+def test_experts_stored_one_by_one_are_stacked_as_mlx_lm_holds_them(mtp_target, tmp_path) -> None:  # noqa: F811
+    """Qwen3-Next's original checkpoints store the head's experts one by one; mlx-lm's layer holds them stacked."""
+    target = mtp_target("next")
+    folder = _copy(mtp_target.folder("next"), tmp_path)
+    unstacked = {}
+    for key, value in mx.load(str(folder / "mtp.safetensors")).items():
+        if ".switch_mlp." in key:
+            layer, part = key.split(".switch_mlp.")
+            unstacked.update({f"{layer}.experts.{e}.{part}": value[e] for e in range(value.shape[0])})
+        else:
+            unstacked[key] = value
+    assert any(".experts.3." in key for key in unstacked)
+    mx.save_safetensors(str(folder / "mtp.safetensors"), unstacked)
+    ours, theirs = _head(folder, target), _head(mtp_target.folder("next"), target)
+    assert ours.keys() == theirs.keys() and all(mx.array_equal(ours[k], theirs[k]) for k in ours)
