@@ -13,11 +13,11 @@ from typing import Literal
 from .errors import InvalidParameterError
 
 Mode = Literal["speculative", "standard"]
-DrafterKind = Literal["model", "lookup", "model+lookup"]
+DrafterKind = Literal["model", "lookup", "model+lookup", "mtp"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
-DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup")
+DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp")
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
 RANGES: dict[str, tuple[int, int | None]] = {
@@ -38,7 +38,8 @@ class GenerationParams:
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
         drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
-            no draft model needed) or "model+lookup" (lookup when it finds a match, the model otherwise).
+            no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
+            (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo).
         num_draft: the draft length K of every round when not adaptive (and of the first, learning round when
             adaptive).
         adaptive: choose each round's K from measured acceptance and costs, K = 0 when speculation loses.
@@ -111,6 +112,11 @@ class GenerationParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def uses_draft_model(self) -> bool:
+        """Whether a separate draft model is among the drafters."""
+        return self.drafter in ("model", "model+lookup")
 
     @property
     def looks_up(self) -> bool:

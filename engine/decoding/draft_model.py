@@ -29,7 +29,45 @@ CATCH_UP_TAIL = 80
 TIMED_FIRST, TIMED_EVERY = 3, 8
 
 
-class DraftModelDrafter:
+class NetworkDrafter:
+    """What drafters that run a network (a draft model, an MTP head) share: the policy picks K every round, and
+    some rounds are timed so that it learns the drafter's cost.
+
+    Args:
+        warper: the sampling warp shared with the target.
+        policy: chooses how many tokens to draft.
+        source: the policy's name for the drafter.
+    """
+
+    def __init__(self, warper: Warper, policy: DraftPolicy, source: str) -> None:
+        self.source = source
+        self.warper = warper
+        self.policy = policy
+        self._drafted_rounds = 0
+        self._last_k = 0
+
+    def start(self, context: list[int]) -> None:
+        """A generation begins: its first rounds are timed again."""
+        self._drafted_rounds = 0
+        self._last_k = 0
+
+    @property
+    def idle(self) -> bool:
+        """The policy gave it nothing to draft last time (one more observation rarely changes that)."""
+        return self._last_k == 0
+
+    def _next_timed(self) -> bool:
+        """Whether the round about to be drafted is one of those timed (counting it)."""
+        timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
+        self._drafted_rounds += 1
+        return timed
+
+    def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
+        """Drafts nothing ahead (SSD does, in `ssd.py`)."""
+        return 0
+
+
+class DraftModelDrafter(NetworkDrafter):
     """Proposes tokens with a draft model whose cache follows the context.
 
     Args:
@@ -42,22 +80,8 @@ class DraftModelDrafter:
     source = "model"
 
     def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, source: str = "model") -> None:
-        self.source = source
+        super().__init__(warper, policy, source)
         self.cached = cached
-        self.warper = warper
-        self.policy = policy
-        self._drafted_rounds = 0
-        self._last_k = 0
-
-    def start(self, context: list[int]) -> None:
-        """The draft model was prefilled with the target, or catches up in its first draft."""
-        self._drafted_rounds = 0
-        self._last_k = 0
-
-    @property
-    def idle(self) -> bool:
-        """The policy gave it nothing to draft last time (one more observation rarely changes that)."""
-        return self._last_k == 0
 
     def propose(self, context: list[int], limit: int, keep_rows: bool = False) -> Draft:
         k = self._last_k = self.policy.choose(self.source, limit)
@@ -68,9 +92,7 @@ class DraftModelDrafter:
     def draft_chosen(self, context: list[int], k: int, keep_rows: bool = False) -> Draft:
         """Draft the `k` tokens the policy chose, timing the round when it is one of those timed."""
         self._last_k = k
-        timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
-        self._drafted_rounds += 1
-        return self.draft(context, k, timed, keep_rows)
+        return self.draft(context, k, self._next_timed(), keep_rows)
 
     def draft(self, context: list[int], k: int, timed: bool = False, keep_rows: bool = False) -> Draft:
         """Draft `k` tokens after `context`, without waiting for the device (unless `timed`).
@@ -95,10 +117,6 @@ class DraftModelDrafter:
             mx.eval(draft.tokens)
         draft.draft_s = time.perf_counter() - start
         return draft
-
-    def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
-        """Drafts nothing ahead (SSD does, in `ssd.py`)."""
-        return 0
 
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """Record the ids of the draft tokens that were fed back into the draft model (all but the last, or all

@@ -3,42 +3,42 @@
 This is the loop around the rounds: it validates the request, prefills the prompt (reporting progress), runs
 rounds of the chosen decoder, turns tokens into text, ends on EOS, stop strings, the token budget, the
 context limit or cancellation (checked between rounds), and totals the statistics. What a generation has
-produced so far lives in one `_Answer`.
+produced so far lives in one `Answer`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from typing import Any, Callable, Generator, Iterator, Sequence
 
 import mlx.core as mx
 
 from ..errors import InvalidParameterError, PromptError
-from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, PrefillEvent, RoundEvent, TokenEvent
+from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
+from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
+from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
-from .reasoning import PartDetokenizer, ThinkMarkers
-from .rounds import Decoder, Round
+from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
 from .ssd import SsdDrafter, SsdSwitch
 from .standard import StandardDecoder
-from .stop_strings import StopStrings
 
 Cancel = Callable[[], bool]
 
 
 def _uses_draft(pair: ModelPair, params: GenerationParams) -> bool:
-    return params.mode == "speculative" and params.drafter != "lookup" and pair.draft is not None
+    return params.mode == "speculative" and params.uses_draft_model and pair.draft is not None
 
 
 def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> None:
@@ -51,12 +51,14 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         )
     if params.mode != "speculative":
         return
-    if params.drafter in ("model", "model+lookup") and pair.draft is None:
+    if params.uses_draft_model and pair.draft is None:
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
+    if params.drafter == "mtp":
+        pair.mtp_state()  # loads the head, or says why the target has none
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -126,7 +128,9 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     drafters: list[Drafter] = []
     if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, history))
-    if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
+    if params.drafter == "mtp":
+        drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
+    if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
         if params.ssd:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
@@ -136,131 +140,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
 
 
-@dataclass
-class _Answer:
-    """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended.
-
-    A thinking model's tokens are split as they come (`reasoning.py`): each token's part is kept beside it, each
-    part's text apart, and every round counted in the part it began in, so that acceptance while thinking and
-    while answering can be read apart; the time spent thinking is measured round by round.
-    """
-
-    context: list[int]
-    params: GenerationParams
-    context_limit: int
-    tokenizer: Any  # mlx-lm's TokenizerWrapper
-    stats: GenerationStats
-    start: float
-    markers: ThinkMarkers | None = None
-    tokens: list[int] = field(default_factory=list)
-    origins: list[Origin] = field(default_factory=list)
-    parts: list[Part] = field(default_factory=list)
-    pieces: dict[str, list[str]] = field(default_factory=lambda: {"answer": [], "reasoning": []})
-    finish: FinishReason = "length"
-
-    def __post_init__(self) -> None:
-        self.eos = self.tokenizer.eos_token_ids
-        self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
-        self.stops = StopStrings(self.params.stop)
-        self._thinking_since: float | None = None
-
-    def budget(self) -> int:
-        """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
-        budget = min(self.params.max_tokens - self.stats.generated_tokens, self.context_limit - len(self.context))
-        if budget <= 0:
-            self.finish = "length" if self.stats.generated_tokens >= self.params.max_tokens else "context"
-        return budget
-
-    def take(self, r: Round) -> Iterator[Event]:
-        """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
-        kept, thinking = 0, self.split.part == "reasoning"
-        for token, origin in zip(r.tokens, r.origins):
-            if token in self.eos:
-                self.finish = "stop"
-                self.stats.ended_on_eos = True
-                break
-            self.context.append(token)
-            kept += 1
-            self.stats.generated_tokens += 1
-            yield from self._release(self.split.push(token, origin, self.stats.rounds))
-            if self.stops.stopped:
-                self.finish = "stop"
-                break
-        self.stats.drafted += r.drafted
-        self.stats.accepted += r.accepted
-        self.stats.count_ssd(r)
-        (self.stats.thinking if thinking else self.stats.answering).add_round(r.drafted, r.accepted, kept)
-        yield self._round_event(r, kept, thinking)
-        self.stats.rounds += 1
-        self.clock_thinking()
-
-    def clock_thinking(self, ended: bool = False) -> None:
-        """Start or stop the thinking clock as the output enters or leaves reasoning (or the generation `ended`)."""
-        now = time.perf_counter()
-        thinking = self.split.part == "reasoning" and not ended
-        if thinking and self._thinking_since is None:
-            self._thinking_since = now
-        elif not thinking and self._thinking_since is not None:
-            self.stats.thinking.seconds += now - self._thinking_since
-            self._thinking_since = None
-
-    def _round_event(self, r: Round, emitted: int, thinking: bool) -> RoundEvent:
-        return RoundEvent(
-            self.stats.rounds, r.drafted, r.accepted, emitted, r.drafter, r.draft_s, r.verify_s,
-            draft=tuple(r.draft_ids),
-            draft_text=tuple(self.tokenizer.decode([token]) for token in r.draft_ids),
-            p=tuple(r.p),
-            q=tuple(r.q),
-            next_token=r.tokens[-1],
-            predicted_tps=r.predicted_tps,
-            predicted_tps_plain=r.predicted_tps_plain,
-            timed=r.timed,
-            ssd_hit=r.ssd_hit,
-            predrafted=r.predrafted,
-            predraft_wasted=r.predraft_wasted,
-            hidden_draft_s=r.hidden_draft_s,
-            reasoning=thinking,
-        )
-
-    def _release(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
-        """Token events through the stop strings (none after one completed)."""
-        for event in events:
-            if self.stops.stopped:
-                return
-            yield from self._emit(self.stops.push(event))
-
-    def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
-        for event in events:
-            if not self.tokens:
-                self.stats.ttft_s = time.perf_counter() - self.start
-            self.tokens.append(event.token)
-            self.origins.append(event.origin)
-            self.parts.append(event.part)
-            if event.part != "marker":
-                self.pieces[event.part].append(event.text)
-                (self.stats.thinking if event.reasoning else self.stats.answering).tokens += 1
-            yield event
-
-    def flush(self) -> Iterator[TokenEvent]:
-        """At the end: release tokens held for a marker or a stop string that never completed, and the
-        detokenizers' rest."""
-        yield from self._release(self.split.flush())
-        if not self.stops.stopped:
-            yield from self._emit(self.stops.flush())
-            for part, rest in self.split.rest().items():
-                self.pieces[part].append(rest)
-
-    def result(self) -> GenerationResult:
-        self.stats.total_s = time.perf_counter() - self.start
-        self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
-        self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-        self.clock_thinking(ended=True)
-        return GenerationResult("".join(self.pieces["answer"]), self.tokens, self.origins, self.params.mode, self.finish,
-                                self.stats, self.params.applied_lenience, "".join(self.pieces["reasoning"]).strip(),
-                                self.parts if self.markers else [], self.stops.matched)
-
-
-def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:
+def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:
     """Run rounds until something ends the generation."""
     decoder.start(answer.context)
     answer.clock_thinking()
@@ -311,6 +191,21 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
     return prompt_ids
 
 
+@contextmanager
+def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
+    """Around an answer's passes: with the MTP drafter its head hears every target pass (the prefill's included);
+    afterwards, caches fed ids an interrupted answer never read start over."""
+    listener = pair.mtp_state() if params.mode == "speculative" and params.drafter == "mtp" else None
+    if listener is not None:
+        listener.attach()
+    try:
+        yield
+    finally:
+        if listener is not None:
+            listener.detach()
+        pair.discard_pending()
+
+
 def generate_stream(
     pair: ModelPair,
     prompt: str | Sequence[Message] | list[int],
@@ -352,8 +247,8 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers)
-    try:
+    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers)
+    with _answering(pair, params):
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
@@ -362,8 +257,6 @@ def generate_stream(
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:
             answer.finish = "cancelled"
-    finally:
-        pair.discard_pending()
     result = answer.result()
     if not comparing:
         pair.remember_answer(result.text, result.answer_tokens)

@@ -15,6 +15,7 @@ import mlx.core as mx
 from .cached_model import CachedModel
 from .chat import Message, is_base_model, prompt_token_ids
 from .history import DraftHistory
+from .mtp_drafter import MTPState
 from .policy import DraftPolicy
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
@@ -50,6 +51,7 @@ class ModelPair:
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
         self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
+        self._mtp: MTPState | None = None
         self.set_draft(draft)
 
     @classmethod
@@ -146,6 +148,19 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
+        if self._mtp is not None:
+            self._mtp.reset()
+
+    def mtp_state(self) -> MTPState:
+        """The target's built-in MTP head with its cache, loaded on first use (it is not in mlx-lm's model), or one
+        line saying why the target has none."""
+        if self._mtp is None:
+            from ..drafters.mtp import MTPRunner
+            from ..drafters.mtp_loading import load_mtp_head
+
+            head = load_mtp_head(self.target.path, self.target.model, self.target.config)
+            self._mtp = MTPState(MTPRunner(head, self.target.model), self.target_cache)
+        return self._mtp
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
         """The adaptive policy (or SSD's switch) for one combination of drafter and settings, kept across generations.

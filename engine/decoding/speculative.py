@@ -2,7 +2,8 @@
 
 `SpeculativeDecoder.round` is the whole algorithm on one screen; the helpers below it are bookkeeping:
 
-    1. a drafter proposes up to K tokens (a draft model with its q's, or prompt lookup with point masses);
+    1. a drafter proposes up to K tokens (a draft model or the target's MTP head with their q's, or prompt lookup
+       with point masses);
     2. the target runs once over [last token, d_1..d_K] and gives p_1..p_{K+1};
     3. `acceptance` keeps a prefix of the draft and adds one correction or bonus token;
     4. the caches rewind on their own: each `CachedModel` knows the ids it holds, and the next round's

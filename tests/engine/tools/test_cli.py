@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import main
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
               "ttft_s", "total_s", "peak_memory_gb"}
@@ -320,3 +321,21 @@ def test_a_thinking_models_reasoning_is_set_off_and_no_think_leaves_it_out(think
     assert (json.loads(out)["reasoning"], json.loads(out)["text"]) == (REASONING, ANSWER)
     code, out = run(args + ["--no-think"])
     assert code == 0 and out == f"{ANSWER}\n"
+
+
+def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:  # noqa: F811
+    """`--drafter mtp` needs no --draft: the target's own head drafts, and the trace names it."""
+    target, trace = str(mtp_target.folder("hybrid")), tmp_path / "trace.jsonl"
+    common = ["generate", "--target", target, "--prompt", "abcabd", "--preset", "greedy", "--max-tokens", "24", "--json"]
+    code, out = run(common + ["--drafter", "mtp", "--num-draft", "3", "--no-adaptive", "--trace", str(trace)])
+    assert code == 0
+    _, standard = run(common + ["--mode", "standard"])
+    assert json.loads(out)["tokens"] == json.loads(standard)["tokens"]
+    rounds = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert rounds and {r["drafter"] for r in rounds if r["verified"]} == {"mtp"}
+
+
+def test_the_mtp_drafter_on_a_target_without_a_head_is_one_line(tiny_dirs, capsys) -> None:
+    code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "mtp"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and "no built-in MTP head" in err
