@@ -120,10 +120,11 @@ def _dequantized(data: np.ndarray, qtype: Q, shape: tuple[int, ...]) -> np.ndarr
 
 
 def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path,
-               types: dict[str, Q] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+               types: dict[str, Q] | None = None, seed: int = 0, extra: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Write a GGUF of `arch` from mlx-lm-layout weights as llama.cpp's converter does (llama's q/k permuted,
     Gemma's norms stored as 1 + w, a tied lm_head left out, experts stacked); return what each tensor should
-    import as (the stored values dequantized by `gguf`, put back in HF layout)."""
+    import as (the stored values dequantized by `gguf`, put back in HF layout). `extra`: llama.cpp tensors
+    written as they are (F32), such as `rope_freqs.weight`."""
     rng = np.random.default_rng(seed)
     types = types or {}
     writer = gguf.GGUFWriter(str(path), arch)
@@ -149,6 +150,8 @@ def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config:
         if permuted:
             stored = _unpermuted_rows(stored, heads)
         expected[hf_name] = stored - 1.0 if shifted else stored
+    for name, values in (extra or {}).items():
+        writer.add_tensor(name, np.asarray(values, dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

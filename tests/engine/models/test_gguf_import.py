@@ -404,3 +404,40 @@ def test_the_import_is_the_gguf_weights_quantized_by_mlx_lm_and_speculation_is_e
     drafted = [r.token for r in mlx_lm_generate.stream_generate(imported, tokenizer, prompt_ids, max_tokens=24,
                                                               draft_model=mlx_lm_load(str(tmp_path / "draft"))[0])]
     assert drafted == plain
+
+
+def test_llama_3_rope_frequency_factors_import_as_the_rope_scaling_they_came_from(tmp_path: Path) -> None:
+    """Llama 3.1/3.2 files store their rope scaling only as per-frequency factors (`rope_freqs`); they used to be
+    refused. The factors here are mlx-lm's own Llama3RoPE's, so the importer's search is checked against it."""
+    from mlx_lm.models.rope_utils import Llama3RoPE
+
+    from engine.fixtures.tiny_models import copy_tokenizer
+    from tests.gguf_files import write_gguf
+
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 8192}
+    config = {**LLAMA_CONFIG, "rope_theta": 500000.0, "model_type": "llama", "vocab_size": 0, "tie_word_embeddings": False}
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    rope = Llama3RoPE(head_dim, base=config["rope_theta"], scaling_config=scaling)
+    factors = np.array(rope._freqs / config["rope_theta"] ** (mx.arange(0, head_dim, 2) / head_dim))
+    tokenizer_dir = build_tokenizer(tmp_path / "tokenizer")
+    config["vocab_size"] = len(json.loads((tokenizer_dir / "tokenizer.json").read_text())["model"]["vocab"])
+    weights = {k: np.array(v) for k, v in random_weights(SPEC, config["vocab_size"], seed=3).items()}
+    path = tmp_path / "llama31.gguf"
+    expected = write_gguf(path, "llama", weights, config, tokenizer_dir, extra={"rope_freqs.weight": factors})
+    imported = load_model(str(import_gguf(path, tmp_path / "imported")))
+    assert imported.config["rope_scaling"] == scaling
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    (reference / "config.json").write_text(json.dumps({**config, "rope_scaling": scaling}))
+    mx.save_safetensors(str(reference / "model.safetensors"), {k: mx.array(v).astype(mx.bfloat16) for k, v in expected.items()})
+    copy_tokenizer(tokenizer_dir, reference)
+    ids = mx.array([[5, 9, 300, 7, 42, 99, 12] * 8])
+    assert mx.allclose(imported.model(ids), load_model(str(reference)).model(ids), atol=1e-3).item()
+
+
+def test_rope_factors_that_are_not_llama_3s_are_refused_in_one_line() -> None:
+    from engine.models.gguf_rope import llama3_rope_scaling
+
+    with pytest.raises(UnsupportedModelError, match="match no Llama 3 rope scaling"):
+        llama3_rope_scaling(np.linspace(1.0, 3.0, 32), 64, 10000.0)
