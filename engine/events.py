@@ -29,6 +29,24 @@ class PrefillEvent:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """The target's log-probability of an emitted token, and of the likeliest tokens at its position.
+
+    From the target's own distribution (log-softmax of its logits, before any sampling warp, penalty or
+    output constraint), whoever drafted the token: the verify pass computed it anyway.
+
+    Attributes:
+        token: the emitted token's id.
+        logprob: its natural log-probability.
+        top: the `top` likeliest tokens at its position as (id, logprob), likeliest first.
+    """
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class TokenEvent:
     """One emitted token.
 
@@ -40,12 +58,14 @@ class TokenEvent:
             a rejection), "bonus" (the extra target token after a fully accepted round), "target" (standard
             decoding, or a speculative round that drafted nothing).
         round: index of the round (target pass) that emitted it, from 0.
+        logprob: the target's log-probability of it (only when `GenerationParams.logprobs` asks for them).
     """
 
     token: int
     text: str
     origin: Origin
     round: int
+    logprob: TokenLogprob | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ..events import Event, FinishReason, GenerationResult, GenerationStats, Ori
 from ..params import GenerationParams
 from .cached_model import CachedModel, common_prefix_length
 from .chat import Message
+from .constraint import Constraint
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
@@ -118,21 +119,25 @@ def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
              history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
+
+    Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
+    constraint = Constraint.for_schema(params.json_schema, pair.tokenizer, pair.vocab_width) if params.json_schema else None
     if params.mode == "standard":
-        return StandardDecoder(pair.target_cache, warper)
+        return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, history))
     if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-        if params.ssd:
+        if params.ssd and constraint is None:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
             drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
         else:
-            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source))
-    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
+            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint))
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
+                              logprobs=params.logprobs, constraint=constraint)
 
 
 @dataclass
@@ -165,7 +170,8 @@ class _Answer:
     def take(self, r: Round) -> Iterator[Event]:
         """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
         kept = 0
-        for token, origin in zip(r.tokens, r.origins):
+        logprobs = r.logprobs or [None] * len(r.tokens)
+        for token, origin, logprob in zip(r.tokens, r.origins, logprobs):
             if token in self.eos:
                 self.finish = "stop"
                 self.stats.ended_on_eos = True
@@ -174,7 +180,8 @@ class _Answer:
             kept += 1
             self.stats.generated_tokens += 1
             self.detokenizer.add_token(token)
-            yield from self._emit(self.stops.push(TokenEvent(token, self.detokenizer.last_segment, origin, self.stats.rounds)))
+            event = TokenEvent(token, self.detokenizer.last_segment, origin, self.stats.rounds, logprob)
+            yield from self._emit(self.stops.push(event))
             if self.stops.stopped:
                 self.finish = "stop"
                 break
