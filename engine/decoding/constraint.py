@@ -22,7 +22,6 @@ write it forever, a known failure of constrained decoding.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -33,7 +32,6 @@ from llguidance import LLMatcher
 from ..errors import InvalidParameterError
 
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-ANY_OBJECT = '{"type": "object"}'
 
 
 def schema_problem(schema: str) -> str | None:
@@ -68,9 +66,8 @@ class Constraint:
         problem = schema_problem(schema)
         if problem:
             raise InvalidParameterError(f"The JSON schema cannot constrain an answer: {problem}. Fix the schema.")
-        eos = sorted(tokenizer.eos_token_ids)
         grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
-        return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size, tuple(eos)), grammar), vocab_size, eos)
+        return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
 
     @property
     def finished(self) -> bool:
@@ -121,14 +118,10 @@ def restrict(logits: mx.array, mask: mx.array) -> mx.array:
     return mx.where(mask, logits, mx.array(-mx.inf, dtype=logits.dtype))
 
 
-def json_schema_text(schema: dict[str, Any] | None) -> str:
-    """A schema object as the text `GenerationParams.json_schema` holds; None (json_object) for any object."""
-    return ANY_OBJECT if schema is None else json.dumps(schema, ensure_ascii=False)
-
-
 @lru_cache(maxsize=4)
-def grammar_tokenizer(tokenizer: Any, vocab_size: int, eos: tuple[int, ...]) -> Any:
-    """llguidance's view of a model's tokenizer (about 0.7 s for SmolLM2's 49k tokens, so kept per tokenizer)."""
+def grammar_tokenizer(tokenizer: Any, vocab_size: int) -> Any:
+    """llguidance's view of a model's tokenizer (mlx-lm's wrapper), which also knows each token's bytes (about 0.7 s
+    to build for SmolLM2's 49k tokens, so kept per tokenizer)."""
     from llguidance.hf import from_tokenizer
 
-    return from_tokenizer(tokenizer._tokenizer, n_vocab=vocab_size, eos_token=list(eos))
+    return from_tokenizer(tokenizer._tokenizer, n_vocab=vocab_size, eos_token=sorted(tokenizer.eos_token_ids))
