@@ -81,10 +81,12 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
 
 
 def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
-    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD."""
+    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
+    whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
-    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history)
+    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
+            params.json_schema is not None)
 
 
 def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:

@@ -120,3 +120,12 @@ def test_the_draft_model_drafts_under_the_constraint(tiny_pair: ModelPair, tempe
     assert draft.count == kept == 8 and draft.tokens.tolist() == draft.ids
     if temperature:
         assert float(mx.where(masks[:-1], 0.0, draft.probs).sum()) == 0.0
+
+
+def test_constrained_answers_keep_their_own_adaptive_estimates(tiny_pair: ModelPair) -> None:
+    """Forced tokens raise acceptance and a constrained draft reads every token: its costs are not free text's."""
+    free = GREEDY.replace(json_schema=None, adaptive=True)
+    generate(PROMPT, tiny_pair, free.replace(json_schema=json.dumps(SCHEMA)))
+    constrained_policy = next(iter(tiny_pair._policies.values()))
+    generate(PROMPT, tiny_pair, free)
+    assert len(tiny_pair._policies) == 2 and constrained_policy in tiny_pair._policies.values()
