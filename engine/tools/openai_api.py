@@ -7,8 +7,10 @@ carrying the status and the error body OpenAI's clients parse (`{"error": {"mess
 
 Chat requests may offer `tools` with a `tool_choice`; the history may hold assistant turns with `tool_calls`
 and `tool` turns with their results. Calls come back as `tool_calls` (finish_reason "tool_calls"), streamed as
-OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. The request
-parsing here (settings, model, errors) is shared by the Anthropic and Responses translations.
+OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. `logprobs` /
+`top_logprobs` and `response_format` are read (and logprobs shaped) by `token_logprobs.py` and
+`response_format.py`. The request parsing here (settings, model, errors) is shared by the Anthropic and Responses
+translations.
 """
 
 from __future__ import annotations

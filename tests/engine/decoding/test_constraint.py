@@ -129,3 +129,17 @@ def test_constrained_answers_keep_their_own_adaptive_estimates(tiny_pair: ModelP
     constrained_policy = next(iter(tiny_pair._policies.values()))
     generate(PROMPT, tiny_pair, free)
     assert len(tiny_pair._policies) == 2 and constrained_policy in tiny_pair._policies.values()
+
+
+@pytest.mark.real_weights
+def test_smollm_writes_valid_json_under_a_schema_in_every_mode(smollm, tmp_path) -> None:
+    """A real model and its first 8 layers as the draft: the schema holds, and speculation changes nothing."""
+    from engine.models.loading import load_model
+    from tests.real_models import truncated_copy
+
+    pair = ModelPair(smollm, load_model(str(truncated_copy(smollm.path, tmp_path / "draft", keep_layers=8))))
+    expected = generate(PROMPT, pair, GREEDY.replace(mode="standard"))
+    check_valid(expected.text)
+    for drafter in ("model", "lookup", "model+lookup"):
+        result = generate(PROMPT, pair, GREEDY.replace(drafter=drafter))
+        assert result.tokens == expected.tokens and result.stats.drafted > 0, drafter
