@@ -32,6 +32,24 @@ class PrefillEvent:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """The target's log-probability of an emitted token, and of the likeliest tokens at its position.
+
+    From the target's own distribution (log-softmax of its logits, before any sampling warp, penalty or
+    output constraint), whoever drafted the token: the verify pass computed it anyway.
+
+    Attributes:
+        token: the emitted token's id.
+        logprob: its natural log-probability.
+        top: the `top` likeliest tokens at its position as (id, logprob), likeliest first.
+    """
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class TokenEvent:
     """One emitted token.
 
@@ -44,6 +62,7 @@ class TokenEvent:
             decoding, or a speculative round that drafted nothing).
         round: index of the round (target pass) that emitted it, from 0.
         part: "answer", "reasoning" (a thinking model's thoughts) or "marker" (text "": a think marker).
+        logprob: the target's log-probability of it (only when `GenerationParams.logprobs` asks for them).
     """
 
     token: int
@@ -51,6 +70,7 @@ class TokenEvent:
     origin: Origin
     round: int
     part: Part = "answer"
+    logprob: TokenLogprob | None = None
 
     @property
     def reasoning(self) -> bool:

@@ -18,6 +18,7 @@ DrafterKind = Literal["model", "lookup", "model+lookup", "mtp"]
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
 DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp")
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
 RANGES: dict[str, tuple[int, int | None]] = {
@@ -73,6 +74,10 @@ class GenerationParams:
             from the context (off: what a chat drafts depends on it alone; the benchmark's prompt-lookup-context).
         think: a thinking model thinks before it answers; off, its template's no-think prompt (`enable_thinking`
             False) asks it to answer at once. Models that do not think, or whose template has no switch, ignore it.
+        logprobs: None for none; N (0 to MAX_TOP_LOGPROBS) for each emitted token's log-probability under the
+            target and the N likeliest tokens at its position (read with the round's verdict, `decoding/logprobs.py`).
+        json_schema: the text of a JSON Schema the answer must follow ('{"type": "object"}' for any JSON object),
+            enforced on draft and target alike (`decoding/constraint.py`); None for free text.
     """
 
     mode: Mode = "speculative"
@@ -98,6 +103,8 @@ class GenerationParams:
     ssd_always: bool = False
     history: bool = True
     think: bool = True
+    logprobs: int | None = None
+    json_schema: str | None = None
 
     def __post_init__(self) -> None:
         for problem in _problems(self):
@@ -170,6 +177,8 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"lenience must be in [0, 1] (0 is exact; above 0 is lossy), not {p.lenience!r}.")
     if p.kv_bits not in KV_BITS:
         problems.append(f"kv_bits must be 8, 4 or None (full precision), not {p.kv_bits!r}.")
+    if p.logprobs is not None and (not isinstance(p.logprobs, int) or not 0 <= p.logprobs <= MAX_TOP_LOGPROBS):
+        problems.append(f"logprobs must be None or 0 to {MAX_TOP_LOGPROBS} alternatives, not {p.logprobs!r}.")
     if any(not s for s in p.stop):
         problems.append("Stop strings must not be empty.")
     return problems

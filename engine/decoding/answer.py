@@ -7,7 +7,9 @@ stop string, the token budget or the context limit.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -47,6 +49,7 @@ class Answer:
         self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None
+        self._logprobs: deque = deque()  # the target's logprobs of tokens pushed, waiting for their events
 
     def budget(self) -> int:
         """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
@@ -58,7 +61,8 @@ class Answer:
     def take(self, r: Round) -> Iterator[Event]:
         """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
         kept, thinking = 0, self.split.part == "reasoning"
-        for token, origin in zip(r.tokens, r.origins):
+        logprobs = r.logprobs or [None] * len(r.tokens)
+        for token, origin, logprob in zip(r.tokens, r.origins, logprobs):
             if token in self.eos:
                 self.finish = "stop"
                 self.stats.ended_on_eos = True
@@ -66,7 +70,8 @@ class Answer:
             self.context.append(token)
             kept += 1
             self.stats.generated_tokens += 1
-            yield from self._release(self.split.push(token, origin, self.stats.rounds))
+            self._logprobs.append(logprob)
+            yield from self._release(self._with_logprobs(self.split.push(token, origin, self.stats.rounds)))
             if self.stops.stopped:
                 self.finish = "stop"
                 break
@@ -106,6 +111,14 @@ class Answer:
             reasoning=thinking,
         )
 
+    def _with_logprobs(self, events: list[TokenEvent]) -> list[TokenEvent]:
+        """Events get their tokens' logprobs: the splitter releases tokens in the order they were pushed."""
+        out = []
+        for event in events:
+            logprob = self._logprobs.popleft()
+            out.append(event if logprob is None else dataclasses.replace(event, logprob=logprob))
+        return out
+
     def _release(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
         """Token events through the stop strings (none after one completed)."""
         for event in events:
@@ -128,7 +141,7 @@ class Answer:
     def flush(self) -> Iterator[TokenEvent]:
         """At the end: release tokens held for a marker or a stop string that never completed, and the
         detokenizers' rest."""
-        yield from self._release(self.split.flush())
+        yield from self._release(self._with_logprobs(self.split.flush()))
         if not self.stops.stopped:
             yield from self._emit(self.stops.flush())
             for part, rest in self.split.rest().items():

@@ -9,7 +9,7 @@ a round nobody drafts for is a plain target step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import mlx.core as mx
@@ -39,6 +39,7 @@ class Draft:
         predrafted: tokens SSD pre-drafted during this round's verify pass.
         predraft_wasted: pre-drafted tokens this round's outcome made useless.
         hidden_draft_s: on an SSD hit, the drafting time it saved (measured synchronous cost per token x K).
+        ids: the proposed ids when the host has them already (prompt lookup, a draft under an output constraint).
     """
 
     tokens: mx.array
@@ -54,6 +55,18 @@ class Draft:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    ids: list[int] | None = None
+
+    def cut(self, count: int) -> "Draft":
+        """The draft's first `count` tokens (an output constraint forbids the next), NO_DRAFT for none. Only lookup
+        drafts are cut: a draft model drafts under the same constraint."""
+        if count == self.count:
+            return self
+        if not count:
+            return NO_DRAFT
+        probs = self.probs[:count] if self.probs is not None else None
+        ids = self.ids[:count] if self.ids is not None else None
+        return replace(self, tokens=self.tokens[:count], count=count, probs=probs, ids=ids)
 
     @property
     def drafter(self) -> str:
@@ -66,7 +79,7 @@ NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, sour
 
 def point_draft(ids: list[int], source: str, draft_s: float) -> Draft:
     """A draft proposed on the host without distributions (prompt lookup)."""
-    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True)
+    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True, ids=list(ids))
 
 
 class Drafter(Protocol):

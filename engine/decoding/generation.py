@@ -20,6 +20,7 @@ from ..params import GenerationParams
 from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
+from .constraint import Constraint
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
@@ -83,10 +84,12 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
 
 
 def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
-    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD."""
+    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
+    whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
-    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history)
+    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
+            params.json_schema is not None)
 
 
 def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:
@@ -121,9 +124,12 @@ def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
              history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
+
+    Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
+    constraint = Constraint.for_schema(params.json_schema, pair.tokenizer, pair.vocab_width) if params.json_schema else None
     if params.mode == "standard":
-        return StandardDecoder(pair.target_cache, warper)
+        return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.looks_up:
@@ -132,12 +138,13 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
         drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
     if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-        if params.ssd:
+        if params.ssd and constraint is None:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
             drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
         else:
-            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source))
-    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
+            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint))
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
+                              logprobs=params.logprobs, constraint=constraint)
 
 
 def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:

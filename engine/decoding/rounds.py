@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..events import Origin
+from ..events import Origin, TokenLogprob
 
 
 @dataclass
@@ -31,6 +31,7 @@ class Round:
         timed: whether draft_s and verify_s measure the two apart (the host waited for the draft, and the verify
             pass was not queued by the round before).
         ssd_hit, predrafted, predraft_wasted, hidden_draft_s: SSD's figures for the round (see `Draft`).
+        logprobs: per emitted token, the target's log-probabilities (empty unless asked for, see `logprobs.py`).
     """
 
     tokens: list[int]
@@ -50,6 +51,7 @@ class Round:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    logprobs: list[TokenLogprob] = field(default_factory=list)
 
 
 def round_origins(drafted: int, accepted: int) -> list[Origin]:

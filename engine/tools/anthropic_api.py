@@ -20,6 +20,7 @@ from typing import Any
 
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
+from .response_format import anthropic_schema
 from .speculation_report import speculation
 from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
@@ -46,6 +47,7 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
         params = request_params(translated, defaults)
     except ApiError as e:
         raise ApiError(e.status, e.message.replace("'stop'", "'stop_sequences'"), e.kind, e.param, e.code) from None
+    params = params.replace(json_schema=anthropic_schema(body))
     return ApiRequest("messages", model, messages, params, typed(body, "stream", bool, False), tooling=_tooling(body))
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Protocol
 
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
-from .tool_calls import OutputSplitter, ToolChoice, Tooling
+from .token_logprobs import TokenNames
+from .tool_calls import OutputSplitter, Piece, TextPiece, ToolChoice, Tooling
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -72,27 +73,56 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
         return
     tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
-        splitter = tooling.splitter(pair.tokenizer)
+        names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
+        pieces = _Pieces(tooling.splitter(pair.tokenizer), names)
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
         events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
                                              tools=tooling.template_tools())
         for event in events:
-            _deliver(job, splitter, event)
+            _deliver(job, pieces, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
         job.deliver(error)
 
 
-def _deliver(job: GenerationJob, splitter: OutputSplitter, event: object) -> None:
+def _deliver(job: GenerationJob, pieces: _Pieces, event: object) -> None:
     """An engine event, then the pieces of text and the calls it completes (all the rest before the result)."""
     if isinstance(event, RoundEvent) and job.cancelled.is_set():
         job.rounds_after_cancel += 1
     if isinstance(event, GenerationResult):
-        for piece in splitter.feed(event.text[len(splitter.fed):]) + splitter.finish():
+        for piece in pieces.finish(event.text):
             job.deliver(piece)
     job.deliver(event)
     if isinstance(event, TokenEvent):
-        for piece in splitter.feed(event.text):
+        for piece in pieces.feed(event):
             job.deliver(piece)
+
+
+class _Pieces:
+    """The answer as the splitter cuts it, each text piece carrying the logprobs of the tokens since the last one
+    (those of a tool call's tokens are dropped with it: OpenAI gives logprobs for content only)."""
+
+    def __init__(self, splitter: OutputSplitter, names: TokenNames | None) -> None:
+        self._splitter, self._names = splitter, names
+        self._pending: list[dict[str, Any]] = []
+
+    def feed(self, event: TokenEvent) -> list[Piece]:
+        if self._names is not None and event.logprob is not None:
+            self._pending.append(self._names.entry(event.logprob))
+        return self._attach(self._splitter.feed(event.text))
+
+    def finish(self, text: str) -> list[Piece]:
+        """The rest of the answer's text (what the detokenizer released at the end) and the splitter's last pieces."""
+        return self._attach(self._splitter.feed(text[len(self._splitter.fed):]) + self._splitter.finish())
+
+    def _attach(self, pieces: list[Piece]) -> list[Piece]:
+        out: list[Piece] = []
+        for piece in pieces:
+            if isinstance(piece, TextPiece) and self._pending:
+                piece = replace(piece, logprobs=tuple(self._pending))
+            if not isinstance(piece, TextPiece) or piece.logprobs:
+                self._pending = []
+            out.append(piece)
+        return out
 
 
 class CancelledBeforeStart(Exception):

@@ -7,8 +7,10 @@ carrying the status and the error body OpenAI's clients parse (`{"error": {"mess
 
 Chat requests may offer `tools` with a `tool_choice`; the history may hold assistant turns with `tool_calls`
 and `tool` turns with their results. Calls come back as `tool_calls` (finish_reason "tool_calls"), streamed as
-OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. The request
-parsing here (settings, model, errors) is shared by the Anthropic and Responses translations.
+OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. `logprobs` /
+`top_logprobs` and `response_format` are read (and logprobs shaped) by `token_logprobs.py` and
+`response_format.py`. The request parsing here (settings, model, errors) is shared by the Anthropic and Responses
+translations.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from typing import Any, Callable
 from ..errors import InvalidParameterError, PromptError, SpecChatError
 from ..events import GenerationResult
 from ..params import DRAFTERS, MODES, GenerationParams
+from . import token_logprobs
+from .api_error import ApiError, typed
+from .response_format import chat_schema
 from .speculation_report import speculation
 from .tool_calls import Piece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
@@ -32,18 +37,6 @@ WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_dr
 CHOICE_FIELDS = {"mode": MODES, "drafter": DRAFTERS}
 ROLES = ("system", "user", "assistant", "developer", "tool")
 MAX_STOP_STRINGS = 4
-
-
-class ApiError(Exception):
-    """A request the server refuses, as OpenAI reports it."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
 def engine_error(error: SpecChatError) -> ApiError:
@@ -91,8 +84,9 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     stream = typed(body, "stream", bool, False)
     options = typed(body, "stream_options", dict, None) or {}
     tooling = _tooling(body) if endpoint == "chat" else None
-    return ApiRequest(endpoint, model, prompt, request_params(body, defaults), stream, bool(options.get("include_usage")),
-                      tooling)
+    params = request_params(body, defaults).replace(logprobs=token_logprobs.requested(body, endpoint),
+                                                    json_schema=chat_schema(body) if endpoint == "chat" else None)
+    return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling)
 
 
 def served_model(body: dict[str, Any], models: list[str]) -> str:
@@ -205,18 +199,6 @@ def _prompt(body: dict[str, Any]) -> str:
     return prompt
 
 
-def typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
-    """body[name] if it has the right JSON type (booleans are not numbers), the default if absent or null."""
-    value = body.get(name)
-    if value is None:
-        return default
-    numeric = kind in (int, float, (int, float))
-    if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
-        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[call-overload]
-        raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
-    return value
-
-
 def request_params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParams:
     """The server's defaults with the request's settings on top, validated as the engine validates them."""
     changes: dict[str, Any] = {field: typed(body, name, (int, float), None) for name, field in NUMBER_FIELDS.items()}
@@ -285,6 +267,7 @@ class ResponseShape:
         self.created = int(time.time())
         self.object = "chat.completion" if request.chat else "text_completion"
         self._calls = 0
+        self._offset = 0  # where the next logprobs' text starts (legacy completions' text_offset)
 
     def _envelope(self, kind: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.request.model, "choices": choices}
@@ -297,22 +280,34 @@ class ResponseShape:
             message: dict[str, Any] = {"role": "assistant", "content": reply.text}
             if reply.calls:
                 message.update(content=reply.text or None, tool_calls=[_call_body(c) for c in reply.calls])
-            choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": self._logprobs(reply.logprobs)}
         else:
-            choice = {"index": 0, "text": reply.text, "finish_reason": finish, "logprobs": None}
+            choice = {"index": 0, "text": reply.text, "finish_reason": finish, "logprobs": self._logprobs(reply.logprobs)}
         body = self._envelope(self.object, [choice])
         body.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
         return body
 
-    def chunk(self, text: str | None = None, finish: str | None = None, first: bool = False) -> dict[str, Any]:
-        """A streamed chunk: the first (the role), a piece of text, or the last (a finish reason)."""
+    def chunk(self, text: str | None = None, finish: str | None = None, first: bool = False,
+              logprobs: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+        """A streamed chunk: the first (the role), a piece of text (with its tokens' logprobs), or the last."""
+        figures = self._logprobs(logprobs) if logprobs else None
         if not self.request.chat:
-            return self._envelope("text_completion", [{"index": 0, "text": text or "", "finish_reason": finish, "logprobs": None}])
+            return self._envelope("text_completion", [{"index": 0, "text": text or "", "finish_reason": finish, "logprobs": figures}])
         delta: dict[str, str] = {"role": "assistant", "content": ""} if first else ({"content": text} if text else {})
-        return self._delta(delta, finish)
+        return self._delta(delta, finish, figures)
 
-    def _delta(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return self._envelope("chat.completion.chunk", [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+    def _delta(self, delta: dict[str, Any], finish: str | None = None, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._envelope("chat.completion.chunk", [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}])
+
+    def _logprobs(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
+        """A choice's `logprobs` in the endpoint's shape, or None when the request asked for none."""
+        if self.request.params.logprobs is None:
+            return None
+        if self.request.chat:
+            return token_logprobs.chat_logprobs(list(entries))
+        figures = token_logprobs.completion_logprobs(list(entries), self._offset)
+        self._offset += sum(len(token) for token in figures["tokens"])
+        return figures
 
     def call_chunks(self, call: ToolCall) -> list[dict[str, Any]]:
         """A call as OpenAI streams it: its index, id and name (arguments empty), then its arguments."""
@@ -339,7 +334,7 @@ class ResponseShape:
     def piece(self, piece: Piece) -> list[bytes]:
         if isinstance(piece, ToolCall):
             return [sse(chunk) for chunk in self.call_chunks(piece)]
-        return [sse(self.chunk(text=piece.text))] if piece.text else []
+        return [sse(self.chunk(text=piece.text, logprobs=piece.logprobs))] if piece.text else []
 
     def closing(self, reply: Reply) -> list[bytes]:
         return [sse(chunk) for chunk in self.last_chunks(reply)] + [sse("[DONE]")]

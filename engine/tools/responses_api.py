@@ -21,6 +21,7 @@ from typing import Any
 
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
+from .response_format import responses_schema
 from .speculation_report import speculation
 from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
@@ -43,6 +44,7 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     except ApiError as e:
         raise ApiError(e.status, e.message.replace("'max_tokens'", "'max_output_tokens'"), e.kind,
                        "max_output_tokens" if e.param == "max_tokens" else e.param, e.code) from None
+    params = params.replace(json_schema=responses_schema(body))
     echo = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
             "tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
             "temperature": params.temperature, "top_p": params.top_p}

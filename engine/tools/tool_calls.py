@@ -50,9 +50,11 @@ class ToolChoice:
 
 @dataclass(frozen=True)
 class TextPiece:
-    """Text of the answer (outside any tool call)."""
+    """Text of the answer (outside any tool call), with the logprobs of the tokens since the last piece when the
+    request asked for them (`token_logprobs.py`'s entries)."""
 
     text: str
+    logprobs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,14 @@ class Reply:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     result: GenerationResult | None = None
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, piece: Piece) -> None:
         if isinstance(piece, ToolCall):
             self.calls.append(piece)
         else:
             self.text += piece.text
+            self.logprobs += piece.logprobs
 
     @property
     def finished(self) -> GenerationResult:
