@@ -53,6 +53,11 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     if params.mode != "speculative":
         return
     if params.uses_draft_model and pair.draft is None:
+        if pair.eagle3_loaded:
+            raise InvalidParameterError(
+                "Speculative decoding with a draft model needs a draft model, and the draft loaded is an EAGLE-3 "
+                "drafter: draft with it (--drafter eagle3), or load a draft model (--draft MODEL)."
+            )
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."

@@ -181,6 +181,10 @@ class ModelPair:
 
             self._eagle3 = Eagle3State(load_eagle3(path, self.target), self.target_cache)
 
+    @property
+    def eagle3_loaded(self) -> bool:
+        return self._eagle3 is not None
+
     def eagle3_state(self) -> Eagle3State:
         """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
         if self._eagle3 is None:

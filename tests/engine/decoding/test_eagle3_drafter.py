@@ -81,6 +81,11 @@ def test_the_eagle3_drafter_without_a_drafter_loaded_is_refused_in_one_line(eagl
         generate("abc", ModelPair(eagle3_pair.target()), GREEDY)
 
 
+def test_the_draft_model_drafter_with_an_eagle3_draft_says_how_to_draft_with_it(eagle3_pair) -> None:  # noqa: F811
+    with pytest.raises(InvalidParameterError, match="the draft loaded is an EAGLE-3 drafter: draft with it .--drafter eagle3."):
+        generate("abc", eagle3_pair.pair(), GREEDY.replace(drafter="model"))
+
+
 @pytest.mark.statistical
 def test_sampled_tokens_follow_the_target_distribution(eagle3_pair) -> None:  # noqa: F811
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
