@@ -125,7 +125,7 @@ def check_target(path: Path, config: dict[str, Any], draft: Eagle3Config, target
         problem = f"its hidden size is {text.get('hidden_size')} where the drafter reads {draft.target_hidden_size}"
     elif int(text.get("vocab_size", draft.vocab_size)) != draft.vocab_size:
         problem = f"its vocabulary has {text.get('vocab_size')} tokens where the drafter's has {draft.vocab_size}"
-    elif any(not 0 <= int(i) <= layers for i in ids) or (not ids and layers < 4):
+    elif any(not 0 <= int(i) <= layers for i in ids) or (not ids and layers < 3):
         problem = f"it has {layers} layers where the drafter taps layers {ids or 'from 2 on'}"
     else:
         problem = _name_problem(verifier_name(config), target.name)
@@ -203,7 +203,7 @@ def load_eagle3(path: Path, target: LoadedModel) -> Eagle3Runner:
 
 def _check_shared_width(runner: Eagle3Runner, draft: Eagle3Config, path: Path) -> None:
     """A drafter without its own embeddings reads the target's, which must be as wide as its layer."""
-    table = runner._embed
+    table = runner.embed_table
     width = table.weight.shape[-1] * (32 // table.bits if isinstance(table, nn.QuantizedEmbedding) else 1)
     if width != draft.hidden_size:
         raise IncompatiblePairError(

@@ -214,13 +214,13 @@ class Eagle3Runner(MTPRunner):
         super().__init__(model, target)  # type: ignore[arg-type] - the cache and rewinds work alike
         self.vocabulary = vocabulary
         self.taps = taps
-        self._embed = model.embed_tokens if "embed_tokens" in model else self.shared.embed_tokens
+        self.embed_table = model.embed_tokens if "embed_tokens" in model else self.shared.embed_tokens
 
     def project(self, states: list[mx.array]) -> mx.array:
         return self.head.project(states)
 
     def feed(self, hidden: mx.array, next_ids: mx.array) -> mx.array:
-        return self.head(self._embed(next_ids)[None], hidden[None], self.cache)[0]
+        return self.head(self.embed_table(next_ids)[None], hidden[None], self.cache)[0]
 
     def logits(self, outputs: mx.array) -> mx.array:
         return self.vocabulary.to_target(self.head.draft_logits(outputs))

@@ -41,14 +41,14 @@ def test_a_speculators_folder_loads_with_its_taps_vocabulary_and_the_targets_emb
     runner = load_eagle3(eagle3_pair.folders()[1], eagle3_pair.target())
     assert runner.taps == ((1, "input"), (2, "input"), (3, "output"))  # id 4 of 4 layers: the last one's output
     assert runner.vocabulary.target_ids.tolist() == DRAFT_IDS
-    assert "embed_tokens" not in runner.head and runner._embed is eagle3_pair.target().model.model.embed_tokens
+    assert "embed_tokens" not in runner.head and runner.embed_table is eagle3_pair.target().model.model.embed_tokens
     logits = runner.logits(mx.zeros((1, 64)))
     assert logits.shape == (1, 8) and [i for i in range(8) if logits[0, i].item() == -mx.inf] == [0, 6, 7]
 
 
 def test_a_checkpoint_with_its_own_embeddings_uses_them(eagle3_pair) -> None:  # noqa: F811
     runner = load_eagle3(eagle3_pair.folders(own_embeddings=True)[1], eagle3_pair.target())
-    assert "embed_tokens" in runner.head and runner._embed is runner.head.embed_tokens
+    assert "embed_tokens" in runner.head and runner.embed_table is runner.head.embed_tokens
     assert _drafts(eagle3_pair.pair(own_embeddings=True)) == _drafts(eagle3_pair.pair())  # a copy of the target's
 
 
