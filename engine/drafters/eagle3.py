@@ -63,6 +63,8 @@ def parse_config(config: dict[str, Any], path: Path) -> Eagle3Config:
     """The drafter's shape from its config.json, or one line saying what it lacks."""
     layer = _layer_config(config)
     layer_type = str(layer.get("model_type") or "llama")
+    # Absent keys take speculators' defaults (what its trainer assumed), not vLLM's: vLLM reads a missing
+    # norm_before_residual as true, speculators and mlx-vlm as false; speculators always writes it.
     try:
         hidden, heads = int(layer["hidden_size"]), int(layer["num_attention_heads"])
         vocab = int(layer["vocab_size"])
