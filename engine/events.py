@@ -86,7 +86,7 @@ class RoundEvent:
         drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
-        drafter: "model", "mtp" (the target's built-in MTP head), "lookup" or "none".
+        drafter: "model", "mtp" (the target's built-in MTP head), "eagle3" (an EAGLE-3 drafter), "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.

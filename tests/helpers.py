@@ -138,3 +138,17 @@ def assert_first_two_tokens_follow(answers: Sequence[list[int]], laws: tuple, eo
     for observed, expected in zip((firsts, seconds), laws):
         stat, df = chi_square(observed, dict(enumerate(expected)), len(answers))
         assert stat < chi_square_critical(df), (stat, df)
+
+
+def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: str = "abcabd", answers: int = 1500) -> None:
+    """Many answers at `params` (a drafter, T > 0, a couple of tokens): the drafter's drafts are partly accepted,
+    and the answers' first two tokens follow the target's own distributions."""
+    from engine.decoding.generation import generate
+
+    prompt_ids = pair.prompt_ids(prompt)
+    laws = first_two_token_laws(pair, prompt_ids, params)
+    mx.random.seed(2024)
+    results = [generate(prompt_ids, pair, params) for _ in range(answers)]
+    drafted, accepted = sum(r.stats.drafted for r in results), sum(r.stats.accepted for r in results)
+    assert 0 < accepted < drafted
+    assert_first_two_tokens_follow([r.tokens for r in results], laws, *pair.tokenizer.eos_token_ids)

@@ -13,6 +13,9 @@ During a prefill the head reads each chunk as it comes (the chunk's ids are know
 KEPT_STATES states, so a long prompt costs the head its own cache and no more. A chat's head state lives in the
 pair across answers like a prompt cache; an answer that ran without it (standard decoding, another drafter)
 leaves a gap, after which the head starts over from the states it hears again.
+
+EAGLE-3's drafter pairs its entries the same way and chains the same way, so it runs on this bookkeeping too
+(`eagle3_drafter.py`): its runner `project`s each pass's three tapped states into one state per position.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ class MTPState:
 
     def heard(self, position: int, states: list[mx.array]) -> None:
         """Keep a pass's states; when its ids are known (a prefill chunk, a plain step) read them right away."""
-        self.store.put(position, states[0])
+        self.store.put(position, self.runner.project(states))
         self.heard_passes = self.target.passes
         if not self.target.pending:
             self._advance(self.target.tokens, len(self.target.tokens) - 2)
@@ -148,13 +151,15 @@ class MTPDrafter(NetworkDrafter):
     the distribution it sampled from (the exact rejection rule needs q at T > 0).
 
     Args:
-        state: the chat's MTP side (`ModelPair.mtp_state`).
+        state: the chat's MTP side (`ModelPair.mtp_state`), or another head that chains on its own outputs
+            (EAGLE-3's, `eagle3_drafter.py`).
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
+        source: the policy's and the events' name for the drafter.
     """
 
-    def __init__(self, state: MTPState, warper: Warper, policy: DraftPolicy) -> None:
-        super().__init__(warper, policy, SOURCE)
+    def __init__(self, state: MTPState, warper: Warper, policy: DraftPolicy, source: str = SOURCE) -> None:
+        super().__init__(warper, policy, source)
         self.state = state
 
     def propose(self, context: list[int], limit: int) -> Draft:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 import mlx.core as mx
@@ -15,11 +16,12 @@ import mlx.core as mx
 from .cached_model import CachedModel
 from .chat import Message, is_base_model, prompt_token_ids
 from .history import DraftHistory
+from .eagle3_drafter import Eagle3State
 from .mtp_drafter import MTPState
 from .policy import DraftPolicy
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
-from ..errors import IncompatiblePairError, UnsupportedModelError
+from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 
@@ -52,6 +54,7 @@ class ModelPair:
         self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
         self._mtp: MTPState | None = None
+        self._eagle3: Eagle3State | None = None
         self.set_draft(draft)
 
     @classmethod
@@ -61,9 +64,15 @@ class ModelPair:
         def stage(name: str) -> Callable[[int, int], None] | None:
             return (lambda done, total: progress(name, done, total)) if progress else None
 
+        from ..drafters.eagle3 import eagle3_folder
+
         target_model = load_model(target, progress=stage(f"Importing {target}"))
-        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft else None
-        return cls(target_model, draft_model)
+        eagle3 = eagle3_folder(draft)
+        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and eagle3 is None else None
+        pair = cls(target_model, draft_model)
+        if eagle3 is not None:
+            pair.set_eagle3(eagle3)
+        return pair
 
     def set_draft(self, draft: LoadedModel | None) -> None:
         """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
@@ -148,8 +157,9 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
-        if self._mtp is not None:
-            self._mtp.reset()
+        for state in (self._mtp, self._eagle3):
+            if state is not None:
+                state.reset()
 
     def mtp_state(self) -> MTPState:
         """The target's built-in MTP head with its cache, loaded on first use (it is not in mlx-lm's model), or one
@@ -161,6 +171,33 @@ class ModelPair:
             head = load_mtp_head(self.target.path, self.target.model, self.target.config)
             self._mtp = MTPState(MTPRunner(head, self.target.model), self.target_cache)
         return self._mtp
+
+    def set_eagle3(self, path: Path | None) -> None:
+        """Draft with the EAGLE-3 drafter in `path` (`--drafter eagle3`), or with none; one line if it does not fit."""
+        self.forget_policies()
+        self._eagle3 = None
+        if path is not None:
+            from ..drafters.eagle3 import load_eagle3
+
+            self._eagle3 = Eagle3State(load_eagle3(path, self.target), self.target_cache)
+
+    @property
+    def eagle3_loaded(self) -> bool:
+        return self._eagle3 is not None
+
+    def eagle3_state(self) -> Eagle3State:
+        """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
+        if self._eagle3 is None:
+            raise InvalidParameterError(
+                "The eagle3 drafter needs an EAGLE-3 drafter: pass its folder as the draft (--draft PATH, a "
+                "speculators-format EAGLE-3 checkpoint for this target), or pick another drafter."
+            )
+        return self._eagle3
+
+    def hidden_listener(self, drafter: str) -> MTPState | None:
+        """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
+        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state}
+        return states[drafter]() if drafter in states else None
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
         """The adaptive policy (or SSD's switch) for one combination of drafter and settings, kept across generations.

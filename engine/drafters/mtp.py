@@ -132,6 +132,10 @@ class MTPRunner:
             for layer in self.cache:
                 layer.trim(drop)
 
+    def project(self, states: list[mx.array]) -> mx.array:
+        """A target pass's tapped states (one tap: the last hidden state) as the (L, H) states entries read."""
+        return states[0]
+
     def feed(self, hidden: mx.array, next_ids: mx.array) -> mx.array:
         """Append entries pairing hidden states (L, H) with the ids (L,) that follow them; (L, H) outputs, lazy."""
         return self.head(self.shared.embed(next_ids)[None], hidden[None], self.cache)[0]

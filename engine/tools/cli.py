@@ -46,7 +46,7 @@ CLI_MODES = MODES + ("ssd",)
 
 def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
-    p.add_argument("--draft", help="draft model (same tokenizer as the target)")
+    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3 drafter's folder")
     p.add_argument(
         "--preset", choices=PRESETS, default=preset, help=f"starting point for every option not given (default: {preset})"
     )
@@ -54,7 +54,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
-        "--drafter", choices=DRAFTERS, help="where drafts come from (default: model with --draft, else lookup)"
+        "--drafter", choices=DRAFTERS,
+        help="where drafts come from (default: model with --draft, eagle3 with an EAGLE-3 --draft, else lookup)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)
@@ -78,7 +79,7 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     """The preset, with every option the user gave on top."""
     values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
     values = {k: v for k, v in values.items() if v is not None}
-    values["drafter"] = args.drafter or ("model" if args.draft else "lookup")
+    values["drafter"] = args.drafter or _default_drafter(args.draft)
     if args.no_adaptive:
         values["adaptive"] = False
     if args.no_history:
@@ -89,6 +90,13 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     if values.get("mode") == "ssd":
         values.update(mode="speculative", ssd=True)
     return GenerationParams.preset(args.preset, **values)
+
+
+def _default_drafter(draft: str | None) -> str:
+    """Lookup without a draft; with one, the draft model, or the EAGLE-3 drafter a speculators folder holds."""
+    from ..drafters.eagle3 import eagle3_folder
+
+    return "lookup" if not draft else "eagle3" if eagle3_folder(draft) else "model"
 
 
 def build_parser() -> argparse.ArgumentParser:
