@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
-from .tool_calls import OutputSplitter, ToolChoice, Tooling
+from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, ToolChoice, Tooling
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -33,8 +33,9 @@ class GenerationJob:
         prompt: a completion's text or a chat's messages.
         chat: apply the chat template (chat completions).
         params: the request's settings.
-        deliver: called on the runner's thread with each engine event, each `TextPiece` / `ToolCall` the text
-            splits into (after the TokenEvent that completed it), then with the result or an exception.
+        deliver: called on the runner's thread with each engine event, each `ReasoningPiece` / `TextPiece` /
+            `ToolCall` the output splits into (after the TokenEvent that completed it), then with the result or an
+            exception.
         tooling: the tools offered and the tool choice (None: no tools, the text is never split).
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
@@ -72,27 +73,65 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
         return
     tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
-        splitter = tooling.splitter(pair.tokenizer)
+        output = JobOutput(tooling.splitter(pair.tokenizer))
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
         events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
                                              tools=tooling.template_tools())
         for event in events:
-            _deliver(job, splitter, event)
+            _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
         job.deliver(error)
 
 
-def _deliver(job: GenerationJob, splitter: OutputSplitter, event: object) -> None:
+def _deliver(job: GenerationJob, output: JobOutput, event: object) -> None:
     """An engine event, then the pieces of text and the calls it completes (all the rest before the result)."""
     if isinstance(event, RoundEvent) and job.cancelled.is_set():
         job.rounds_after_cancel += 1
     if isinstance(event, GenerationResult):
-        for piece in splitter.feed(event.text[len(splitter.fed):]) + splitter.finish():
+        for piece in output.finish(event):
             job.deliver(piece)
     job.deliver(event)
     if isinstance(event, TokenEvent):
-        for piece in splitter.feed(event.text):
+        for piece in output.token(event):
             job.deliver(piece)
+
+
+class JobOutput:
+    """A job's streamed output as pieces: the reasoning apart, the answer through the tool-call splitter.
+
+    The reasoning never reaches the splitter (a call the model thinks about is not a call). Its blank edges are
+    held back, because the engine's `GenerationResult.reasoning` is stripped: the streamed reasoning then adds up
+    to exactly the whole response's.
+    """
+
+    def __init__(self, splitter: OutputSplitter) -> None:
+        self.splitter = splitter
+        self.reasoning = ""  # the reasoning delivered so far
+        self._blank = ""  # whitespace held back at the reasoning's edge
+
+    def token(self, event: TokenEvent) -> list[AnswerPiece]:
+        if event.part == "reasoning":
+            return self._reasoning(event.text)
+        return self.splitter.feed(event.text) if event.part == "answer" else []  # a marker has no text
+
+    def _reasoning(self, text: str) -> list[AnswerPiece]:
+        pending = self._blank + text
+        kept = pending.rstrip()
+        if not self.reasoning:
+            kept = kept.lstrip()
+        if not kept:
+            self._blank = pending if self.reasoning else ""
+            return []
+        self._blank = pending[len(pending.rstrip()):]
+        self.reasoning += kept
+        return [ReasoningPiece(kept)]
+
+    def finish(self, result: GenerationResult) -> list[AnswerPiece]:
+        """The last pieces: what each part's detokenizer released only at the end, and the splitter's held text."""
+        whole = result.reasoning
+        rest = whole[len(self.reasoning):] if whole.startswith(self.reasoning) else ""
+        pieces: list[AnswerPiece] = [ReasoningPiece(rest)] if rest else []
+        return pieces + self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish()
 
 
 class CancelledBeforeStart(Exception):
