@@ -1,19 +1,25 @@
 """Anthropic's Messages API (`POST /v1/messages`, what Claude Code speaks) as a translation at the edge.
 
-A request's `system` (a string or text blocks), its messages' content blocks (text, `tool_use`, `tool_result`)
-and its tools (`input_schema`) become the chat messages and OpenAI-shaped tools our chat templates read; the
-answer comes back as content blocks (text, `tool_use`) with a `stop_reason` (end_turn, max_tokens,
-stop_sequence, tool_use) and `usage`, or streamed as Anthropic streams it: message_start, per block
-content_block_start / content_block_delta (text_delta or input_json_delta) / content_block_stop, then
-message_delta and message_stop. The `speculation` object rides along on the message and the message_delta.
+A request's `system` (a string or text blocks), its messages' content blocks (text, `tool_use`, `tool_result`,
+`thinking`) and its tools (`input_schema`) become the chat messages and OpenAI-shaped tools our chat templates
+read; the answer comes back as content blocks (`thinking` when the model reasoned, text, `tool_use`) with a
+`stop_reason` (end_turn, max_tokens, stop_sequence, tool_use) and `usage`, or streamed as Anthropic streams it:
+message_start, per block content_block_start / content_block_delta (thinking_delta, text_delta or
+input_json_delta; a thinking block's signature_delta last) / content_block_stop, then message_delta and
+message_stop. The `speculation` object rides along on the message and the message_delta.
+
+A thinking block's signature is opaque to clients, who send it back unchanged; ours is a digest of the thinking
+and nothing checks it (there is no hidden reasoning to protect). `thinking: {"type": "disabled"}` switches a
+thinking model's thinking off (`reasoning_api`); thinking blocks in earlier turns are kept as the answer's
+reasoning, which the chat layer renders as the model's template does (`redacted_thinking` has no text to keep).
 
 Errors are Anthropic's shape, `{"type": "error", "error": {"type", "message"}}`, with the status Anthropic
-uses. `thinking` blocks in the history are dropped and none are produced yet: that is the reasoning splitter's
-seam (engine/decoding/reasoning.py).
+uses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from typing import Any
@@ -21,13 +27,16 @@ from typing import Any
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .response_format import anthropic_schema
+from .reasoning_api import anthropic_thinks, with_thinking
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
+                         function_tool, history_call)
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
 STOP_REASONS = {"length": "max_tokens", "context": "max_tokens"}
-IGNORED_BLOCKS = ("thinking", "redacted_thinking")
+IGNORED_BLOCKS = ("thinking", "redacted_thinking")  # in a user turn; an assistant turn keeps its thinking
+EMPTY_BLOCKS = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
 
 
 def error_body(error: ApiError) -> dict[str, Any]:
@@ -48,7 +57,8 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     except ApiError as e:
         raise ApiError(e.status, e.message.replace("'stop'", "'stop_sequences'"), e.kind, e.param, e.code) from None
     params = params.replace(json_schema=anthropic_schema(body))
-    return ApiRequest("messages", model, messages, params, typed(body, "stream", bool, False), tooling=_tooling(body))
+    return ApiRequest("messages", model, messages, with_thinking(params, anthropic_thinks(body)),
+                      typed(body, "stream", bool, False), tooling=_tooling(body))
 
 
 def _system(system: object) -> list[dict[str, Any]]:
@@ -104,12 +114,15 @@ def _result_text(content: object, where: str) -> str:
 
 
 def _assistant_turn(blocks: list[Any], index: int) -> dict[str, Any]:
-    """An assistant turn: its text, and its tool_use blocks as the calls chat templates render."""
-    texts, calls = [], []
+    """An assistant turn: its text, its thinking as its reasoning, and its tool_use blocks as the calls chat
+    templates render."""
+    texts, thoughts, calls = [], [], []
     for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
             texts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            thoughts.append(str(block.get("thinking", "")))
         elif kind == "tool_use":
             try:
                 calls.append(history_call(block.get("id"), block.get("name"), block.get("input", {})))
@@ -118,6 +131,8 @@ def _assistant_turn(blocks: list[Any], index: int) -> dict[str, Any]:
         elif kind not in IGNORED_BLOCKS:
             raise _unsupported_block(kind, index, j)
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if any(thoughts):
+        message["reasoning_content"] = "\n\n".join(t for t in thoughts if t)
     return {**message, "tool_calls": calls} if calls else message
 
 
@@ -167,6 +182,15 @@ def _tool_use(call: ToolCall) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object()}
 
 
+def _thinking_block(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": signature(text)}
+
+
+def signature(thinking: str) -> str:
+    """An opaque signature for a thinking block (clients require one and send it back; nothing checks it)."""
+    return "specchat-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+
+
 def _sse(event: dict[str, Any]) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 
@@ -178,7 +202,8 @@ class Render:
         self.request = request
         self.id = "msg_" + uuid.uuid4().hex[:24]
         self._blocks = 0
-        self._open_text: int | None = None
+        self._open: tuple[str, int] | None = None  # the streamed block still open: its type and index
+        self._thinking = ""
 
     def _message(self, content: list[dict[str, Any]], input_tokens: int, output_tokens: int) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": content,
@@ -187,8 +212,9 @@ class Render:
 
     def whole(self, reply: Reply) -> dict[str, Any]:
         result = reply.finished
+        thinking = [_thinking_block(reply.reasoning)] if reply.reasoning else []
         text = [{"type": "text", "text": reply.text}] if reply.text or not reply.calls else []
-        body = self._message(text + [_tool_use(c) for c in reply.calls], result.stats.prompt_tokens,
+        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], result.stats.prompt_tokens,
                              result.stats.generated_tokens)
         body.update(stop_reason=stop_reason(reply), stop_sequence=result.stop_string,
                     speculation=speculation(result, self.request.params.drafter))
@@ -197,32 +223,41 @@ class Render:
     def opening(self, prompt_tokens: int) -> list[bytes]:
         return [_sse({"type": "message_start", "message": self._message([], prompt_tokens, 0)})]
 
-    def piece(self, piece: Piece) -> list[bytes]:
+    def piece(self, piece: AnswerPiece) -> list[bytes]:
+        if isinstance(piece, ReasoningPiece):
+            self._thinking += piece.text
+            return self._delta("thinking", {"type": "thinking_delta", "thinking": piece.text})
         if isinstance(piece, TextPiece):
-            return self._text(piece.text) if piece.text else []
+            return self._delta("text", {"type": "text_delta", "text": piece.text}) if piece.text else []
+        frames = self._close_block()
         index = self._next_block()
         start = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": {}}
-        return self._close_text() + [
+        return frames + [
             _sse({"type": "content_block_start", "index": index, "content_block": start}),
             _sse({"type": "content_block_delta", "index": index,
                   "delta": {"type": "input_json_delta", "partial_json": piece.arguments}}),
             _sse({"type": "content_block_stop", "index": index}),
         ]
 
-    def _text(self, text: str) -> list[bytes]:
+    def _delta(self, kind: str, delta: dict[str, Any]) -> list[bytes]:
+        """A delta of a `kind` block (text or thinking), opening the block first unless it is the open one."""
         frames = []
-        if self._open_text is None:
-            self._open_text = self._next_block()
-            frames.append(_sse({"type": "content_block_start", "index": self._open_text,
-                                "content_block": {"type": "text", "text": ""}}))
-        delta = {"type": "content_block_delta", "index": self._open_text, "delta": {"type": "text_delta", "text": text}}
-        return frames + [_sse(delta)]
+        if self._open is None or self._open[0] != kind:
+            frames += self._close_block()
+            self._open = (kind, self._next_block())
+            frames.append(_sse({"type": "content_block_start", "index": self._open[1], "content_block": EMPTY_BLOCKS[kind]}))
+        return frames + [_sse({"type": "content_block_delta", "index": self._open[1], "delta": delta})]
 
-    def _close_text(self) -> list[bytes]:
-        if self._open_text is None:
+    def _close_block(self) -> list[bytes]:
+        """Close the open block; a thinking block gets its signature first, as Anthropic sends it."""
+        if self._open is None:
             return []
-        index, self._open_text = self._open_text, None
-        return [_sse({"type": "content_block_stop", "index": index})]
+        (kind, index), self._open = self._open, None
+        frames = []
+        if kind == "thinking":
+            delta = {"type": "signature_delta", "signature": signature(self._thinking)}
+            frames.append(_sse({"type": "content_block_delta", "index": index, "delta": delta}))
+        return frames + [_sse({"type": "content_block_stop", "index": index})]
 
     def _next_block(self) -> int:
         self._blocks += 1
@@ -233,7 +268,7 @@ class Render:
         delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": result.stop_string},
                  "usage": {"input_tokens": result.stats.prompt_tokens, "output_tokens": result.stats.generated_tokens},
                  "speculation": speculation(result, self.request.params.drafter)}
-        return self._close_text() + [_sse(delta), _sse({"type": "message_stop"})]
+        return self._close_block() + [_sse(delta), _sse({"type": "message_stop"})]
 
     def failure(self, error: ApiError) -> list[bytes]:
         return [_sse(error_body(error))]

@@ -15,7 +15,6 @@ from typing import Sequence, TextIO
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from ..errors import SpecChatError
-from ..models.app_paths import RESOURCES
 from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
 
@@ -129,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--conversation", type=Path,
         help="a JSON list of user messages run as one chat (or a list of such lists: chats in order), timed per turn",
     )
+    b.add_argument("--agent", type=Path, help="an agent's recorded session (chat requests with tools), replayed per turn")
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 

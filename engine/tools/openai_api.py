@@ -11,6 +11,9 @@ OpenAI streams them: per call one delta with its index, id and name, then one wi
 `top_logprobs` and `response_format` are read (and logprobs shaped) by `token_logprobs.py` and
 `response_format.py`. The request parsing here (settings, model, errors) is shared by the Anthropic and Responses
 translations.
+
+A thinking model's reasoning comes back as `reasoning_content`, in the message and in streamed deltas; the request
+side of reasoning (the thinking switch, earlier answers' reasoning) is layered on in `reasoning_api`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from . import token_logprobs
 from .api_error import ApiError, typed
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool,
+                         history_call)
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -217,8 +221,8 @@ def request_params(body: dict[str, Any], defaults: GenerationParams) -> Generati
     changes = {k: v for k, v in changes.items() if v is not None}
     if changes.get("temperature", 0) > 2:
         raise ApiError(400, f"'temperature' must be between 0 and 2, not {changes['temperature']}.", param="temperature")
-    for field, value in changes.items():  # one at a time, so an error names the field it is about
-        _replace(defaults, {field: value}, param=_BODY_NAMES.get(field, field))
+    for name, value in changes.items():  # one at a time, so an error names the field it is about
+        _replace(defaults, {name: value}, param=_BODY_NAMES.get(name, name))
     return _replace(defaults, changes, param=None)
 
 
@@ -280,9 +284,11 @@ class ResponseShape:
             message: dict[str, Any] = {"role": "assistant", "content": reply.text}
             if reply.calls:
                 message.update(content=reply.text or None, tool_calls=[_call_body(c) for c in reply.calls])
-            choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": self._logprobs(reply.logprobs)}
+            choice = {"index": 0, "message": _with_reasoning(message, reply.reasoning), "finish_reason": finish,
+                      "logprobs": self._logprobs(reply.logprobs)}
         else:
-            choice = {"index": 0, "text": reply.text, "finish_reason": finish, "logprobs": self._logprobs(reply.logprobs)}
+            choice = _with_reasoning({"index": 0, "text": reply.text, "finish_reason": finish,
+                                      "logprobs": self._logprobs(reply.logprobs)}, reply.reasoning)
         body = self._envelope(self.object, [choice])
         body.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
         return body
@@ -331,10 +337,20 @@ class ResponseShape:
     def opening(self, prompt_tokens: int) -> list[bytes]:
         return [sse(self.chunk(first=True))] if self.request.chat else []
 
-    def piece(self, piece: Piece) -> list[bytes]:
+    def piece(self, piece: AnswerPiece) -> list[bytes]:
         if isinstance(piece, ToolCall):
             return [sse(chunk) for chunk in self.call_chunks(piece)]
+        if isinstance(piece, ReasoningPiece):
+            return [sse(self.reasoning_chunk(piece.text))]
         return [sse(self.chunk(text=piece.text, logprobs=piece.logprobs))] if piece.text else []
+
+    def reasoning_chunk(self, text: str) -> dict[str, Any]:
+        """A piece of reasoning as DeepSeek's API, LM Studio and vLLM stream it: `reasoning_content` beside the
+        content (mlx-lm's server calls it `reasoning`)."""
+        if not self.request.chat:
+            return self._envelope("text_completion", [{"index": 0, "text": "", "reasoning_content": text,
+                                                       "finish_reason": None, "logprobs": None}])
+        return self._delta({"reasoning_content": text})
 
     def closing(self, reply: Reply) -> list[bytes]:
         return [sse(chunk) for chunk in self.last_chunks(reply)] + [sse("[DONE]")]
@@ -347,6 +363,11 @@ def finish_reason(reply: Reply) -> str:
     """OpenAI's finish reason: "tool_calls" when the model called tools and stopped of its own accord."""
     finish = FINISH[reply.finished.finish_reason]
     return "tool_calls" if reply.calls and finish == "stop" else finish
+
+
+def _with_reasoning(body: dict[str, Any], reasoning: str) -> dict[str, Any]:
+    """A message (or a completion's choice) with the model's reasoning as `reasoning_content`, when it reasoned."""
+    return {**body, "reasoning_content": reasoning} if reasoning else body
 
 
 def _call_body(call: ToolCall) -> dict[str, Any]:

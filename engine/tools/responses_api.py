@@ -1,15 +1,20 @@
 """OpenAI's Responses API (`POST /v1/responses`, what Codex speaks) as a translation at the edge.
 
-A request's `instructions` and `input` (a string, or items: messages, `function_call`, `function_call_output`)
-become the chat messages our templates read, its function tools the OpenAI-shaped tools they take; the answer
-comes back as output items (a message with `output_text`, a `function_call` per call), or streamed as
-Responses streams it: response.created, response.in_progress, then per item response.output_item.added, its
-deltas (response.output_text.delta, response.function_call_arguments.delta) and its .done events, and last
-response.completed (response.incomplete when the token limit cut it). Every event carries a sequence_number.
+A request's `instructions` and `input` (a string, or items: messages, `function_call`, `function_call_output`,
+`reasoning`) become the chat messages our templates read, its function tools the OpenAI-shaped tools they take;
+the answer comes back as output items (a `reasoning` item when the model reasoned, a message with `output_text`,
+a `function_call` per call), or streamed as Responses streams it: response.created, response.in_progress, then per
+item response.output_item.added, its deltas (response.reasoning_text.delta, response.output_text.delta,
+response.function_call_arguments.delta) and its .done events, and last response.completed (response.incomplete
+when the token limit cut it). Every event carries a sequence_number.
+
+The reasoning is the model's own text, so it goes in the item's `content` as `reasoning_text` (as OpenAI's
+gpt-oss server sends it), not in `summary`, which is for a summary we do not write. `reasoning: {"effort":
+"none"}` switches thinking off (`reasoning_api`). A reasoning item in the input is the reasoning of the
+assistant turn it precedes.
 
 Nothing is stored: `previous_response_id` is refused (send the whole input each turn, as Codex does with
-store=false). Errors are OpenAI's shape. Reasoning items in the input are dropped, none are produced yet: that
-is the reasoning splitter's seam (engine/decoding/reasoning.py).
+store=false). Errors are OpenAI's shape.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from typing import Any
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .response_format import responses_schema
+from .reasoning_api import responses_thinks, with_thinking
 from .speculation_report import speculation
-from .tool_calls import Piece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
+                         function_tool, history_call)
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")
-IGNORED_ITEMS = ("reasoning",)
+REASONING_PARTS = ("reasoning_text", "summary_text")
 
 
 def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationParams) -> ApiRequest:
@@ -47,9 +54,9 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     params = params.replace(json_schema=responses_schema(body))
     echo = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
             "tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
-            "temperature": params.temperature, "top_p": params.top_p}
-    return ApiRequest("responses", model, messages, params, typed(body, "stream", bool, False), tooling=_tooling(body),
-                      echo=echo)
+            "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning")}
+    return ApiRequest("responses", model, messages, with_thinking(params, responses_thinks(body)),
+                      typed(body, "stream", bool, False), tooling=_tooling(body), echo=echo)
 
 
 def _input(items: object) -> list[dict[str, Any]]:
@@ -63,23 +70,48 @@ def _input(items: object) -> list[dict[str, Any]]:
             raise ApiError(400, f"input[{i}] must be an object.", param=f"input[{i}]")
         kind = item.get("type", "message")
         if kind == "message":
-            messages.append(_message(item, i))
+            _add_message(messages, item, i)
         elif kind == "function_call":
             _add_call(messages, item, i)
         elif kind == "function_call_output":
             output = item.get("output")
             messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": _text(output, i)})
-        elif kind not in IGNORED_ITEMS:
-            raise ApiError(400, f"input[{i}] has type {kind!r}, which is not supported here (message, function_call and "
-                           "function_call_output are).", param=f"input[{i}].type")
+        elif kind == "reasoning":
+            _add_reasoning(messages, item, i)
+        else:
+            raise ApiError(400, f"input[{i}] has type {kind!r}, which is not supported here (message, function_call, "
+                           "function_call_output and reasoning are).", param=f"input[{i}].type")
     return messages
 
 
-def _message(item: dict[str, Any], index: int) -> dict[str, Any]:
+def _add_reasoning(messages: list[dict[str, Any]], item: dict[str, Any], index: int) -> None:
+    """A reasoning item opens the assistant turn it belongs to (its message and calls are the items after it); its
+    text is the reasoning's own (`content`), else its summary; one without text (encrypted) adds nothing."""
+    parts = item.get("content") or item.get("summary") or []
+    if not isinstance(parts, list) or not all(isinstance(p, dict) and p.get("type") in REASONING_PARTS for p in parts):
+        raise ApiError(400, f"input[{index}] (a reasoning item) must have reasoning_text content or summary_text "
+                       "parts.", param=f"input[{index}]")
+    text = "\n\n".join(str(p.get("text", "")) for p in parts if p.get("text"))
+    if text:
+        messages.append({"role": "assistant", "content": "", "reasoning_content": text})
+
+
+def _add_message(messages: list[dict[str, Any]], item: dict[str, Any], index: int) -> None:
+    """A message item; an assistant's joins the turn a reasoning item opened."""
     role = item.get("role")
     if role not in MESSAGE_ROLES:
         raise ApiError(400, f"input[{index}].role must be one of {', '.join(MESSAGE_ROLES)}.", param=f"input[{index}].role")
-    return {"role": "system" if role == "developer" else role, "content": _text(item.get("content"), index)}
+    content = _text(item.get("content"), index)
+    if role == "assistant" and _opened_turn(messages):
+        messages[-1]["content"] = content
+    else:
+        messages.append({"role": "system" if role == "developer" else role, "content": content})
+
+
+def _opened_turn(messages: list[dict[str, Any]]) -> bool:
+    """Whether the last message is an assistant turn a reasoning item opened, with nothing in it yet."""
+    last = messages[-1] if messages else {}
+    return last.get("role") == "assistant" and not last.get("content") and not last.get("tool_calls")
 
 
 def _text(content: object, index: int) -> str:
@@ -129,7 +161,7 @@ def _choice(choice: object, names: list[str]) -> ToolChoice:
 def _usage(reply: Reply) -> dict[str, Any]:
     s = reply.finished.stats
     return {"input_tokens": s.prompt_tokens, "input_tokens_details": {"cached_tokens": s.cached_prompt_tokens},
-            "output_tokens": s.generated_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens": s.generated_tokens, "output_tokens_details": {"reasoning_tokens": s.thinking.tokens},
             "total_tokens": s.prompt_tokens + s.generated_tokens}
 
 
@@ -141,8 +173,8 @@ class Render:
         self.id = "resp_" + uuid.uuid4().hex[:24]
         self.created = int(time.time())
         self._sequence = 0
-        self._items: list[dict[str, Any]] = []  # output items so far (the open message last while text streams)
-        self._open_text: dict[str, Any] | None = None
+        self._items: list[dict[str, Any]] = []  # output items so far (the open one last while its text streams)
+        self._open: dict[str, Any] | None = None  # the reasoning or message item whose text streams
 
     def _response(self, status: str, output: list[dict[str, Any]], reply: Reply | None = None) -> dict[str, Any]:
         body = {"id": self.id, "object": "response", "created_at": self.created, "status": status, "error": None,
@@ -157,8 +189,9 @@ class Render:
         return body
 
     def whole(self, reply: Reply) -> dict[str, Any]:
-        output = ([_message_item(reply.text)] if reply.text or not reply.calls else []) + [_call_item(c) for c in reply.calls]
-        return self._response("completed", output, reply)
+        reasoning = [_text_item("reasoning", reply.reasoning)] if reply.reasoning else []
+        message = [_text_item("message", reply.text)] if reply.text or not reply.calls else []
+        return self._response("completed", reasoning + message + [_call_item(c) for c in reply.calls], reply)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         event = {"type": kind, "sequence_number": self._sequence, **fields}
@@ -169,10 +202,12 @@ class Render:
         started = self._response("in_progress", [])
         return [self._event("response.created", response=started), self._event("response.in_progress", response=started)]
 
-    def piece(self, piece: Piece) -> list[bytes]:
+    def piece(self, piece: AnswerPiece) -> list[bytes]:
+        if isinstance(piece, ReasoningPiece):
+            return self._text("reasoning", piece.text)
         if isinstance(piece, TextPiece):
-            return self._text(piece.text) if piece.text else []
-        frames = self._close_text()
+            return self._text("message", piece.text) if piece.text else []
+        frames = self._close_open()
         item, index = _call_item(piece), len(self._items)
         self._items.append(item)
         return frames + [
@@ -183,32 +218,34 @@ class Render:
             self._event("response.output_item.done", output_index=index, item=item),
         ]
 
-    def _text(self, text: str) -> list[bytes]:
+    def _text(self, kind: str, text: str) -> list[bytes]:
+        """A delta of the `kind` item's text (reasoning or message), opening that item unless it is the open one."""
         frames = []
-        if self._open_text is None:
-            self._open_text = _message_item("")
-            self._items.append(self._open_text)
-            empty = {**self._open_text, "status": "in_progress", "content": []}
+        if self._open is None or self._open["type"] != kind:
+            frames = self._close_open()
+            self._open = _text_item(kind, "")
+            self._items.append(self._open)
+            empty = {**self._open, "status": "in_progress", "content": []}
             frames += [self._event("response.output_item.added", output_index=len(self._items) - 1, item=empty),
-                       self._event("response.content_part.added", content_index=0, part=_text_part(""), **self._where())]
-        self._open_text["content"][0]["text"] += text
-        return frames + [self._event("response.output_text.delta", content_index=0, delta=text, **self._where())]
+                       self._event("response.content_part.added", content_index=0, part=_part(kind, ""), **self._where())]
+        self._open["content"][0]["text"] += text
+        return frames + [self._event(f"response.{PART_TYPES[kind]}.delta", content_index=0, delta=text, **self._where())]
 
     def _where(self) -> dict[str, Any]:
-        return {"item_id": self._open_text["id"], "output_index": self._items.index(self._open_text)}  # type: ignore[index]
+        return {"item_id": self._open["id"], "output_index": self._items.index(self._open)}  # type: ignore[index]
 
-    def _close_text(self) -> list[bytes]:
-        if self._open_text is None:
+    def _close_open(self) -> list[bytes]:
+        if self._open is None:
             return []
-        item, where = self._open_text, self._where()
-        self._open_text = None
+        item, where = self._open, self._where()
+        self._open = None
         part = item["content"][0]
-        return [self._event("response.output_text.done", content_index=0, text=part["text"], **where),
+        return [self._event(f"response.{part['type']}.done", content_index=0, text=part["text"], **where),
                 self._event("response.content_part.done", content_index=0, part=part, **where),
                 self._event("response.output_item.done", output_index=where["output_index"], item=item)]
 
     def closing(self, reply: Reply) -> list[bytes]:
-        frames = self._close_text()
+        frames = self._close_open()
         done = self._response("completed", self._items, reply)
         return frames + [self._event(f"response.{done['status']}", response=done)]
 
@@ -216,13 +253,22 @@ class Render:
         return [self._event("error", code=error.code, message=error.message, param=error.param)]
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": []}
+PART_TYPES = {"message": "output_text", "reasoning": "reasoning_text"}
 
 
-def _message_item(text: str) -> dict[str, Any]:
+def _part(kind: str, text: str) -> dict[str, Any]:
+    """A text item's content part: the answer's output_text, or the reasoning's reasoning_text."""
+    part = {"type": PART_TYPES[kind], "text": text}
+    return {**part, "annotations": []} if kind == "message" else part
+
+
+def _text_item(kind: str, text: str) -> dict[str, Any]:
+    """A message item, or a reasoning item (its text as content; no summary is written)."""
+    if kind == "reasoning":
+        return {"type": "reasoning", "id": "rs_" + uuid.uuid4().hex[:24], "status": "completed", "summary": [],
+                "content": [_part(kind, text)]}
     return {"type": "message", "id": "msg_" + uuid.uuid4().hex[:24], "status": "completed", "role": "assistant",
-            "content": [_text_part(text)]}
+            "content": [_part(kind, text)]}
 
 
 def _call_item(call: ToolCall) -> dict[str, Any]:

@@ -4,7 +4,7 @@ over one model pair.
 Starlette routes on uvicorn. Each API is a `Dialect`, a translation at the edge: a request is parsed
 (`openai_api`, `anthropic_api`, `responses_api`) into the same job, admitted into one bounded queue
 (`Admission`: full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the
-pair on its MLX thread; the runner's events (with the answer already split into text and tool calls, see
+pair on its MLX thread; the runner's events (with the output already split into reasoning, text and tool calls, see
 `tool_calls`) come back to the event loop through an asyncio queue and render in the API's shape. A client
 that goes away cancels its job, which the engine sees between rounds. Every failure is answered in the API's
 error shape, and a request's exception never leaves its handler.
@@ -34,10 +34,12 @@ from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
 from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, QueueFull
-from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request
-from .tool_calls import Reply, TextPiece, ToolCall, ToolCallMissing
+from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
+from .reasoning_api import parse_openai
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
 
 RETRY_AFTER_S = 2
+PIECES = (ReasoningPiece, TextPiece, ToolCall)
 Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
 
@@ -83,7 +85,7 @@ class Render(Protocol):
 
     def opening(self, prompt_tokens: int) -> list[bytes]: ...
 
-    def piece(self, piece: TextPiece | ToolCall) -> list[bytes]: ...
+    def piece(self, piece: AnswerPiece) -> list[bytes]: ...
 
     def closing(self, reply: Reply) -> list[bytes]: ...
 
@@ -99,8 +101,8 @@ class Dialect:
     error_body: Callable[[ApiError], dict[str, Any]]
 
 
-OPENAI_CHAT = Dialect(lambda body, models, defaults: parse_request(body, "chat", models, defaults), ResponseShape, ApiError.body)
-OPENAI_COMPLETIONS = Dialect(lambda body, models, defaults: parse_request(body, "completions", models, defaults),
+OPENAI_CHAT = Dialect(lambda body, models, defaults: parse_openai(body, "chat", models, defaults), ResponseShape, ApiError.body)
+OPENAI_COMPLETIONS = Dialect(lambda body, models, defaults: parse_openai(body, "completions", models, defaults),
                              ResponseShape, ApiError.body)
 ANTHROPIC = Dialect(anthropic_api.parse_request, anthropic_api.Render, anthropic_api.error_body)
 RESPONSES = Dialect(responses_api.parse_request, responses_api.Render, ApiError.body)
@@ -226,7 +228,7 @@ async def _whole(state: ServerState, api: ApiRequest, render: Render, job: Gener
     event: object | None = first
     while not isinstance(event, GenerationResult):
         _raise_failure(event)
-        if isinstance(event, (TextPiece, ToolCall)):
+        if isinstance(event, PIECES):
             reply.add(event)
         event = await _next_event(events, request, job)
         if event is None:
@@ -253,7 +255,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 for frame in render.failure(_failure_error(event)):
                     yield frame
                 return
-            if isinstance(event, (TextPiece, ToolCall)):
+            if isinstance(event, PIECES):
                 reply.add(event)
                 for frame in render.piece(event):
                     yield frame

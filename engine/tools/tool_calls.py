@@ -14,9 +14,9 @@ reports as a 500 error (OpenAI's own answer when its model produces output the r
 what the model wrote. Text is held back while such a call is still expected, so a stream never shows text that
 then turns into an error.
 
-Reasoning is not split here: a thinking model's <think> text stays in the text pieces until the reasoning
-splitter (engine/decoding/reasoning.py) lands; its states would be added to `_transitions`, and a
-`ReasoningPiece` beside `TextPiece`.
+A thinking model's reasoning never reaches the splitter: the engine tells it from the answer token by token
+(engine/decoding/reasoning.py), and the job hands it on as `ReasoningPiece`s, so a call the model only thinks
+about is not made.
 """
 
 from __future__ import annotations
@@ -58,6 +58,13 @@ class TextPiece:
 
 
 @dataclass(frozen=True)
+class ReasoningPiece:
+    """Text of a thinking model's reasoning (never searched for tool calls)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """One call the model made: `arguments` is a JSON object's text, as OpenAI sends it."""
 
@@ -72,6 +79,7 @@ class ToolCall:
 
 
 Piece = TextPiece | ToolCall
+AnswerPiece = Piece | ReasoningPiece  # what a job delivers besides the engine's events
 
 
 def new_call_id() -> str:
@@ -80,16 +88,20 @@ def new_call_id() -> str:
 
 @dataclass
 class Reply:
-    """An answer as the APIs render it: its text and calls (from the pieces, in order) and the engine's result."""
+    """An answer as the APIs render it: its reasoning, text and calls (from the pieces, in order) and the engine's
+    result."""
 
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     result: GenerationResult | None = None
     logprobs: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""
 
-    def add(self, piece: Piece) -> None:
+    def add(self, piece: AnswerPiece) -> None:
         if isinstance(piece, ToolCall):
             self.calls.append(piece)
+        elif isinstance(piece, ReasoningPiece):
+            self.reasoning += piece.text
         else:
             self.text += piece.text
             self.logprobs += piece.logprobs

@@ -37,3 +37,16 @@ def tiny_url(tiny_engine):
 
     with serving(tiny_engine) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def thinking_url(thinking_dirs):
+    """The base URL (without /v1) of a greedy server over the tiny thinking pair (Qwen3-style template)."""
+    from tests.engine.tools.scripted import serving
+
+    engine = _engine(*thinking_dirs(False))
+    try:
+        with serving(engine) as url:
+            yield url
+    finally:
+        engine.stop()
