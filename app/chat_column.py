@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from engine.conversations import ConversationStore
 
-from .chat_view import ChatInput, ChatView
+from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
+
+
+class ChatInput(QPlainTextEdit):
+    """The message box: Enter sends, Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): Enter was pressed.
+    """
+
+    submitted = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
+        self.setMaximumHeight(110)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
 
 
 class ChatColumn(QWidget):
@@ -19,6 +42,7 @@ class ChatColumn(QWidget):
         error_banner: what went wrong and what to do (hidden when nothing did).
         undo_banner: deletes messages and offers Undo.
         input, send_button: the message box and Send (Stop while an answer is generated).
+        input_row: the row they are in (the window adds the Think switch).
     """
 
     def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
@@ -33,10 +57,10 @@ class ChatColumn(QWidget):
         layout.setContentsMargins(0, 0, 0, 6)
         for widget in (self.chat, self.error_banner, self.undo_banner):
             layout.addWidget(widget)
-        row = QHBoxLayout()
-        row.addWidget(self.input)
-        row.addWidget(self.send_button)
-        layout.addLayout(row)
+        self.input_row = QHBoxLayout()
+        self.input_row.addWidget(self.input)
+        self.input_row.addWidget(self.send_button)
+        layout.addLayout(self.input_row)
 
     def show_error(self, message: str) -> None:
         self.error_banner.setText(message)

@@ -7,7 +7,7 @@ A message with siblings (an edited question, a regenerated answer) shows "‹ 2/
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
-from PySide6.QtGui import QGuiApplication, QKeyEvent
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -20,9 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.events import TokenEvent, split_rounds
+
 from .flow_layout import flow_row
 from .palette import notice_colour
-from .token_view import TokenTextView
+from .reasoning_fold import ReasoningFold, route
+from .streaming_answer import StreamingAnswer
+from .token_view import TokenTextView, saved_runs
 
 WAITING_FOR_SERVER = "Waiting for a server request to finish…"
 
@@ -59,7 +63,8 @@ def _note(name: str, style: str) -> QLabel:
 
 class MessageWidget(QFrame):
     """One message: who said it, its text, its actions, and for answers a notice when one is due (waiting for a
-    Local server request, cut at the token limit) and a stats line.
+    Local server request, cut at the token limit) and a stats line; a thinking model's answer has its reasoning
+    folded under the header.
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
@@ -70,6 +75,7 @@ class MessageWidget(QFrame):
 
     Attributes:
         message_id: the saved message (None until saved).
+        fold: the reasoning (hidden when the answer has none).
     """
 
     regenerate_requested = Signal()
@@ -88,8 +94,12 @@ class MessageWidget(QFrame):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
         layout.addLayout(self._header())
+        self.fold = ReasoningFold(self)
+        layout.addWidget(self.fold)
         self.body = TokenTextView(self)
         layout.addWidget(self.body)
+        self._places: dict[int, int] = {}  # tokens so far per round, reasoning and markers included
+        self._last_part = "answer"
         self.editor = QPlainTextEdit()
         self.editor.setVisible(False)
         self.editor.setMaximumHeight(140)
@@ -192,21 +202,51 @@ class MessageWidget(QFrame):
             self.body.setPlainText(text)
 
     def show_stored(self, stored, markdown: bool) -> None:  # noqa: ANN001 - conversations.StoredMessage
-        """Show a saved message: an answer with its tokens, trace and stats line; a question as text."""
+        """Show a saved message: an answer with its reasoning, tokens, trace and stats line; a question as text."""
         if self.role != "assistant":
             self.set_text(stored.content)
             return
-        self.body.set_tokens(stored.runs, stored.trace)
+        self._set_runs(stored.runs, stored.trace)
+        self.fold.show_reasoning(stored.reasoning, stored.reasoning_s, split_rounds(stored.trace)[0])
         summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
         self.show_cut(stored.finish, len(stored.runs))
         self.finish(stored.content, summary, markdown)
 
-    def show_streaming(self, runs: list[list], trace: list[dict], text: str, waiting: bool) -> None:
+    def show_streaming(self, answer: StreamingAnswer) -> None:
         """Show the answer being generated as it stands (after a redraw), with no stats line until it ends."""
-        self.body.set_tokens(runs, trace)
+        self._set_runs(answer.runs, answer.trace)
         self.body.show_tokens()
-        self.text = text
-        self.set_waiting(waiting)
+        if answer.reasoning:
+            self.fold.resume(still_thinking=self._last_part == "reasoning", seconds=answer.reasoning_s)
+        self.text = answer.text
+        self.set_waiting(answer.waiting)
+
+    def _set_runs(self, saved: list[list], trace: list[dict]) -> None:
+        """Saved runs split between the reasoning and the answer, each token keeping its place in its round."""
+        runs = saved_runs(saved)
+        self._places = {run.round: run.index + 1 for run in runs}
+        answer = [run for run in runs if run.part == "answer"]
+        self.fold.view.set_runs([run for run in runs if run.part == "reasoning"], trace)
+        self.fold.view.ghosts_elsewhere = {run.round for run in answer}
+        self.body.set_runs(answer, trace)
+        self._last_part = next((run.part for run in reversed(runs) if run.part != "marker"), "answer")
+
+    def append_events(self, events: list[object]) -> None:
+        """Add a batch of the engine's events: reasoning to the fold, the answer to the body, markers to neither."""
+        reasoning, answer, records, self._last_part = route(events, self._places, self._last_part)
+        for view, runs in ((self.fold.view, reasoning), (self.body, answer)):
+            view.rounds.update(records)
+            view.append_runs(runs)
+        parts = {event.part for event in events if isinstance(event, TokenEvent) and event.text}
+        if "reasoning" in parts:
+            self.fold.streaming(True)
+        if "answer" in parts:
+            self.fold.streaming(False)
+
+    def set_show_rejected(self, show: bool) -> None:
+        """Show or hide the rejected drafts, in the answer and its reasoning."""
+        self.body.set_show_rejected(show)
+        self.fold.view.set_show_rejected(show)
 
     def set_waiting(self, waiting: bool) -> None:
         """Say that the answer waits for the Local server's request (the worker runs one thing at a time)."""
@@ -238,32 +278,17 @@ class MessageWidget(QFrame):
             self.stats.setVisible(True)
         self.render(markdown)
 
+    def finish_answer(self, result, summary: str, markdown: bool) -> None:  # noqa: ANN001 - GenerationResult
+        """The streamed answer ended: where it was cut, its reasoning's final figures, its text and stats line."""
+        self.show_cut(result.finish_reason, len(result.tokens))
+        self.fold.show_reasoning(result.reasoning, result.stats.thinking.seconds, result.stats.thinking)
+        self.finish(result.text, summary, markdown)
+
     def render(self, markdown: bool) -> None:
         if markdown or not self.body.runs:
             self.body.show_markdown(self.text)
         else:
             self.body.show_tokens()
-
-
-class ChatInput(QPlainTextEdit):
-    """The message box: Enter sends, Shift+Enter starts a new line.
-
-    Signals:
-        submitted(): Enter was pressed.
-    """
-
-    submitted = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
-        self.setMaximumHeight(110)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            return
-        super().keyPressEvent(event)
 
 
 class ChatView(QScrollArea):
@@ -314,7 +339,7 @@ class ChatView(QScrollArea):
 
     def add_message(self, role: str, text: str = "", markdown: bool = False) -> MessageWidget:
         message = MessageWidget(role)
-        message.body.show_rejected = self.show_rejected
+        message.body.show_rejected = message.fold.view.show_rejected = self.show_rejected
         if text:
             message.set_text(text, markdown=markdown and role == "assistant")
         self.column.insertWidget(self.column.count() - 1, message)
@@ -340,7 +365,7 @@ class ChatView(QScrollArea):
         """Show or hide the rejected drafts in every answer (and in answers added later)."""
         self.show_rejected = show
         for message in self.messages:
-            message.body.set_show_rejected(show)
+            message.set_show_rejected(show)
 
     def set_busy(self, busy: bool) -> None:
         """While an answer is generated, the actions that change the conversation wait."""

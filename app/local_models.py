@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.errors import SpecChatError
+from engine.models.base_model import BASE_MODEL_NOTE
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 
@@ -138,9 +139,10 @@ class LocalModelsTab(QWidget):
         self._target_changed()
 
     def _target_item(self, model: LocalModel) -> QListWidgetItem:
-        state = ", ".join(filter(None, [f"{model.size_gb:.2f} GB", SOURCES[model.source], model.unusable_because]))
+        base = BASE_MODEL_NOTE if model.base_model else ""
+        state = ", ".join(filter(None, [f"{model.size_gb:.2f} GB", SOURCES[model.source], model.unusable_because, base]))
         item = QListWidgetItem(f"{model_label(model.name)}  ({state})")
-        item.setToolTip(model.problem or model.name)
+        item.setToolTip(model.problem or "\n".join(filter(None, [model.name, base])))
         if not model.complete:
             item.setForeground(self.palette().placeholderText())
         item.setData(Qt.ItemDataRole.UserRole, model.name)

@@ -8,11 +8,9 @@ conversation's structure (an edit, a deleted message, another branch) redraw it 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMessageBox, QSplitter
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter
 
 from engine.events import GenerationResult
 from engine.params import GenerationParams
@@ -21,12 +19,15 @@ from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
+from .import_progress import ImportProgress
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
 from .streaming_answer import StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
+from .think_switch import ThinkSwitch
+from .trace_export import save_trace
 from .toolbar import MainToolbar
 from .worker import PairInfo
 
@@ -80,6 +81,8 @@ class MainWindow(QMainWindow):
         self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
         self.undo_banner.restored.connect(self.open_conversation)
         self.undo_banner.failed.connect(self.show_error)
+        self.think_switch = ThinkSwitch(self.session, lambda: self.conversation_id)
+        column.input_row.insertWidget(1, self.think_switch)
         self.input.submitted.connect(self.send)
         self.send_button.clicked.connect(self._send_or_stop)
         self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
@@ -94,6 +97,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
+        self.import_progress = ImportProgress(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
         self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
@@ -113,7 +117,7 @@ class MainWindow(QMainWindow):
         s = self.session
         for signal, slot in (
             (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
-            (s.load_progress, self._on_load_progress), (s.answer_started, self._on_answer_started),
+            (s.load_cancelled, self._on_loading), (s.answer_started, self._on_answer_started),
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
@@ -142,9 +146,6 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {warnings}", 10000)
         self._update_controls()
 
-    def _on_load_progress(self, stage: str, done: int, total: int) -> None:
-        self.statusBar().showMessage(f"{stage}: {done}/{total}")
-
     def _on_load_failed(self, message: str) -> None:
         kept = " The models loaded before are still in use." if self.session.pair else ""
         self.statusBar().showMessage("Could not load the models." + kept, 10000)
@@ -163,6 +164,7 @@ class MainWindow(QMainWindow):
         self.answer_view = None
         self.chat.clear()
         self.stats.reset(self.session.params.mode)  # not the numbers of the chat shown before
+        self.think_switch.refresh()
         self.conversations.refresh()
 
     def open_conversation(self, conversation_id: int) -> None:
@@ -180,12 +182,13 @@ class MainWindow(QMainWindow):
             if answer is not None and stored.id == answer.message_id:
                 # Still streaming: saved without a finish, which in the store reads as "(interrupted)".
                 self.answer_view = widget
-                widget.show_streaming(answer.runs, answer.trace, answer.text, answer.waiting)
+                widget.show_streaming(answer)
             else:
                 widget.show_stored(stored, markdown)
         if self.answer_view is None and switching:
             self.stats.reset(self.session.params.mode)  # the panel showed another chat's last answer
         self.chat.set_busy(self.session.busy)
+        self.think_switch.refresh()
         self.conversations.refresh(conversation_id)
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
@@ -279,7 +282,7 @@ class MainWindow(QMainWindow):
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
         self.stats.add_events(events)
         if self.answer_view is not None:
-            self.answer_view.body.append_events(events)
+            self.answer_view.append_events(events)
             self.answer_view.text = answer.text
 
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
@@ -290,8 +293,7 @@ class MainWindow(QMainWindow):
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return
-        view.show_cut(result.finish_reason, len(result.tokens))
-        view.finish(result.text, summary, self.toolbar.markdown_action.isChecked())
+        view.finish_answer(result, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):
             if widget.message_id is None:
@@ -354,21 +356,17 @@ class MainWindow(QMainWindow):
 
     def export_trace(self, message_id: int, path: str | None = None) -> None:
         """Write an answer's speculation trace as JSON Lines (asks where, unless given a path)."""
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
-        if not path:
-            return
-        try:
-            Path(path).write_text(self.session.store.export_trace(message_id), encoding="utf-8")
-        except OSError as error:
-            self.show_error(f"Could not write the trace to {path}: {error.strerror}. Choose another folder.")
-            return
-        self.statusBar().showMessage(f"Trace exported to {path}", 5000)
+        written, error = save_trace(self, self.session.store, message_id, path)
+        if error:
+            self.show_error(error)
+        elif written:
+            self.statusBar().showMessage(f"Trace exported to {written}", 5000)
 
     def open_settings(self) -> None:
         """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
         info = self.session.pair
-        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft))
+        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
+                                can_switch_thinking=bool(info and info.can_switch_thinking))
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
 
@@ -376,6 +374,7 @@ class MainWindow(QMainWindow):
         """Use new settings from the next answer on, and remember them."""
         self.session.apply_settings(params, system_prompt)
         self.toolbar.speculative_action.setChecked(params.mode == "speculative")
+        self.think_switch.refresh()
         self._update_pair_label()
 
     # --- shutting down -------------------------------------------------------------------------------------

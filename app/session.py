@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.events import GenerationResult, RoundEvent, TokenEvent, lossy_label
+from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
+from .pair_label import pair_label
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
 
 
-DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
 
 
 class _Requests(QObject):
@@ -42,6 +42,7 @@ class ChatSession(QObject):
         pair_loaded(PairInfo): a pair finished loading.
         pair_failed(str): a pair could not be loaded (the one loaded before stays); the message says why.
         load_progress(str, int, int): a loading stage with done and total.
+        load_cancelled(str): the user cancelled a load (a GGUF import); the text says so. The loaded pair stays.
         answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
         answer_running(StreamingAnswer): the worker took the answer up (after any Local server request it waited
             for: `answer.waiting` says whether it does, `answer.waited_s` how long it did).
@@ -59,6 +60,7 @@ class ChatSession(QObject):
     pair_loading = Signal(str)
     pair_loaded = Signal(object)
     pair_failed = Signal(str)
+    load_cancelled = Signal(str)
     load_progress = Signal(str, int, int)
     answer_started = Signal(object)
     answer_running = Signal(object)
@@ -78,6 +80,7 @@ class ChatSession(QObject):
         self.store = ConversationStore(database_path(), on_degraded=self.storage_failed.emit)
         self.params = self.settings.params()
         self.system_prompt = self.settings.system_prompt()
+        self.new_chat_think: bool | None = None  # the Think switch of a chat not saved yet (None: the default)
         self.pair: PairInfo | None = None
         self.loading = False
         self.answer: StreamingAnswer | None = None
@@ -95,6 +98,7 @@ class ChatSession(QObject):
         self.engine.load_finished.connect(self._on_loaded)
         self.engine.load_errored.connect(self._on_load_failed)
         self.engine.load_progress.connect(self._on_load_progress)
+        self.engine.load_cancelled.connect(self._on_load_cancelled)
         self.engine.generation_started.connect(self._on_started)
         self.engine.generation_yielded.connect(self._on_events)
         self.engine.generation_finished.connect(self._on_finished)
@@ -138,22 +142,15 @@ class ChatSession(QObject):
 
     def describe_pair(self) -> str:
         """The loaded models and how the next answer will be decoded, for the window's label."""
-        info = self.pair
-        if info is None:
-            return "Loading…" if self.loading else "No models loaded"
-        params = self.effective_params()
-        names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
-        ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
-        how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
-        lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
-        return f"{names} · {how}{lossy}" + (" · loading another pair…" if self.loading else "")
+        return pair_label(self.pair, self.effective_params() if self.pair else None, self.loading)
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
-        """A conversation as the engine reads it (answers that failed before any text are left out)."""
+        """A conversation as the engine reads it (answers that failed before any text are left out); an answer's
+        reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
         if conversation_id is None:
             return []
         return [
-            {"role": m.role, "content": m.content}
+            {"role": m.role, "content": m.content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
             for m in self.store.messages(conversation_id)
             if m.content or m.role == "user"
         ]
@@ -166,6 +163,18 @@ class ChatSession(QObject):
         while history and history[-1]["role"] != "user":
             history.pop()
         return history
+
+    def think_for(self, conversation_id: int | None) -> bool:
+        """Whether a thinking model thinks in this chat: its own Think switch, or the default from Settings."""
+        own = self.store.think(conversation_id) if conversation_id is not None else self.new_chat_think
+        return self.params.think if own is None else own
+
+    def set_think(self, conversation_id: int | None, on: bool) -> None:
+        """The chat's Think switch (for a chat not saved yet: kept until its first message saves it)."""
+        if conversation_id is None:
+            self.new_chat_think = on
+        else:
+            self.store.set_think(conversation_id, on)
 
     def system_prompt_for(self, conversation_id: int | None) -> str:
         """The conversation's own system prompt, or the one from Settings."""
@@ -193,6 +202,16 @@ class ChatSession(QObject):
             self.loading = False
             self.pair_failed.emit(message)
 
+    def cancel_load(self) -> None:
+        """Stop the running load (a GGUF import) at its next step; called directly, not queued behind it."""
+        self.engine.cancel_load()
+
+    def _on_load_cancelled(self) -> None:
+        if not self._closed:
+            self.loading = False
+            kept = " The models loaded before are still in use." if self.pair else ""
+            self.load_cancelled.emit("Import cancelled: nothing was kept." + kept)
+
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
         if not self._closed:
             self.load_progress.emit(stage, done, total)
@@ -206,8 +225,12 @@ class ChatSession(QObject):
         return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id), fresh_cache)
 
     def new_conversation(self, first_message: str) -> int:
-        """A new saved conversation, titled after its first message."""
-        return self.store.create(first_message[:60])
+        """A new saved conversation, titled after its first message (with the Think switch set before it)."""
+        conversation_id = self.store.create(first_message[:60])
+        if self.new_chat_think is not None:
+            self.store.set_think(conversation_id, self.new_chat_think)
+            self.new_chat_think = None
+        return conversation_id
 
     def send(self, conversation_id: int, text: str) -> None:
         """Save the user's message and start its answer."""
@@ -225,7 +248,7 @@ class ChatSession(QObject):
 
     def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST) -> None:
         """Answer the conversation's last user message (as a new branch under `parent_id` when given)."""
-        params = self.effective_params()
+        params = self.effective_params().replace(think=self.think_for(conversation_id))
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
@@ -271,7 +294,8 @@ class ChatSession(QObject):
         and its time to first token is not comparable), and the order alternates from one Compare to the next
         so that neither side always runs on a machine the other has just warmed up.
         """
-        sides = {"standard": self.effective_params().replace(mode="standard"), "speculative": self.effective_params("speculative")}
+        think = self.think_for(conversation_id)
+        sides = {side: self.effective_params(side).replace(think=think) for side in ("standard", "speculative")}
         order = ("standard", "speculative") if self._compares % 2 == 0 else ("speculative", "standard")
         self._compares += 1
         requests = {side: self._new_request(conversation_id, messages, sides[side], fresh_cache=True) for side in order}
@@ -298,8 +322,7 @@ class ChatSession(QObject):
             return
         answer = self.answer
         tokens = [e for e in events if isinstance(e, TokenEvent)]
-        answer.text += "".join(t.text for t in tokens)
-        answer.runs += [[t.text, t.origin, t.round] for t in tokens]
+        answer.add_tokens(tokens)
         answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
         if tokens:
             self._save(answer, finish="")
@@ -309,7 +332,8 @@ class ChatSession(QObject):
         """Save the answer so far. The text and runs are saved with every batch (nothing is lost to a crash); the
         trace, the bulk of an answer's data, once it ends, so a long answer's saves stay cheap."""
         trace = answer.trace if finish else None
-        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish, trace)
+        self.store.update_message(answer.message_id, answer.text, answer.runs, summary, finish, trace, answer.reasoning,
+                                  answer.reasoning_s)
 
     def _on_finished(self, request_id: int, result: GenerationResult) -> None:
         if self._is_compare(request_id):
@@ -317,9 +341,7 @@ class ChatSession(QObject):
         if not self._is_answer(request_id):
             return
         answer = self.answer
-        if result.text.startswith(answer.text) and len(result.text) > len(answer.text) and answer.runs:
-            answer.runs[-1][0] += result.text[len(answer.text) :]  # what the detokenizer released at the end
-        answer.text = result.text
+        answer.take_result(result)
         summary = answer.summary(result)
         self._save(answer, result.finish_reason, summary)
         self._idle()

@@ -28,6 +28,7 @@ SAVED_PARAMS = {
     "ssd": bool,
     "fanout": int,
     "history": bool,
+    "think": bool,  # the default of each chat's Think switch
 }
 
 

@@ -32,7 +32,8 @@ def whole_number_box(name: str, value: int) -> QSpinBox:
 class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
-    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True) -> None:
+    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True,
+                 can_switch_thinking: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -72,6 +73,12 @@ class SettingsDialog(QDialog):
         form.addRow("KV cache", self.kv_bits)
         form.addRow("Lenience (0 = exact, above: LOSSY)", self.lenience)
         form.addRow("System prompt", self.system_prompt)
+        self.think = QCheckBox("Thinking models think before answering (each chat can switch it)")
+        self.think.setChecked(params.think)
+        self.think.setToolTip("The default of the Think switch beside the message box: off, a thinking model is asked "
+                              "to answer at once (its template's no-think prompt). Only for models that can switch.")
+        self.think.setVisible(can_switch_thinking)
+        form.addRow("", self.think)
         self.error = QLabel()
         self.error.setStyleSheet("color: #b00020;")
         self.error.setWordWrap(True)
@@ -149,6 +156,7 @@ class SettingsDialog(QDialog):
             ssd=self.ssd.isChecked(),
             fanout=self.fanout.value(),
             history=self.history.isChecked(),
+            think=self.think.isChecked(),
         )
 
     def accept(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from engine.events import GenerationResult
+from engine.events import GenerationResult, TokenEvent
 
 
 @dataclass
@@ -16,14 +16,18 @@ class StreamingAnswer:
         request_id: the engine request generating it.
         conversation_id, message_id: where it is saved.
         mode: "speculative" or "standard".
-        text: the text so far.
-        runs: each token's [text, origin, round], to show the coloured view again.
+        text: the answer's text so far (a thinking model's reasoning apart, in `reasoning`).
+        runs: each token's [text, origin, round] (and its part when not the answer's), to show the coloured view
+            again.
         trace: each round's record (RoundEvent.trace_record), to explain and export the speculation.
         stopping: Stop was asked for; the engine ends the answer within a round.
         lenience: above 0, lenient (lossy) acceptance is on for this answer.
         waiting: the worker runs a Local server request first; the answer starts when it is done.
         waited_s: how long it waited for the server's requests (once it started).
         asked_at: when it was asked for (time.perf_counter), to measure the wait.
+        reasoning: a thinking model's reasoning so far.
+        reasoning_s: how long it has thought (from its first reasoning token to its last; the engine's figure
+            once the answer ends).
     """
 
     request_id: int
@@ -38,6 +42,30 @@ class StreamingAnswer:
     waiting: bool = False
     waited_s: float = 0.0
     asked_at: float = field(default_factory=time.perf_counter)
+    reasoning: str = ""
+    reasoning_s: float = 0.0
+    _thinking_since: float | None = None
+
+    def add_tokens(self, tokens: list[TokenEvent]) -> None:
+        """Streamed tokens: each to its part's text, all to the runs (markers too: they count in their rounds)."""
+        for token in tokens:
+            if token.reasoning:
+                self.reasoning += token.text
+            elif token.part == "answer":
+                self.text += token.text
+        self.runs += [[t.text, t.origin, t.round] + ([t.part] if t.part != "answer" else []) for t in tokens]
+        if any(token.reasoning for token in tokens):
+            now = time.perf_counter()
+            self._thinking_since = self._thinking_since or now
+            self.reasoning_s = now - self._thinking_since
+
+    def take_result(self, result: GenerationResult) -> None:
+        """The engine's final texts: what the detokenizer released only at the end joins the last answer token."""
+        tail = result.text[len(self.text):] if result.text.startswith(self.text) else ""
+        last_answer_run = next((run for run in reversed(self.runs) if len(run) == 3), None)
+        if tail and last_answer_run is not None:
+            last_answer_run[0] += tail
+        self.text, self.reasoning, self.reasoning_s = result.text, result.reasoning, result.stats.thinking.seconds
 
     def start_running(self) -> None:
         """The worker took the answer up: the wait (if it waited) ends here."""

@@ -34,23 +34,31 @@ class TokenRun:
     """One streamed token as the view keeps it (to redraw the coloured view after Markdown).
 
     Attributes:
-        text, origin, round: as the TokenEvent had them.
-        index: its place among its round's tokens, from 0.
+        text, origin, round, part: as the TokenEvent had them.
+        index: its place among its round's tokens, from 0 (a thinking model's markers included).
     """
 
     text: str
     origin: str
     round: int
     index: int = 0
+    part: str = "answer"
 
 
 def saved_runs(saved: list[list]) -> list[TokenRun]:
-    """Saved [text, origin, round] runs as the view keeps them (with each token's place in its round)."""
+    """Saved [text, origin, round(, part)] runs as the view keeps them (with each token's place in its round)."""
     runs: list[TokenRun] = []
-    for text, origin, round_index in saved:
+    for text, origin, round_index, *part in saved:
         index = runs[-1].index + 1 if runs and runs[-1].round == round_index else 0
-        runs.append(TokenRun(text, origin, round_index, index))
+        runs.append(TokenRun(text, origin, round_index, index, *part))
     return runs
+
+
+def count_place(places: dict[int, int], round_index: int) -> int:
+    """The next token's place in its round (from 0), counted in `places`."""
+    index = places.get(round_index, 0)
+    places[round_index] = index + 1
+    return index
 
 
 def rejected_text(record: dict) -> str:
@@ -94,6 +102,7 @@ class TokenTextView(QTextBrowser):
         rounds: each round's trace record (RoundEvent.trace_record), by round index.
         show_rejected: draw rejected draft tokens as ghost text after their correction.
         cut: the answer was cut short (at the token limit): both views end it with a dimmed "…".
+        ghosts_elsewhere: rounds whose rejected drafts the other view shows (the round ends there).
     """
 
     def __init__(self, parent: QWidget | None = None, grow: bool = True) -> None:
@@ -104,6 +113,7 @@ class TokenTextView(QTextBrowser):
         self.rounds: dict[int, dict] = {}
         self.show_rejected = True
         self.cut = False
+        self.ghosts_elsewhere: set[int] = set()
         self.code_blocks: list[markdown_view.CodeBlock] = []
         if grow:
             self.setFrameShape(QFrame.Shape.NoFrame)
@@ -121,7 +131,11 @@ class TokenTextView(QTextBrowser):
 
     def set_tokens(self, saved: list[list], trace: list[dict]) -> None:
         """Take a saved answer's [text, origin, round] runs and trace records (drawn by show_tokens or finish)."""
-        self.runs = saved_runs(saved)
+        self.set_runs(saved_runs(saved), trace)
+
+    def set_runs(self, runs: list[TokenRun], trace: list[dict]) -> None:
+        """Take runs (their places in their rounds already counted) and the trace records that explain them."""
+        self.runs = runs
         self.rounds = {record["round"]: record for record in trace}
 
     # --- streaming ------------------------------------------------------------------------------------------
@@ -134,21 +148,28 @@ class TokenTextView(QTextBrowser):
             if isinstance(event, TokenEvent):
                 self._append(cursor, TokenRun(event.text, event.origin, event.round, self._next_index(event.round)))
             elif isinstance(event, RoundEvent):
-                record = event.trace_record()
-                self.rounds[event.round] = record
-                if self.show_rejected:
-                    self._insert_ghost(cursor, record)
+                self._add_record(cursor, event.trace_record(), ghost=True)
         cursor.endEditBlock()
+
+    def _add_record(self, cursor: QTextCursor, record: dict, ghost: bool) -> None:
+        self.rounds[record["round"]] = record
+        if ghost and self.show_rejected:
+            self._insert_ghost(cursor, record)
 
     def append_tokens(self, events: list[TokenEvent]) -> None:
         """Add streamed tokens at the end, each tinted by its origin."""
         self.append_events(list(events))
 
-    def append_runs(self, runs: list[TokenRun]) -> None:
+    def append_runs(self, runs: list[TokenRun | dict]) -> None:
+        """Add runs whose places in their rounds are counted already; a trace record among them ends its round
+        here (its rejected drafts follow)."""
         cursor = self._end()
         cursor.beginEditBlock()
         for run in runs:
-            self._append(cursor, run)
+            if isinstance(run, dict):
+                self._add_record(cursor, run, ghost=True)
+            else:
+                self._append(cursor, run)
         cursor.endEditBlock()
 
     def _next_index(self, round_index: int) -> int:
@@ -212,7 +233,7 @@ class TokenTextView(QTextBrowser):
         for i, run in enumerate(self.runs):
             self._insert(cursor, run)
             ends_round = i + 1 == len(self.runs) or self.runs[i + 1].round != run.round
-            if ends_round and self.show_rejected and run.round in self.rounds:
+            if ends_round and self.show_rejected and run.round in self.rounds and run.round not in self.ghosts_elsewhere:
                 self._insert_ghost(cursor, self.rounds[run.round])
         cursor.endEditBlock()
         self._mark_cut()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.models.app_paths import data_dir
-from engine.errors import SpecChatError
+from engine.errors import LoadCancelled, SpecChatError
 from engine.events import GenerationResult
 from engine.params import GenerationParams
 
@@ -51,7 +51,9 @@ class PairInfo:
     """What the GUI may know about the loaded pair (no MLX objects).
 
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
-    costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction.
+    costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
+    writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
+    the target has no chat template (chats reach it as a transcript it continues).
     """
 
     target: str
@@ -61,6 +63,9 @@ class PairInfo:
     warnings: list[str] = field(default_factory=list)
     context_length: int = 0
     draft_weight_share: float = 0.0
+    thinks: bool = False
+    can_switch_thinking: bool = False
+    base_model: bool = False
 
 
 @dataclass
@@ -126,6 +131,7 @@ class EngineWorker(QObject):
     load_progress = Signal(str, int, int)
     load_finished = Signal(object)
     load_errored = Signal(str)
+    load_cancelled = Signal()
     generation_started = Signal(int)
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
@@ -140,11 +146,22 @@ class EngineWorker(QObject):
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
+        self._load_cancel = threading.Event()
 
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
         with self._lock:
             self._cancel_up_to = max(self._cancel_up_to, up_to_request)
+
+    def cancel_load(self) -> None:
+        """Cancel the running load at its next progress step (thread-safe): a GGUF import stops and keeps nothing."""
+        self._load_cancel.set()
+
+    def _load_progress(self, stage: str, done: int, total: int) -> None:
+        """Report a loading stage's progress, or end the load if the user cancelled it."""
+        if self._load_cancel.is_set():
+            raise LoadCancelled(f"{stage} cancelled.")
+        self.load_progress.emit(stage, done, total)
 
     def _cancelled(self, request_id: int) -> bool:
         with self._lock:
@@ -168,8 +185,12 @@ class EngineWorker(QObject):
         from engine.decoding.history import start_indexing
         from engine.decoding.pair import ModelPair
 
+        self._load_cancel.clear()
         try:
-            pair = ModelPair.load(target, draft or None, progress=lambda stage, done, total: self.load_progress.emit(stage, done, total))
+            pair = ModelPair.load(target, draft or None, progress=self._load_progress)
+        except LoadCancelled:
+            self.load_cancelled.emit()
+            return
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             self.load_errored.emit(readable_error(error))
             return
@@ -184,6 +205,9 @@ class EngineWorker(QObject):
                 warnings=list(pair.check.warnings),
                 context_length=pair.context_length,
                 draft_weight_share=pair.draft_weight_share,
+                thinks=pair.think_markers is not None,
+                can_switch_thinking=pair.can_switch_thinking,
+                base_model=pair.is_base_model,
             )
         )
 

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     title TEXT NOT NULL,
     created REAL NOT NULL,
     updated REAL NOT NULL,
-    system_prompt TEXT NOT NULL DEFAULT ''
+    system_prompt TEXT NOT NULL DEFAULT '',
+    think INTEGER
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
@@ -48,18 +49,24 @@ CREATE TABLE IF NOT EXISTS messages (
     finish TEXT NOT NULL DEFAULT '',
     parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE,
     selected INTEGER NOT NULL DEFAULT 1,
-    trace TEXT NOT NULL DEFAULT '[]'
+    trace TEXT NOT NULL DEFAULT '[]',
+    reasoning TEXT NOT NULL DEFAULT '',
+    reasoning_s REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
 """
-# Databases from before branches: add the columns, and chain each conversation's messages in order.
+# Databases from before branches: add the columns, and chain each conversation's messages in order. From before
+# thinking models: answers get their reasoning apart, chats their own Think switch (NULL: the Settings default).
 MIGRATIONS = (
     ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
     ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
     ("messages", "selected", "ALTER TABLE messages ADD COLUMN selected INTEGER NOT NULL DEFAULT 1"),
     ("messages", "trace", "ALTER TABLE messages ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'"),
+    ("messages", "reasoning", "ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''"),
+    ("messages", "reasoning_s", "ALTER TABLE messages ADD COLUMN reasoning_s REAL NOT NULL DEFAULT 0"),
+    ("conversations", "think", "ALTER TABLE conversations ADD COLUMN think INTEGER"),
 )
-_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace"
+_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s"
 AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
 
@@ -69,13 +76,16 @@ class StoredMessage:
 
     Attributes:
         role: "user" or "assistant".
-        content: the text.
-        runs: for answers, each token's [text, origin, round] (to show the coloured view again).
+        content: the text (of an answer: the answer alone, without a thinking model's reasoning).
+        runs: for answers, each token's [text, origin, round] (to show the coloured view again), with its part
+            after them when it is not the answer's ([text, origin, round, "reasoning" or "marker"]).
         summary: the answer's stats line.
         finish: how generation ended ("stop", "length", "cancelled", ...; "" while streaming or for users).
         parent_id: the message it answers or follows (None for the first).
         trace: for answers, each round's record (RoundEvent.trace_record): the speculation, round by round.
         branch, branches: which of its siblings it is (from 1) and how many there are.
+        reasoning: a thinking model's reasoning before the answer ("" for none).
+        reasoning_s: how long it thought, in seconds.
     """
 
     id: int
@@ -88,6 +98,8 @@ class StoredMessage:
     trace: list[dict] = field(default_factory=list)
     branch: int = 1
     branches: int = 1
+    reasoning: str = ""
+    reasoning_s: float = 0.0
 
 
 @dataclass
@@ -218,6 +230,14 @@ class ConversationStore:
     def set_system_prompt(self, conversation_id: int, text: str) -> None:
         self._write("UPDATE conversations SET system_prompt = ? WHERE id = ?", (text, conversation_id))
 
+    def think(self, conversation_id: int) -> bool | None:
+        """The chat's own Think switch; None: it follows the default in Settings."""
+        row = self.db.execute("SELECT think FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+        return None if row is None or row[0] is None else bool(row[0])
+
+    def set_think(self, conversation_id: int, on: bool) -> None:
+        self._write("UPDATE conversations SET think = ? WHERE id = ?", (int(on), conversation_id))
+
     def delete(self, conversation_id: int) -> None:
         self._write("DELETE FROM conversations WHERE id = ?", (conversation_id,))
 
@@ -272,14 +292,16 @@ class ConversationStore:
 
     def update_message(
         self, message_id: int, content: str, runs: list[list] | None = None, summary: str = "", finish: str = "",
-        trace: list[dict] | None = None,
+        trace: list[dict] | None = None, reasoning: str = "", reasoning_s: float = 0.0,
     ) -> None:
-        """Save an answer's text so far; its trace only when given (None keeps the saved one)."""
+        """Save an answer's text (and reasoning) so far; its trace only when given (None keeps the saved one)."""
         trace_json = None if trace is None else json.dumps(trace, ensure_ascii=False)
         row = self.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
         self._write(
-            "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ?, trace = COALESCE(?, trace) WHERE id = ?",
-            (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, trace_json, message_id),
+            "UPDATE messages SET content = ?, runs = ?, summary = ?, finish = ?, trace = COALESCE(?, trace), "
+            "reasoning = ?, reasoning_s = ? WHERE id = ?",
+            (content, json.dumps(runs or [], ensure_ascii=False), summary, finish, trace_json, reasoning, reasoning_s,
+             message_id),
             touching=row[0] if row else None,
         )
 
@@ -336,10 +358,10 @@ def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMe
     thread, parent = [], None
     while children.get(parent):
         siblings = children[parent]
-        index = next((i for i, row in enumerate(siblings) if row[8]), len(siblings) - 1)
+        index = next((i for i, row in enumerate(siblings) if row[10]), len(siblings) - 1)
         row = siblings[index]
         thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
-                                    json.loads(row[7]), index + 1, len(siblings)))
+                                    json.loads(row[7]), index + 1, len(siblings), row[8], row[9]))
         parent = row[0]
     return thread
 

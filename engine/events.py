@@ -14,6 +14,9 @@ from typing import Literal, Union
 
 Origin = Literal["accepted", "corrected", "bonus", "target"]
 FinishReason = Literal["stop", "length", "cancelled", "context"]
+Part = Literal["answer", "reasoning", "marker"]
+"""Which part of a thinking model's output a token is (`decoding/reasoning.py`): the answer, the reasoning before it,
+or a marker between them (`<think>`, `</think>`, the blank line after it), which is in neither part's text."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,24 @@ class PrefillEvent:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """The target's log-probability of an emitted token, and of the likeliest tokens at its position.
+
+    From the target's own distribution (log-softmax of its logits, before any sampling warp, penalty or
+    output constraint), whoever drafted the token: the verify pass computed it anyway.
+
+    Attributes:
+        token: the emitted token's id.
+        logprob: its natural log-probability.
+        top: the `top` likeliest tokens at its position as (id, logprob), likeliest first.
+    """
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class TokenEvent:
     """One emitted token.
 
@@ -40,12 +61,20 @@ class TokenEvent:
             a rejection), "bonus" (the extra target token after a fully accepted round), "target" (standard
             decoding, or a speculative round that drafted nothing).
         round: index of the round (target pass) that emitted it, from 0.
+        part: "answer", "reasoning" (a thinking model's thoughts) or "marker" (text "": a think marker).
+        logprob: the target's log-probability of it (only when `GenerationParams.logprobs` asks for them).
     """
 
     token: int
     text: str
     origin: Origin
     round: int
+    part: Part = "answer"
+    logprob: TokenLogprob | None = None
+
+    @property
+    def reasoning(self) -> bool:
+        return self.part == "reasoning"
 
 
 @dataclass(frozen=True)
@@ -57,7 +86,7 @@ class RoundEvent:
         drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
-        drafter: "model", "lookup" or "none".
+        drafter: "model", "mtp" (the target's built-in MTP head), "eagle3" (an EAGLE-3 drafter), "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.
@@ -75,6 +104,7 @@ class RoundEvent:
         predraft_wasted: pre-drafted tokens this round's outcome left unused.
         hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (measured synchronous
             cost per token x K).
+        reasoning: the round began while the model was thinking (its drafts guessed reasoning, not the answer).
     """
 
     round: int
@@ -96,6 +126,7 @@ class RoundEvent:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    reasoning: bool = False
 
     @property
     def next_origin(self) -> Origin:
@@ -137,6 +168,7 @@ class RoundEvent:
             "predrafted": self.predrafted,
             "predraft_wasted": self.predraft_wasted,
             "hidden_draft_s": self.hidden_draft_s,
+            "reasoning": self.reasoning,
         }
 
 
@@ -176,6 +208,49 @@ class PolicyBelief:
 
 
 @dataclass
+class PartStats:
+    """The speculation of one part of a thinking model's output (its reasoning, or its answer): the rounds that
+    began in it, what they drafted and accepted, the tokens of that part, and (reasoning) how long it took."""
+
+    rounds: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    emitted: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+    def add_round(self, drafted: int, accepted: int, emitted: int) -> None:
+        self.rounds += 1
+        self.drafted += drafted
+        self.accepted += accepted
+        self.emitted += emitted
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.emitted / self.rounds if self.rounds else 0.0
+
+    def speculation(self) -> str:
+        """e.g. '64% of 120 drafted accepted, 2.1 tokens per pass' (or 'nothing drafted')."""
+        if not self.drafted:
+            return "nothing drafted"
+        return f"{self.acceptance_rate:.0%} of {self.drafted} drafted accepted, {self.tokens_per_pass:.1f} tokens per pass"
+
+
+def split_rounds(records: list[dict]) -> tuple[PartStats, PartStats]:
+    """(thinking, answering): the speculation of a saved answer's rounds (trace records), by the part each round
+    began in, so that acceptance while thinking and while answering can be read apart."""
+    thinking, answering = PartStats(), PartStats()
+    for record in records:
+        part = thinking if record.get("reasoning") else answering
+        part.add_round(int(record["verified"]), int(record["accepted"]), int(record["emitted"]))
+    return thinking, answering
+
+
+@dataclass
 class GenerationStats:
     """What a generation did and how fast, as DESIGN.md defines the numbers."""
 
@@ -197,6 +272,8 @@ class GenerationStats:
     hidden_draft_s: float = 0.0
     ended_on_eos: bool = False  # the last pass produced the end-of-sequence token (not in the answer's tokens)
     policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
+    thinking: PartStats = field(default_factory=PartStats)  # rounds begun while reasoning; seconds: the thinking
+    answering: PartStats = field(default_factory=PartStats)  # rounds begun in the answer
 
     def count_ssd(self, r: "RoundEvent") -> None:
         """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""
@@ -247,9 +324,11 @@ class GenerationStats:
 class GenerationResult:
     """The final event of a generation, also what `generate()` returns.
 
-    `text` is the token events' texts joined, plus whatever the detokenizer could only release at the end
+    `text` is the answer's token events' texts joined, plus whatever the detokenizer could only release at the end
     (a trailing space it held back, or replacement characters for a character the last tokens left
-    incomplete): it always starts with the streamed text.
+    incomplete): it always starts with the streamed text. A thinking model's reasoning is apart, in `reasoning`
+    (its markers in neither); `tokens` and `origins` are every generated token's, and `parts` says which part each
+    one is (empty: all answer).
     """
 
     text: str
@@ -259,10 +338,27 @@ class GenerationResult:
     finish_reason: FinishReason
     stats: GenerationStats = field(default_factory=GenerationStats)
     lenience: float = 0.0  # above 0: lenient acceptance, so the text is not exactly the target's distribution
+    reasoning: str = ""
+    parts: list[Part] = field(default_factory=list)
+    stop_string: str | None = None  # the stop string that ended the text, if one did
 
     @property
     def lossy(self) -> bool:
         return self.lenience > 0
+
+    @property
+    def answer_tokens(self) -> list[int]:
+        """The ids of the answer alone (what a later turn's history holds of it)."""
+        if not self.parts:
+            return list(self.tokens)
+        return [token for token, part in zip(self.tokens, self.parts) if part == "answer"]
+
+    def split_summary(self) -> str:
+        """Speculation while thinking and while answering, apart ('' without reasoning)."""
+        if not self.reasoning:
+            return ""
+        s = self.stats
+        return f"while thinking {s.thinking.speculation()}; while answering {s.answering.speculation()}"
 
     def summary(self) -> str:
         """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted, 3.1 tokens per pass'."""
@@ -280,11 +376,14 @@ class GenerationResult:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
         if self.lossy:
             parts.append(lossy_label(self.lenience))
+        if self.reasoning and s.drafted:
+            parts.append(self.split_summary())
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
         return {
             "text": self.text,
+            "reasoning": self.reasoning,
             "tokens": list(self.tokens),
             "origins": list(self.origins),
             "mode": self.mode,

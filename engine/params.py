@@ -13,11 +13,12 @@ from typing import Literal
 from .errors import InvalidParameterError
 
 Mode = Literal["speculative", "standard"]
-DrafterKind = Literal["model", "lookup", "model+lookup"]
+DrafterKind = Literal["model", "lookup", "model+lookup", "mtp", "eagle3"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
-DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup")
+DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp", "eagle3")
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
 RANGES: dict[str, tuple[int, int | None]] = {
@@ -38,7 +39,9 @@ class GenerationParams:
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
         drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
-            no draft model needed) or "model+lookup" (lookup when it finds a match, the model otherwise).
+            no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
+            (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo) or "eagle3"
+            (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder).
         num_draft: the draft length K of every round when not adaptive (and of the first, learning round when
             adaptive).
         adaptive: choose each round's K from measured acceptance and costs, K = 0 when speculation loses.
@@ -70,6 +73,12 @@ class GenerationParams:
             the target's; 1 accepts every draft token.
         history: lookup also drafts from the user's other conversations (saved chats, earlier answers), not only
             from the context (off: what a chat drafts depends on it alone; the benchmark's prompt-lookup-context).
+        think: a thinking model thinks before it answers; off, its template's no-think prompt (`enable_thinking`
+            False) asks it to answer at once. Models that do not think, or whose template has no switch, ignore it.
+        logprobs: None for none; N (0 to MAX_TOP_LOGPROBS) for each emitted token's log-probability under the
+            target and the N likeliest tokens at its position (read with the round's verdict, `decoding/logprobs.py`).
+        json_schema: the text of a JSON Schema the answer must follow ('{"type": "object"}' for any JSON object),
+            enforced on draft and target alike (`decoding/constraint.py`); None for free text.
     """
 
     mode: Mode = "speculative"
@@ -94,6 +103,9 @@ class GenerationParams:
     fanout: int = 3
     ssd_always: bool = False
     history: bool = True
+    think: bool = True
+    logprobs: int | None = None
+    json_schema: str | None = None
 
     def __post_init__(self) -> None:
         for problem in _problems(self):
@@ -108,6 +120,11 @@ class GenerationParams:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def uses_draft_model(self) -> bool:
+        """Whether a separate draft model is among the drafters."""
+        return self.drafter in ("model", "model+lookup")
 
     @property
     def looks_up(self) -> bool:
@@ -161,6 +178,8 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"lenience must be in [0, 1] (0 is exact; above 0 is lossy), not {p.lenience!r}.")
     if p.kv_bits not in KV_BITS:
         problems.append(f"kv_bits must be 8, 4 or None (full precision), not {p.kv_bits!r}.")
+    if p.logprobs is not None and (not isinstance(p.logprobs, int) or not 0 <= p.logprobs <= MAX_TOP_LOGPROBS):
+        problems.append(f"logprobs must be None or 0 to {MAX_TOP_LOGPROBS} alternatives, not {p.logprobs!r}.")
     if any(not s for s in p.stop):
         problems.append("Stop strings must not be empty.")
     return problems

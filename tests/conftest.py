@@ -52,6 +52,49 @@ def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
 
 
 @pytest.fixture(scope="session")
+def tool_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(target folder, draft folder) of the tiny pair whose chat template calls tools (Qwen2.5's)."""
+    from engine.fixtures.tiny_tool_model import build_tool_pair
+
+    return build_tool_pair(tmp_path_factory.mktemp("tools"))
+
+
+@pytest.fixture(scope="session")
+def tool_target(tool_dirs: tuple[Path, Path]) -> LoadedModel:
+    return load_model(str(tool_dirs[0]))
+
+
+@pytest.fixture(scope="session")
+def thinking_dirs(tmp_path_factory: pytest.TempPathFactory):
+    """`thinking_dirs(opens_in_prompt)`: (target folder, draft folder) of the tiny thinking model whose template
+    leaves the think block to the model (False, as Qwen3's) or opens it in the prompt (True), built once."""
+    from engine.fixtures.tiny_thinking import build_tiny_thinking
+
+    root = tmp_path_factory.mktemp("thinking")
+    return lambda opens_in_prompt=False: build_tiny_thinking(root / ("opens" if opens_in_prompt else "qwen3"), opens_in_prompt)
+
+
+@pytest.fixture(scope="session")
+def thinking_models(thinking_dirs):
+    """`thinking_models(opens_in_prompt)`: the tiny thinking (target, draft) as LoadedModels, loaded once each."""
+    loaded: dict[bool, tuple[LoadedModel, LoadedModel]] = {}
+
+    def get(opens_in_prompt: bool = False) -> tuple[LoadedModel, LoadedModel]:
+        if opens_in_prompt not in loaded:
+            target, draft = thinking_dirs(opens_in_prompt)
+            loaded[opens_in_prompt] = (load_model(str(target)), load_model(str(draft)))
+        return loaded[opens_in_prompt]
+
+    return get
+
+
+@pytest.fixture
+def thinking_pair(thinking_models) -> ModelPair:
+    """The tiny thinking target (Qwen3-style template) with its draft; fresh caches for every test."""
+    return ModelPair(*thinking_models(False))
+
+
+@pytest.fixture(scope="session")
 def family_models(tmp_path_factory: pytest.TempPathFactory):
     """`family_models(name)`: (target, draft) LoadedModels of a tiny model family (engine/fixtures/tiny_families.py),
     built and loaded once per session."""

@@ -120,10 +120,11 @@ def _dequantized(data: np.ndarray, qtype: Q, shape: tuple[int, ...]) -> np.ndarr
 
 
 def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path,
-               types: dict[str, Q] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+               types: dict[str, Q] | None = None, seed: int = 0, extra: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Write a GGUF of `arch` from mlx-lm-layout weights as llama.cpp's converter does (llama's q/k permuted,
     Gemma's norms stored as 1 + w, a tied lm_head left out, experts stacked); return what each tensor should
-    import as (the stored values dequantized by `gguf`, put back in HF layout)."""
+    import as (the stored values dequantized by `gguf`, put back in HF layout). `extra`: llama.cpp tensors
+    written as they are (F32), such as `rope_freqs.weight`."""
     rng = np.random.default_rng(seed)
     types = types or {}
     writer = gguf.GGUFWriter(str(path), arch)
@@ -149,6 +150,8 @@ def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config:
         if permuted:
             stored = _unpermuted_rows(stored, heads)
         expected[hf_name] = stored - 1.0 if shifted else stored
+    for name, values in (extra or {}).items():
+        writer.add_tensor(name, np.asarray(values, dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -159,3 +162,53 @@ def write_gguf(path: Path, arch: str, hf_weights: dict[str, np.ndarray], config:
 def write_llama_gguf(path: Path, hf_weights: dict[str, np.ndarray], config: dict, tokenizer_dir: Path, types: dict[str, Q], seed: int = 0) -> dict[str, np.ndarray]:
     """Write a llama GGUF from HF-layout weights; return what each HF tensor should import as."""
     return write_gguf(path, "llama", hf_weights, config, tokenizer_dir, types, seed)
+
+
+# llama.cpp's Q4_K_M recipe in short: Q4_K blocks, Q6_K for half the attn_v and ffn_down tensors and the output.
+Q4_K_M_TYPES = {"attn_q": Q.Q4_K, "attn_k": Q.Q4_K, "attn_output": Q.Q4_K, "ffn_gate": Q.Q4_K, "ffn_up": Q.Q4_K}
+
+
+def q4_k_m_type(name: str, layer: int) -> Q:
+    """The type llama.cpp's Q4_K_M gives a llama tensor (`name` its llama.cpp part, `layer` its block)."""
+    if name in ("attn_v", "ffn_down"):
+        return Q.Q6_K if layer % 2 == 0 else Q.Q4_K
+    return Q4_K_M_TYPES[name]
+
+
+def write_large_q4_k_m(path: Path, tokenizer_dir: Path, hidden: int = 2048, intermediate: int = 8192, layers: int = 24,
+                       vocab: int = 32000, seed: int = 0) -> None:
+    """A llama GGUF of about 1 GB laid out as a Q4_K_M file (random blocks with sane scales, F32 norms, Q6_K
+    output), tensor by tensor so that writing it does not hold the whole file in memory either."""
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    config = {"num_hidden_layers": layers, "max_position_embeddings": 4096, "hidden_size": hidden,
+              "intermediate_size": intermediate, "num_attention_heads": hidden // 64, "num_key_value_heads": hidden // 256,
+              "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+    _write_metadata(writer, "llama", config, tokenizer_dir)
+    kv = hidden // 4
+    shapes = {"attn_q": (hidden, hidden), "attn_k": (kv, hidden), "attn_v": (kv, hidden), "attn_output": (hidden, hidden),
+              "ffn_gate": (intermediate, hidden), "ffn_up": (intermediate, hidden), "ffn_down": (hidden, intermediate)}
+    tensors = [("token_embd.weight", (vocab, hidden), Q.Q4_K), ("output.weight", (vocab, hidden), Q.Q6_K),
+               ("output_norm.weight", (hidden,), Q.F32)]
+    for layer in range(layers):
+        tensors += [(f"blk.{layer}.{n}.weight", (hidden,), Q.F32) for n in ("attn_norm", "ffn_norm")]
+        tensors += [(f"blk.{layer}.{n}.weight", shape, q4_k_m_type(n, layer)) for n, shape in shapes.items()]
+    for name, shape, qtype in tensors:
+        writer.add_tensor_info(name, _byte_shape(shape, qtype), np.dtype(np.float32 if qtype == Q.F32 else np.uint8),
+                               _nbytes(shape, qtype), raw_dtype=None if qtype == Q.F32 else qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for _, shape, qtype in tensors:
+        data = np.ones(shape, np.float32) if qtype == Q.F32 else encode_tensor(np.zeros(shape, np.float32), qtype, rng)
+        writer.write_tensor_data(data)
+    writer.close()
+
+
+def _byte_shape(shape: tuple[int, ...], qtype: Q) -> tuple[int, ...]:
+    return shape if qtype == Q.F32 else gguf.quant_shape_to_byte_shape(shape, qtype)
+
+
+def _nbytes(shape: tuple[int, ...], qtype: Q) -> int:
+    block, size = gguf.GGML_QUANT_SIZES[qtype]
+    return int(np.prod(shape)) // block * size

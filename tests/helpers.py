@@ -5,12 +5,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import mlx.core as mx
+import numpy as np
 
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.models.loading import LoadedModel
+
+if TYPE_CHECKING:
+    from engine.decoding.pair import ModelPair
+    from engine.params import GenerationParams
 
 
 class ScriptedModel:
@@ -101,3 +106,49 @@ def chi_square(observed: Counter, expected_probs: dict[int, float], n: int, min_
     elif pooled_obs > 3 * min_expected:
         stat += float("inf")  # mass where the target puts (almost) none
     return stat, max(df, 1)
+
+
+def next_token_law(pair: ModelPair, context: list[int], params: GenerationParams) -> np.ndarray:
+    """The target's warped distribution after `context`, computed directly from one forward pass."""
+    from engine.decoding.cached_model import CachedModel
+    from engine.decoding.sampling import Warper
+
+    logits = CachedModel(pair.target.model).forward(mx.array(context, dtype=mx.uint32), ids=list(context))[-1:]
+    return np.exp(np.array(Warper(params, pair.vocab_width).logprobs(logits)[0], dtype=np.float64))
+
+
+def first_two_token_laws(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> tuple[np.ndarray, np.ndarray]:
+    """p(x1 | prompt) and the second token's marginal sum_x1 p(x1) p(x2 | x1), which covers drafts accepted after an
+    accepted draft, corrections and bonus tokens. An answer that drew EOS first ends: its second token is EOS too."""
+    eos = set(pair.tokenizer.eos_token_ids)
+    p1 = next_token_law(pair, prompt_ids, params)
+    p2 = np.zeros_like(p1)
+    for x1 in np.nonzero(p1 > 1e-4)[0]:
+        if int(x1) in eos:
+            p2[x1] += p1[x1]
+        else:
+            p2 += p1[x1] * next_token_law(pair, prompt_ids + [int(x1)], params)
+    return p1, p2
+
+
+def assert_first_two_tokens_follow(answers: Sequence[list[int]], laws: tuple, eos: int) -> None:
+    """Chi-square tests of the answers' first and second tokens against `laws` (an answer that ended drew `eos`)."""
+    firsts = Counter(tokens[0] if tokens else eos for tokens in answers)
+    seconds = Counter((tokens + [eos, eos])[1] for tokens in answers)
+    for observed, expected in zip((firsts, seconds), laws):
+        stat, df = chi_square(observed, dict(enumerate(expected)), len(answers))
+        assert stat < chi_square_critical(df), (stat, df)
+
+
+def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: str = "abcabd", answers: int = 1500) -> None:
+    """Many answers at `params` (a drafter, T > 0, a couple of tokens): the drafter's drafts are partly accepted,
+    and the answers' first two tokens follow the target's own distributions."""
+    from engine.decoding.generation import generate
+
+    prompt_ids = pair.prompt_ids(prompt)
+    laws = first_two_token_laws(pair, prompt_ids, params)
+    mx.random.seed(2024)
+    results = [generate(prompt_ids, pair, params) for _ in range(answers)]
+    drafted, accepted = sum(r.stats.drafted for r in results), sum(r.stats.accepted for r in results)
+    assert 0 < accepted < drafted
+    assert_first_two_tokens_follow([r.tokens for r in results], laws, *pair.tokenizer.eos_token_ids)

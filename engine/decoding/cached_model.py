@@ -11,6 +11,10 @@ How a cache goes back depends on its layers (`caches.py`): attention caches drop
 and far rewinds of sliding windows return to a checkpoint, a snapshot taken where a rewind may later need to
 go (the start of each turn; before each verify pass on models with recurrent state), and the tokens after
 the checkpoint are fed again with the next pass. A rewind that cannot be exact starts over.
+
+A drafter that drafts from the target's hidden states (an MTP head) attaches as the `listener`: every pass then
+also records the states it asks for and hands them over with the position of its first token
+(`hidden_states.py`), prefill chunks included, so no position is ever computed twice for it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 
 from . import caches
+from .hidden_states import HiddenStateListener, forward_with_taps
 
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 
@@ -62,6 +67,8 @@ class CachedModel:
         cache: one entry per layer (`caches.make_cache`).
         tokens: the ids in the cache, in order.
         rewinds: how rewinds went, by kind ("dropped", "restored", "reset"), for tests and the benchmark.
+        listener: who hears the hidden states of every pass (None: nobody; passes run as plain model calls).
+        passes: forward passes run so far (a listener attached later can tell whether it missed some).
     """
 
     def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None) -> None:
@@ -70,6 +77,8 @@ class CachedModel:
         self.kv_bits = kv_bits
         self.rewinds = {"dropped": 0, "restored": 0, "reset": 0}
         self._kv_group: int | None = None  # found once per model, the first time kv_bits are asked for
+        self.listener: HiddenStateListener | None = None
+        self.passes = 0
         self.reset()
 
     def reset(self) -> None:
@@ -82,6 +91,11 @@ class CachedModel:
         self._pending = 0
         self._turns: list[Checkpoint] = []
         self._round: Checkpoint | None = None
+
+    @property
+    def pending(self) -> int:
+        """Inputs fed whose ids are not known yet (a verify pass's draft, until `resolve`)."""
+        return self._pending
 
     @property
     def supported(self) -> bool:
@@ -169,9 +183,8 @@ class CachedModel:
         end = len(context) - min(len(context) - position, max(max_tail, 1))
         while position < end:
             chunk = context[position : min(position + self.prefill_step_size, end)]
-            self.model(mx.array(chunk, dtype=mx.uint32)[None], cache=self.cache)
-            mx.eval([c.state for c in self.cache])
-            self.tokens.extend(chunk)
+            self._run(mx.array(chunk, dtype=mx.uint32), chunk)
+            mx.eval([c.state for c in self.cache], self.listener.state if self.listener else [])
             position += len(chunk)
             mx.clear_cache()
             yield position, len(context)
@@ -182,12 +195,24 @@ class CachedModel:
 
         Pass `ids` when the inputs are known on the host; otherwise they count as pending until `resolve`.
         """
-        logits = self.model(inputs[None], cache=self.cache)[0]
+        return self._run(inputs, ids)
+
+    def _run(self, inputs: mx.array, ids: list[int] | None) -> mx.array:
+        """One pass over `inputs` after the cached positions, heard by the listener; records their ids."""
+        position = len(self.tokens) + self._pending
+        self.passes += 1
+        if self.listener is None:
+            logits = self.model(inputs[None], cache=self.cache)
+            states: list[mx.array] = []
+        else:
+            logits, states = forward_with_taps(self.model, inputs[None], self.cache, self.listener.taps)
         if ids is None:
             self._pending += inputs.shape[0]
         else:
             self.tokens.extend(ids)
-        return logits
+        if self.listener is not None:
+            self.listener.heard(position, [s[0] for s in states])
+        return logits[0]
 
     def fork(self, length: int) -> "CachedModel | None":
         """A twin holding the first `length` cached positions (resolved ids, then pending ones), whose passes
@@ -203,6 +228,7 @@ class CachedModel:
         twin.tokens = self.tokens[:resolved]
         twin._pending = length - resolved
         twin._turns, twin._round = [], None
+        twin.listener = None  # a twin's passes are guesses about positions, never the target's own
         return twin
 
     def adopt(self, twin: "CachedModel") -> None:

@@ -14,11 +14,19 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import PromptError
+from .reasoning import reads_reasoning_content
 
 Message = dict[str, str]
 
-# For a model without a chat template: a plain transcript it can continue.
+# For a model without a chat template (a base model): a plain transcript it can continue, and where its answer
+# ends: a base model goes on to write the next "User:" turn itself.
 _FALLBACK_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+FALLBACK_TURN_END = "\nUser:"
+
+
+def is_base_model(tokenizer: Any) -> bool:
+    """Whether the model has no chat template: it continues text rather than answering turns."""
+    return not getattr(tokenizer, "has_chat_template", False)
 
 
 def conversation(prompt: str | Sequence[Message], system_prompt: str | None = None) -> list[Message]:
@@ -45,10 +53,15 @@ def prompt_token_ids(
     chat: bool = True,
     system_prompt: str | None = None,
     answers: dict[str, list[int]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    think: bool = True,
 ) -> list[int]:
     """Token ids for a prompt: chat-templated when `chat`, else the raw text (with BOS if the model wants it).
 
-    `answers` maps the text of earlier answers to the ids that were generated for them.
+    `answers` maps the text of earlier answers to the ids that were generated for them. `tools` (OpenAI's
+    function definitions) go to the chat template, which tells the model how to call them. `think` False renders the
+    template's no-think prompt (`enable_thinking=False`); True leaves mlx-lm's default (think if the model can).
+    Earlier answers' `reasoning_content` goes to a template that renders it, and is left out otherwise.
     """
     check_not_empty(prompt)
     if not chat:
@@ -57,13 +70,23 @@ def prompt_token_ids(
         return list(tokenizer.encode(text, add_special_tokens=bos is None or not text.startswith(bos)))
     messages = conversation(prompt, system_prompt)
     if getattr(tokenizer, "has_chat_template", False):
-        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        messages = for_template(tokenizer, messages)
+        switch = ({} if think else {"enable_thinking": False}) | ({"tools": tools} if tools else {})
+        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
         spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
         if not spliced:
-            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True))
+            return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **switch))
         return splice_answers(tokenizer, rendered, spliced, answers or {})
     transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
     return list(tokenizer.encode(transcript + "Assistant:"))
+
+
+def for_template(tokenizer: Any, messages: list[Message]) -> list[Message]:
+    """The messages as the template expects them: an answer's reasoning as `reasoning_content` if the template
+    renders it (it decides which turns keep theirs), otherwise not at all (never re-sent as answer text)."""
+    if reads_reasoning_content(tokenizer):
+        return messages
+    return [{key: value for key, value in m.items() if key != "reasoning_content"} for m in messages]
 
 
 def splice_answers(tokenizer: Any, rendered: str, contents: list[str], answers: dict[str, list[int]]) -> list[int]:

@@ -2,13 +2,14 @@
 
 A draft is what one round proposes: up to K token ids and, for a draft model, the warped distributions q they
 were sampled from (the acceptance rule needs q; prompt lookup proposes without one, so its q is a point mass).
-Two drafters exist: a draft model (`draft_model.py`) and prompt lookup (`prompt_lookup.py`). The speculative
-round asks them in order and verifies the first draft offered; a round nobody drafts for is a plain target step.
+The drafters: a draft model (`draft_model.py`), the target's built-in MTP head (`mtp_drafter.py`), an EAGLE-3
+drafter (`eagle3_drafter.py`) and prompt lookup (`prompt_lookup.py`). The speculative round asks them in order
+and verifies the first draft offered; a round nobody drafts for is a plain target step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import mlx.core as mx
@@ -26,7 +27,8 @@ class Draft:
         count: K, known on the host.
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
-        source: the policy's name for where it came from: "model", "lookup", "lookup+copying", or "none".
+        source: the policy's name for where it came from: "model", "mtp", "eagle3", "lookup", "lookup+copying", or
+            "none".
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
         timed: whether the host waited for the draft, so that draft_s is its cost.
@@ -38,6 +40,7 @@ class Draft:
         predrafted: tokens SSD pre-drafted during this round's verify pass.
         predraft_wasted: pre-drafted tokens this round's outcome made useless.
         hidden_draft_s: on an SSD hit, the drafting time it saved (measured synchronous cost per token x K).
+        ids: the proposed ids when the host has them already (prompt lookup, a draft under an output constraint).
     """
 
     tokens: mx.array
@@ -53,10 +56,22 @@ class Draft:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    ids: list[int] | None = None
+
+    def cut(self, count: int) -> "Draft":
+        """The draft's first `count` tokens (an output constraint forbids the next), NO_DRAFT for none. Only lookup
+        drafts are cut: a draft model drafts under the same constraint."""
+        if count == self.count:
+            return self
+        if not count:
+            return NO_DRAFT
+        probs = self.probs[:count] if self.probs is not None else None
+        ids = self.ids[:count] if self.ids is not None else None
+        return replace(self, tokens=self.tokens[:count], count=count, probs=probs, ids=ids)
 
     @property
     def drafter(self) -> str:
-        """What a RoundEvent calls the drafter: "model", "lookup" or "none"."""
+        """What a RoundEvent calls the drafter: "model", "mtp", "eagle3", "lookup" or "none"."""
         return "lookup" if self.source.startswith("lookup") else "model" if self.source.startswith("model") else self.source
 
 
@@ -65,7 +80,7 @@ NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, sour
 
 def point_draft(ids: list[int], source: str, draft_s: float) -> Draft:
     """A draft proposed on the host without distributions (prompt lookup)."""
-    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True)
+    return Draft(mx.array(ids, dtype=mx.uint32), len(ids), None, source, draft_s=draft_s, timed=True, ids=list(ids))
 
 
 class Drafter(Protocol):

@@ -3,41 +3,44 @@
 This is the loop around the rounds: it validates the request, prefills the prompt (reporting progress), runs
 rounds of the chosen decoder, turns tokens into text, ends on EOS, stop strings, the token budget, the
 context limit or cancellation (checked between rounds), and totals the statistics. What a generation has
-produced so far lives in one `_Answer`.
+produced so far lives in one `Answer`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 from typing import Any, Callable, Generator, Iterator, Sequence
 
 import mlx.core as mx
 
 from ..errors import InvalidParameterError, PromptError
-from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, PrefillEvent, RoundEvent, TokenEvent
+from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
+from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
-from .chat import Message
+from .chat import FALLBACK_TURN_END, Message
+from .constraint import Constraint
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
+from .eagle3_drafter import eagle3_drafter
+from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
 from .pair import ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
-from .rounds import Decoder, Round
+from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
 from .ssd import SsdDrafter, SsdSwitch
 from .standard import StandardDecoder
-from .stop_strings import StopStrings
 
 Cancel = Callable[[], bool]
 
 
 def _uses_draft(pair: ModelPair, params: GenerationParams) -> bool:
-    return params.mode == "speculative" and params.drafter != "lookup" and pair.draft is not None
+    return params.mode == "speculative" and params.uses_draft_model and pair.draft is not None
 
 
 def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationParams) -> None:
@@ -50,12 +53,18 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         )
     if params.mode != "speculative":
         return
-    if params.drafter in ("model", "model+lookup") and pair.draft is None:
+    if params.uses_draft_model and pair.draft is None:
+        if pair.eagle3_loaded:
+            raise InvalidParameterError(
+                "Speculative decoding with a draft model needs a draft model, and the draft loaded is an EAGLE-3 "
+                "drafter: draft with it (--drafter eagle3), or load a draft model (--draft MODEL)."
+            )
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
+    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (EAGLE-3: none loaded)
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -80,10 +89,12 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
 
 
 def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
-    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD."""
+    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
+    whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
-    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history)
+    return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
+            params.json_schema is not None)
 
 
 def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:
@@ -118,116 +129,35 @@ def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
              history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen."""
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
+
+    Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
+    constraint = Constraint.for_schema(params.json_schema, pair.tokenizer, pair.vocab_width) if params.json_schema else None
     if params.mode == "standard":
-        return StandardDecoder(pair.target_cache, warper)
+        return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
     if params.looks_up:
         drafters.append(PromptLookupDrafter(policy, history))
-    if params.drafter in ("model", "model+lookup") and pair.draft_cache is not None:
+    if params.drafter == "mtp":
+        drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
+    if params.drafter == "eagle3":
+        drafters.append(eagle3_drafter(pair.eagle3_state(), warper, policy))
+    if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-        if params.ssd:
+        if params.ssd and constraint is None:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
             drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
         else:
-            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source))
-    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience)
+            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint))
+    return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
+                              logprobs=params.logprobs, constraint=constraint)
 
 
-@dataclass
-class _Answer:
-    """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended."""
-
-    context: list[int]
-    params: GenerationParams
-    context_limit: int
-    tokenizer: Any  # mlx-lm's TokenizerWrapper
-    stats: GenerationStats
-    start: float
-    tokens: list[int] = field(default_factory=list)
-    origins: list[Origin] = field(default_factory=list)
-    pieces: list[str] = field(default_factory=list)
-    finish: FinishReason = "length"
-
-    def __post_init__(self) -> None:
-        self.eos = self.tokenizer.eos_token_ids
-        self.detokenizer = self.tokenizer.detokenizer
-        self.stops = StopStrings(self.params.stop)
-
-    def budget(self) -> int:
-        """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
-        budget = min(self.params.max_tokens - self.stats.generated_tokens, self.context_limit - len(self.context))
-        if budget <= 0:
-            self.finish = "length" if self.stats.generated_tokens >= self.params.max_tokens else "context"
-        return budget
-
-    def take(self, r: Round) -> Iterator[Event]:
-        """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
-        kept = 0
-        for token, origin in zip(r.tokens, r.origins):
-            if token in self.eos:
-                self.finish = "stop"
-                self.stats.ended_on_eos = True
-                break
-            self.context.append(token)
-            kept += 1
-            self.stats.generated_tokens += 1
-            self.detokenizer.add_token(token)
-            yield from self._emit(self.stops.push(TokenEvent(token, self.detokenizer.last_segment, origin, self.stats.rounds)))
-            if self.stops.stopped:
-                self.finish = "stop"
-                break
-        self.stats.drafted += r.drafted
-        self.stats.accepted += r.accepted
-        self.stats.count_ssd(r)
-        yield self._round_event(r, kept)
-        self.stats.rounds += 1
-
-    def _round_event(self, r: Round, emitted: int) -> RoundEvent:
-        return RoundEvent(
-            self.stats.rounds, r.drafted, r.accepted, emitted, r.drafter, r.draft_s, r.verify_s,
-            draft=tuple(r.draft_ids),
-            draft_text=tuple(self.tokenizer.decode([token]) for token in r.draft_ids),
-            p=tuple(r.p),
-            q=tuple(r.q),
-            next_token=r.tokens[-1],
-            predicted_tps=r.predicted_tps,
-            predicted_tps_plain=r.predicted_tps_plain,
-            timed=r.timed,
-            ssd_hit=r.ssd_hit,
-            predrafted=r.predrafted,
-            predraft_wasted=r.predraft_wasted,
-            hidden_draft_s=r.hidden_draft_s,
-        )
-
-    def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
-        for event in events:
-            if not self.tokens:
-                self.stats.ttft_s = time.perf_counter() - self.start
-            self.tokens.append(event.token)
-            self.origins.append(event.origin)
-            self.pieces.append(event.text)
-            yield event
-
-    def flush(self) -> Iterator[TokenEvent]:
-        """At the end: release text held back for a stop string that never completed, and the detokenizer's rest."""
-        if not self.stops.stopped:
-            yield from self._emit(self.stops.flush())
-            self.detokenizer.finalize()
-            self.pieces.append(self.detokenizer.last_segment)
-
-    def result(self) -> GenerationResult:
-        self.stats.total_s = time.perf_counter() - self.start
-        self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
-        self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
-        return GenerationResult("".join(self.pieces), self.tokens, self.origins, self.params.mode, self.finish, self.stats,
-                                self.params.applied_lenience)
-
-
-def _rounds(decoder: Decoder, answer: _Answer, cancelled: Cancel) -> Iterator[Event]:
+def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:
     """Run rounds until something ends the generation."""
     decoder.start(answer.context)
+    answer.clock_thinking()
     while answer.finish != "stop":
         if cancelled():
             answer.finish = "cancelled"
@@ -252,6 +182,44 @@ def _prefill(
     return True
 
 
+def _is_token_ids(prompt: object) -> bool:
+    return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
+
+
+def _with_turn_end(pair: ModelPair, params: GenerationParams, transcript: bool) -> GenerationParams:
+    """A base model chatting through the fallback transcript stops where it starts the next user turn."""
+    if not (transcript and pair.is_base_model) or FALLBACK_TURN_END in params.stop:
+        return params
+    return params.replace(stop=params.stop + (FALLBACK_TURN_END,))
+
+
+def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
+                tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
+    """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
+    if _is_token_ids(prompt):
+        prompt_ids = list(prompt)  # type: ignore[arg-type]
+    else:
+        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]
+    if not prompt_ids:
+        raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
+    return prompt_ids
+
+
+@contextmanager
+def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
+    """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3) hears every target pass
+    (the prefill's included); afterwards, caches fed ids an interrupted answer never read start over."""
+    listener = pair.hidden_listener(params.drafter) if params.mode == "speculative" else None
+    if listener is not None:
+        listener.attach()
+    try:
+        yield
+    finally:
+        if listener is not None:
+            listener.detach()
+        pair.discard_pending()
+
+
 def generate_stream(
     pair: ModelPair,
     prompt: str | Sequence[Message] | list[int],
@@ -261,6 +229,7 @@ def generate_stream(
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
     comparing: bool = False,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -275,15 +244,12 @@ def generate_stream(
         comparing: a run of Compare: the answer is not added to the history lookup drafts from (the other run
             would copy it), and lookup does not draft from saved conversations that asked this question (it
             would copy their answers, and the speedup shown would be the history's, not speculation's).
+        tools: function definitions (OpenAI's shape) for the chat template, for a model that calls tools.
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
-    if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-        prompt_ids = list(prompt)
-    else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt)  # type: ignore[arg-type]
-    if not prompt_ids:
-        raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
+    prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think)
+    params = _with_turn_end(pair, params, chat and not _is_token_ids(prompt))
     _check_request(pair, prompt_ids, params)
     if params.seed is not None:
         mx.random.seed(params.seed)
@@ -295,8 +261,8 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    answer = _Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter())
-    try:
+    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers)
+    with _answering(pair, params):
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
@@ -305,11 +271,9 @@ def generate_stream(
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
         else:
             answer.finish = "cancelled"
-    finally:
-        pair.discard_pending()
     result = answer.result()
     if not comparing:
-        pair.remember_answer(result.text, result.tokens)
+        pair.remember_answer(result.text, result.answer_tokens)
         pair.history.add(answer.context)  # later chats may draft from this one
     yield result
 
@@ -324,6 +288,7 @@ def generate(
     chat: bool = True,
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> GenerationResult:
     """Generate a whole reply and return the result (text, tokens, origins, stats).
 
@@ -336,7 +301,7 @@ def generate(
             raise InvalidParameterError("generate() needs a loaded pair or a target model name.")
         pair = ModelPair.load(target, draft)
     result = None
-    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel):
+    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel, tools=tools):
         result = event
     assert isinstance(result, GenerationResult)
     return result

@@ -7,16 +7,21 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Sequence, TypeVar
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
 
 import mlx.core as mx
 
 from .cached_model import CachedModel
-from .chat import Message, prompt_token_ids
+from .chat import Message, is_base_model, prompt_token_ids
 from .history import DraftHistory
+from .eagle3_drafter import Eagle3State
+from .mtp_drafter import MTPState
 from .policy import DraftPolicy
+from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
-from ..errors import IncompatiblePairError, UnsupportedModelError
+from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 
@@ -48,6 +53,8 @@ class ModelPair:
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
         self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
+        self._mtp: MTPState | None = None
+        self._eagle3: Eagle3State | None = None
         self.set_draft(draft)
 
     @classmethod
@@ -57,9 +64,15 @@ class ModelPair:
         def stage(name: str) -> Callable[[int, int], None] | None:
             return (lambda done, total: progress(name, done, total)) if progress else None
 
+        from ..drafters.eagle3 import eagle3_folder
+
         target_model = load_model(target, progress=stage(f"Importing {target}"))
-        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft else None
-        return cls(target_model, draft_model)
+        eagle3 = eagle3_folder(draft)
+        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and eagle3 is None else None
+        pair = cls(target_model, draft_model)
+        if eagle3 is not None:
+            pair.set_eagle3(eagle3)
+        return pair
 
     def set_draft(self, draft: LoadedModel | None) -> None:
         """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
@@ -77,6 +90,21 @@ class ModelPair:
     @property
     def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
         return self.target.tokenizer
+
+    @cached_property
+    def think_markers(self) -> ThinkMarkers | None:
+        """The target's think markers (None: it does not think), read once: gpt-oss's are looked up in its vocabulary."""
+        return think_markers(self.tokenizer)
+
+    @property
+    def is_base_model(self) -> bool:
+        """The target has no chat template: chats are a plain transcript it continues (see chat.py)."""
+        return is_base_model(self.tokenizer)
+
+    @property
+    def can_switch_thinking(self) -> bool:
+        """Whether thinking can be switched off (the target thinks, and its template reads `enable_thinking`)."""
+        return self.think_markers is not None and can_switch_thinking(self.tokenizer)
 
     def models_used(self, uses_draft: bool) -> list[tuple[LoadedModel, CachedModel]]:
         """The models a generation reads: the target, and the draft model when it drafts."""
@@ -129,6 +157,47 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
+        for state in (self._mtp, self._eagle3):
+            if state is not None:
+                state.reset()
+
+    def mtp_state(self) -> MTPState:
+        """The target's built-in MTP head with its cache, loaded on first use (it is not in mlx-lm's model), or one
+        line saying why the target has none."""
+        if self._mtp is None:
+            from ..drafters.mtp import MTPRunner
+            from ..drafters.mtp_loading import load_mtp_head
+
+            head = load_mtp_head(self.target.path, self.target.model, self.target.config)
+            self._mtp = MTPState(MTPRunner(head, self.target.model), self.target_cache)
+        return self._mtp
+
+    def set_eagle3(self, path: Path | None) -> None:
+        """Draft with the EAGLE-3 drafter in `path` (`--drafter eagle3`), or with none; one line if it does not fit."""
+        self.forget_policies()
+        self._eagle3 = None
+        if path is not None:
+            from ..drafters.eagle3 import load_eagle3
+
+            self._eagle3 = Eagle3State(load_eagle3(path, self.target), self.target_cache)
+
+    @property
+    def eagle3_loaded(self) -> bool:
+        return self._eagle3 is not None
+
+    def eagle3_state(self) -> Eagle3State:
+        """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
+        if self._eagle3 is None:
+            raise InvalidParameterError(
+                "The eagle3 drafter needs an EAGLE-3 drafter: pass its folder as the draft (--draft PATH, a "
+                "speculators-format EAGLE-3 checkpoint for this target), or pick another drafter."
+            )
+        return self._eagle3
+
+    def hidden_listener(self, drafter: str) -> MTPState | None:
+        """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
+        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state}
+        return states[drafter]() if drafter in states else None
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
         """The adaptive policy (or SSD's switch) for one combination of drafter and settings, kept across generations.
@@ -173,10 +242,13 @@ class ModelPair:
                 )
 
     def prompt_ids(
-        self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None
+        self, prompt: str | Sequence[Message], chat: bool = True, system_prompt: str | None = None,
+        tools: list[dict[str, Any]] | None = None, think: bool = True,
     ) -> list[int]:
-        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them)."""
-        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers)
+        """The target's token ids for a prompt or conversation (earlier answers as the ids generated for them;
+        `tools` for the template; `think` False: the template's no-think prompt)."""
+        return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers,
+                                tools=tools, think=think)
 
     def remember_answer(self, text: str, tokens: list[int]) -> None:
         """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.

@@ -48,7 +48,8 @@ GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4
 MAX_PROBE_SHARE = 0.06  # and never more than this
 FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
 RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
-PERSISTENT_SOURCE = "model"  # the drafter that always has a draft: a draft model ("model", "model:code")
+# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, an EAGLE-3 drafter.
+PERSISTENT_SOURCES = ("model", "mtp", "eagle3")
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
@@ -222,7 +223,7 @@ class AdaptiveDraftLength:
         cost = self.draft_cost(source)
         if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
-        self._runway = RUNWAY if source.startswith(PERSISTENT_SOURCE) else 1  # lookup: a match may end after one round
+        self._runway = RUNWAY if source.startswith(PERSISTENT_SOURCES) else 1  # lookup: a match may end after one round
         plain = 1.0 / self._line()[0]
         best_k, best_rate = self._best(self.acceptance(source), limit, cost)
         if best_rate < MARGIN * plain:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..events import Origin
+from ..events import Origin, TokenLogprob
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Round:
         origins: one per token (see `round_origins`).
         drafted: draft tokens verified (0 for a plain step).
         accepted: of those, how many the target accepted.
-        drafter: "model", "lookup" or "none".
+        drafter: "model", "mtp", "eagle3", "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying.
         draft_ids: every token the drafter proposed, rejected ones included (empty for a plain step).
         p, q: per draft token, the target's and the draft's probability of it after warping (empty when the
@@ -31,6 +31,7 @@ class Round:
         timed: whether draft_s and verify_s measure the two apart (the host waited for the draft, and the verify
             pass was not queued by the round before).
         ssd_hit, predrafted, predraft_wasted, hidden_draft_s: SSD's figures for the round (see `Draft`).
+        logprobs: per emitted token, the target's log-probabilities (empty unless asked for, see `logprobs.py`).
     """
 
     tokens: list[int]
@@ -50,6 +51,7 @@ class Round:
     predrafted: int = 0
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
+    logprobs: list[TokenLogprob] = field(default_factory=list)
 
 
 def round_origins(drafted: int, accepted: int) -> list[Origin]:

@@ -17,11 +17,13 @@ class StopStrings:
 
     Attributes:
         stopped: whether a stop string has been seen (no more events should be pushed).
+        matched: the stop string that ended the text (Anthropic's API reports it as `stop_sequence`).
     """
 
     def __init__(self, stops: tuple[str, ...]) -> None:
         self.stops = tuple(s for s in stops if s)
         self.stopped = False
+        self.matched: str | None = None
         self._held: list[TokenEvent] = []
 
     def push(self, event: TokenEvent) -> list[TokenEvent]:
@@ -30,8 +32,9 @@ class StopStrings:
             return [event]
         self._held.append(event)
         text = "".join(e.text for e in self._held)
-        cut = min((i for i in (text.find(s) for s in self.stops) if i >= 0), default=-1)
-        if cut >= 0:
+        found = [(at, stop) for stop in self.stops if (at := text.find(stop)) >= 0]
+        if found:
+            cut, self.matched = min(found)
             self.stopped = True
             return self._release_before(cut)
         keep = self._longest_partial_stop(text)

@@ -39,7 +39,7 @@ import mlx.nn as nn
 
 from ..errors import NotAModelError
 from ..models.folder_kind import folder_name, read_json
-from ..models.loading import use_float32_on_cpu
+from .weights import load_strictly
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
 from .dflash_pairing import check_target
 
@@ -155,14 +155,7 @@ def load_dflash(path: Path) -> DFlashModel:
     if not files:
         raise NotAModelError(f"{folder_name(path)} holds no .safetensors weights. Download the DFlash drafter again.")
     weights = published_weights({k: v for f in files for k, v in mx.load(str(f)).items()})
-    try:
-        model.load_weights(list(weights.items()), strict=True)
-    except ValueError as e:
-        detail = " ".join(str(e).split())[:160]
-        raise NotAModelError(f"{folder_name(path)}'s weights do not fit its DFlash config ({detail}). Download it again.") from e
-    model.eval()
-    use_float32_on_cpu(model)
-    mx.eval(model.parameters())
+    load_strictly(model, weights, path, "weights do not fit its DFlash config")
     return model
 
 

@@ -24,6 +24,7 @@ ENCODER_MODEL_TYPES = {
 }
 VISION_CONFIG_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "image_token_index", "image_token_id")
 PICK_DRAFT = "with a small chat model of its family or lookup as the draft"
+DRAFTABLE = ("EAGLE-3",)  # drafter families SpecChat drafts with when the folder is given as the draft
 
 
 @dataclass(frozen=True)
@@ -120,11 +121,12 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
         return None
     article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
     origin = " (z-lab)" if family == "DFlash" else ""
+    pick = (f"and this folder as its draft (--draft {path})." if family in DRAFTABLE
+            else f"{PICK_DRAFT}; SpecChat cannot draft with {family} drafters yet.")
     return FolderKind(
         f"{family} drafter",
         f"{folder_name(path)} is {article} {family} drafter{origin}, not a chat model: it drafts from its target "
-        f"model's hidden states and cannot answer on its own. Pick {_drafter_target(config)} as the target, "
-        f"{PICK_DRAFT}; SpecChat cannot draft with {family} drafters yet.",
+        f"model's hidden states and cannot answer on its own. Pick {_drafter_target(config)} as the target, {pick}",
     )
 
 

@@ -220,11 +220,6 @@ def model_config(metadata: dict[str, Any], tensors: dict[str, Any], arch: str) -
     if extra:
         config.update(extra(get, config))
     config.update(_special_token_ids(metadata))
-    if "rope_freqs.weight" in tensors:
-        raise UnsupportedModelError(
-            "This GGUF uses llama-3.1-style rope frequency factors, which the importer does not reconstruct yet. "
-            "Use the model's MLX version from the Hugging Face hub instead."
-        )
     return config
 
 

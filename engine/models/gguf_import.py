@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..errors import NotAModelError
 from .gguf_architectures import architecture, model_config
+from .gguf_rope import llama3_rope_scaling
 from .gguf_tensors import TensorFile
 from .gguf_weights import quantization_config, write_weights
 
@@ -94,7 +95,7 @@ def import_gguf(
     architecture(arch, source.name)
     tensors = {t.name: t for t in reader.tensors}
     config = model_config(metadata, tensors, arch)
-    config.update(_rope_factors(source, tensors))
+    config.update(_rope_factors(source, tensors, config))
 
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -123,14 +124,18 @@ def _metadata(reader: Any) -> dict[str, Any]:
     return values
 
 
-def _rope_factors(source: Path, tensors: dict[str, Any]) -> dict[str, Any]:
-    """Phi-3's long-context rope: llama.cpp stores the long and short factors as tensors; mlx-lm reads them
-    from config.json's `rope_scaling`."""
-    if "rope_factors_long.weight" not in tensors:
-        return {}
+def _rope_factors(source: Path, tensors: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """Rotary scaling llama.cpp stores as tensors (`gguf_rope.py`): Llama 3's frequency factors, Phi-3's long and
+    short factors; mlx-lm reads both from config.json's `rope_scaling`."""
     with TensorFile(source) as file:
-        factors = {kind: file.read(tensors[f"rope_factors_{kind}.weight"]).tolist() for kind in ("long", "short")}
-    return {"rope_scaling": {"type": "longrope", "long_factor": factors["long"], "short_factor": factors["short"]}}
+        if "rope_freqs.weight" in tensors:
+            dims = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
+            factors = file.read(tensors["rope_freqs.weight"])
+            return {"rope_scaling": llama3_rope_scaling(factors, dims, config["rope_theta"])}
+        if "rope_factors_long.weight" in tensors:
+            factors = {kind: file.read(tensors[f"rope_factors_{kind}.weight"]).tolist() for kind in ("long", "short")}
+            return {"rope_scaling": {"type": "longrope", "long_factor": factors["long"], "short_factor": factors["short"]}}
+    return {}
 
 
 def _write_tokenizer(metadata: dict[str, Any], arch: str, out: Path) -> None:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .base_model import is_base_model
 from .app_paths import data_dir, hub_cache_dir
 from ..errors import ModelNotFoundError, NotAChatModelError, NotAModelError, SpecChatError
 from .loading import check_model_path
@@ -35,6 +36,7 @@ class LocalModel:
         kind: the problem in a word or two ("damaged", "DFlash drafter"), "" when complete.
         foreign: whether it holds another kind of model (a drafter, an adapter, an embedding model), which the
             picker lists with the reason rather than leaving out.
+        base_model: it has no chat template (it continues text; chats reach it as a plain transcript).
     """
 
     name: str
@@ -45,6 +47,7 @@ class LocalModel:
     problem: str = ""
     kind: str = ""
     foreign: bool = False
+    base_model: bool = False
 
     @property
     def size_gb(self) -> float:
@@ -127,7 +130,7 @@ def _verdict(path: Path) -> Verdict | None:
 
 def _local_model(name: str, path: Path, size: int, source: str, verdict: Verdict | None) -> LocalModel:
     if verdict is None:
-        return LocalModel(name, path, size, source)
+        return LocalModel(name, path, size, source, base_model=is_base_model(path))
     return LocalModel(name, path, size, source, False, verdict.problem, verdict.kind, verdict.foreign)
 
 

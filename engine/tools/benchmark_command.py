@@ -1,6 +1,7 @@
 """`specchat-cli benchmark`: reading the prompts, running the modes, and printing or plotting the report.
 
-The measuring itself is in `benchmark.py` (single prompts) and `conversation_benchmark.py` (chats, turn by turn).
+The measuring itself is in `benchmark.py` (single prompts), `conversation_benchmark.py` (chats, turn by turn) and
+`agent_benchmark.py` (an agent's recorded requests, through the server's job path).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Callable, TextIO
 
 from ..errors import SpecChatError
 from ..models.app_paths import RESOURCES
@@ -40,10 +41,16 @@ def _benchmark_prompts(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def benchmark_command(args: argparse.Namespace, params: GenerationParams, out: TextIO) -> int:
-    """`specchat-cli benchmark`: prompts, or a conversation turn by turn; a table or the JSON report."""
+    """`specchat-cli benchmark`: prompts, a conversation or an agent's session turn by turn; a table or the JSON
+    report."""
     if args.iterations < 1:
         raise SpecChatError(f"--iterations must be at least 1, not {args.iterations}.")
-    report = _conversation_report(args, params) if args.conversation else _benchmark_report(args, params)
+    if args.conversation and args.agent:
+        raise SpecChatError("Pass --conversation or --agent, not both: they are two benchmarks.")
+    if args.agent:
+        report = _agent_report(args, params)
+    else:
+        report = _conversation_report(args, params) if args.conversation else _benchmark_report(args, params)
     _label_lossy(report, params)
     if args.plot:
         _plot_speedups(report, args.plot)
@@ -132,12 +139,32 @@ def _print_benchmark(report: dict, out: TextIO) -> None:
 
 def _conversation_report(args: argparse.Namespace, params: GenerationParams) -> dict[str, object]:
     """Run the chosen modes through the conversation file's chats, each mode from the same state."""
+    from .conversation_benchmark import load_chats, run_conversation
+
+    def replay(pair, chats, modes, iterations, on_run):  # noqa: ANN001, ANN202
+        return run_conversation(pair, chats, modes, params, iterations, system_prompt=args.system, on_run=on_run)
+
+    return _per_turn_report(args, lambda: load_chats(args.conversation), replay)
+
+
+def _agent_report(args: argparse.Namespace, params: GenerationParams) -> dict[str, object]:
+    """Replay the agent's recorded requests with each chosen mode, each from the same state."""
+    from .agent_benchmark import load_session, run_agent
+
+    def replay(pair, turns, modes, iterations, on_run):  # noqa: ANN001, ANN202
+        return run_agent(pair, turns, modes, params, iterations, on_run=on_run)
+
+    return {**_per_turn_report(args, lambda: load_session(args.agent), replay), "session": str(args.agent)}
+
+
+def _per_turn_report(args: argparse.Namespace, load: Callable[[], Any], replay: Callable[..., list[Any]]) -> dict[str, object]:
+    """Load a conversation or a session, run the chosen modes through it (`replay`), and summarize it turn by turn."""
     from ..decoding.pair import ModelPair
     from .benchmark import check_modes, machine_info
-    from .conversation_benchmark import load_chats, run_conversation, summarize_conversation
+    from .conversation_benchmark import summarize_conversation
 
     try:
-        chats = load_chats(args.conversation)
+        source = load()
         modes = check_modes(args.modes.split(","), has_draft=bool(args.draft), conversation=True)
     except ValueError as e:
         raise SpecChatError(str(e)) from e
@@ -146,8 +173,8 @@ def _conversation_report(args: argparse.Namespace, params: GenerationParams) -> 
     def progress(run) -> None:  # noqa: ANN001
         if not args.json:
             print(f"  {run.category} iteration {run.iteration} {run.mode:<20} {run.tokens:4d} tokens "
-                  f"{run.generation_tps:8.1f} tok/s", file=sys.stderr)
+                  f"{run.generation_tps:8.1f} tok/s {run.tokens_per_pass:5.2f} tok/pass", file=sys.stderr)
 
-    runs = run_conversation(pair, chats, modes, params, args.iterations, system_prompt=args.system, on_run=progress)
+    runs = replay(pair, source, modes, args.iterations, progress)
     return {"machine": machine_info(), "runs": [r.as_dict() for r in runs], "summary": summarize_conversation(runs),
             "categories": {}}

@@ -14,13 +14,14 @@ from typing import Sequence, TextIO
 
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
+from ..drafters import default_drafter
 from ..errors import SpecChatError
-from ..models.app_paths import RESOURCES
 from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
+THINK_TAGS = {"reasoning": "<think>\n", "answer": "\n</think>\n\n"}  # written when the output enters each part
 
 
 # CLI option -> GenerationParams field. Options left out take the chosen preset's value, so the defaults have
@@ -45,7 +46,7 @@ CLI_MODES = MODES + ("ssd",)
 
 def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
-    p.add_argument("--draft", help="draft model (same tokenizer as the target)")
+    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3 drafter's folder")
     p.add_argument(
         "--preset", choices=PRESETS, default=preset, help=f"starting point for every option not given (default: {preset})"
     )
@@ -53,7 +54,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
-        "--drafter", choices=DRAFTERS, help="where drafts come from (default: model with --draft, else lookup)"
+        "--drafter", choices=DRAFTERS,
+        help="where drafts come from (default: model with --draft, eagle3 with an EAGLE-3 --draft, else lookup)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)
@@ -67,6 +69,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--lenience", type=float, help="δ in [0, 1]: accept more draft tokens; LOSSY above 0 (default 0: exact)")
     p.add_argument("--no-history", action="store_true",
                    help="lookup drafts from the context only, not from the app's saved chats and earlier answers")
+    p.add_argument("--no-think", action="store_true",
+                   help="a thinking model answers at once (its template's no-think prompt; with --chat)")
     p.add_argument("--chat", action="store_true", help="apply the target's chat template")
     p.add_argument("--system", help="system prompt (with --chat)")
 
@@ -80,11 +84,13 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     """The preset, with every option the user gave on top."""
     values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
     values = {k: v for k, v in values.items() if v is not None}
-    values["drafter"] = args.drafter or ("model" if args.draft else "lookup")
+    values["drafter"] = args.drafter or default_drafter(args.draft)
     if args.no_adaptive:
         values["adaptive"] = False
     if args.no_history:
         values["history"] = False
+    if args.no_think:
+        values["think"] = False
     values.update(overrides)
     if values.get("mode") == "ssd":
         values.update(mode="speculative", ssd=True)
@@ -133,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--conversation", type=Path,
         help="a JSON list of user messages run as one chat (or a list of such lists: chats in order), timed per turn",
     )
+    b.add_argument("--agent", type=Path, help="an agent's recorded session (chat requests with tools), replayed per turn")
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
@@ -217,9 +224,12 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
 
     prompt = _prompt_text(args)
     trace = _open_trace(args.trace)
-    result = None
+    result, part = None, "answer"
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
         if isinstance(event, TokenEvent) and not args.json:
+            if event.part != "marker" and event.part != part and event.text:
+                out.write(THINK_TAGS[event.part])  # a thinking model's reasoning, set off as the model wrote it
+                part = event.part
             colour = ORIGIN_COLOURS.get(event.origin, "") if args.color else ""
             out.write(f"{colour}{event.text}{RESET if colour else ''}")
             out.flush()

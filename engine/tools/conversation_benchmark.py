@@ -13,21 +13,26 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..decoding.pair import ModelPair
 from ..params import GenerationParams
 from .benchmark import Run, measure_ours, mode_params, record, summarize, to_run, warm_up
 
 
-def load_chats(path: Path) -> list[list[str]]:
-    """The chats of a conversation file; ValueError naming what is wrong with it."""
+def read_json(path: Path, what: str) -> Any:
+    """A benchmark's JSON file (`what` names it in the error); ValueError saying why it cannot be read."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
-        raise ValueError(f"Cannot read the conversation file {path}: {e.strerror}. Check the path.") from e
+        raise ValueError(f"Cannot read the {what} {path}: {e.strerror}. Check the path.") from e
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON ({e.msg}, line {e.lineno}). Fix the file.") from e
+
+
+def load_chats(path: Path) -> list[list[str]]:
+    """The chats of a conversation file; ValueError naming what is wrong with it."""
+    data = read_json(path, "conversation file")
     chats = [data] if isinstance(data, list) and all(isinstance(m, str) for m in data) else data
     if not (isinstance(chats, list) and chats and all(
         isinstance(chat, list) and chat and all(isinstance(m, str) and m.strip() for m in chat) for chat in chats

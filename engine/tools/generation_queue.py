@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator, Protocol
 
-from ..events import RoundEvent
+from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
+from .token_logprobs import TokenNames
+from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -32,15 +34,19 @@ class GenerationJob:
         prompt: a completion's text or a chat's messages.
         chat: apply the chat template (chat completions).
         params: the request's settings.
-        deliver: called on the runner's thread with each event, then with the result or an exception.
+        deliver: called on the runner's thread with each engine event, each `ReasoningPiece` / `TextPiece` /
+            `ToolCall` the output splits into (after the TokenEvent that completed it), then with the result or an
+            exception.
+        tooling: the tools offered and the tool choice (None: no tools, the text is never split).
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
 
-    prompt: str | list[dict[str, str]]
+    prompt: str | list[dict[str, Any]]
     chat: bool
     params: GenerationParams
     deliver: Deliver
+    tooling: Tooling | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -56,22 +62,96 @@ class JobRunner(Protocol):
     def model_ids(self) -> list[str]: ...
 
 
-def run_job(pair: Any, job: GenerationJob) -> None:
+def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object]] | None = None) -> None:
     """Generate a job's answer with `pair` (a ModelPair, on its thread), delivering every event, then the result.
 
-    Never raises: whatever ends the job is delivered to it, so the server answers every request."""
+    `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
+    ends the job is delivered to it, so the server answers every request."""
     from ..decoding.generation import generate_stream
 
     if job.cancelled.is_set():
         job.deliver(CancelledBeforeStart())
         return
+    tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
-        for event in generate_stream(pair, job.prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set):
-            if isinstance(event, RoundEvent) and job.cancelled.is_set():
-                job.rounds_after_cancel += 1
-            job.deliver(event)
+        names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
+        output = JobOutput(tooling.splitter(pair.tokenizer), names)
+        prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
+        events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
+                                             tools=tooling.template_tools())
+        for event in events:
+            _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
         job.deliver(error)
+
+
+def _deliver(job: GenerationJob, output: JobOutput, event: object) -> None:
+    """An engine event, then the pieces of text and the calls it completes (all the rest before the result)."""
+    if isinstance(event, RoundEvent) and job.cancelled.is_set():
+        job.rounds_after_cancel += 1
+    if isinstance(event, GenerationResult):
+        for piece in output.finish(event):
+            job.deliver(piece)
+    job.deliver(event)
+    if isinstance(event, TokenEvent):
+        for piece in output.token(event):
+            job.deliver(piece)
+
+
+class JobOutput:
+    """A job's streamed output as pieces: the reasoning apart, the answer through the tool-call splitter, each
+    answer text piece carrying the logprobs of the tokens since the last one when asked for (those of a tool
+    call's tokens are dropped with it: OpenAI gives logprobs for content only).
+
+    The reasoning never reaches the splitter (a call the model thinks about is not a call). Its blank edges are
+    held back, because the engine's `GenerationResult.reasoning` is stripped: the streamed reasoning then adds up
+    to exactly the whole response's.
+    """
+
+    def __init__(self, splitter: OutputSplitter, names: TokenNames | None = None) -> None:
+        self.splitter = splitter
+        self.reasoning = ""  # the reasoning delivered so far
+        self._blank = ""  # whitespace held back at the reasoning's edge
+        self._names = names
+        self._pending: list[dict[str, Any]] = []
+
+    def token(self, event: TokenEvent) -> list[AnswerPiece]:
+        if event.part == "reasoning":
+            return self._reasoning(event.text)
+        if event.part != "answer":
+            return []  # a marker has no text
+        if self._names is not None and event.logprob is not None:
+            self._pending.append(self._names.entry(event.logprob))
+        return self._attach(self.splitter.feed(event.text))
+
+    def _reasoning(self, text: str) -> list[AnswerPiece]:
+        pending = self._blank + text
+        kept = pending.rstrip()
+        if not self.reasoning:
+            kept = kept.lstrip()
+        if not kept:
+            self._blank = pending if self.reasoning else ""
+            return []
+        self._blank = pending[len(pending.rstrip()):]
+        self.reasoning += kept
+        return [ReasoningPiece(kept)]
+
+    def finish(self, result: GenerationResult) -> list[AnswerPiece]:
+        """The last pieces: what each part's detokenizer released only at the end, and the splitter's held text."""
+        whole = result.reasoning
+        rest = whole[len(self.reasoning):] if whole.startswith(self.reasoning) else ""
+        pieces: list[AnswerPiece] = [ReasoningPiece(rest)] if rest else []
+        return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish())
+
+    def _attach(self, pieces: list[AnswerPiece]) -> list[AnswerPiece]:
+        out: list[AnswerPiece] = []
+        for piece in pieces:
+            if isinstance(piece, TextPiece) and self._pending:
+                piece = replace(piece, logprobs=tuple(self._pending))
+            if not isinstance(piece, TextPiece) or piece.logprobs:
+                self._pending = []
+            out.append(piece)
+        return out
 
 
 class CancelledBeforeStart(Exception):

@@ -4,6 +4,16 @@ Pure data, no HTTP and no MLX, so each rule is testable on its own. Every reques
 carrying the status and the error body OpenAI's clients parse (`{"error": {"message", "type", "param",
 "code"}}`). Besides OpenAI's fields we take our own as extra body fields (`num_draft`, `drafter`, `mode`,
 `top_k`, `min_p`, `adaptive`, `repetition_penalty`, `lenience`, `ssd`, `fanout`, `history`) and answer with a `speculation` object next to `usage`.
+
+Chat requests may offer `tools` with a `tool_choice`; the history may hold assistant turns with `tool_calls`
+and `tool` turns with their results. Calls come back as `tool_calls` (finish_reason "tool_calls"), streamed as
+OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. `logprobs` /
+`top_logprobs` and `response_format` are read (and logprobs shaped) by `token_logprobs.py` and
+`response_format.py`. The request parsing here (settings, model, errors) is shared by the Anthropic and Responses
+translations.
+
+A thinking model's reasoning comes back as `reasoning_content`, in the message and in streamed deltas; the request
+side of reasoning (the thinking switch, earlier answers' reasoning) is layered on in `reasoning_api`.
 """
 
 from __future__ import annotations
@@ -11,32 +21,26 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from ..errors import InvalidParameterError, PromptError, SpecChatError
-from ..events import GenerationResult, PolicyBelief
+from ..events import GenerationResult
 from ..params import DRAFTERS, MODES, GenerationParams
+from . import token_logprobs
+from .api_error import ApiError, typed
+from .response_format import chat_schema
+from .speculation_report import speculation
+from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool,
+                         history_call)
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
                  "lenience": "lenience"}
 WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed", "fanout": "fanout"}
 CHOICE_FIELDS = {"mode": MODES, "drafter": DRAFTERS}
-ROLES = ("system", "user", "assistant", "developer")
+ROLES = ("system", "user", "assistant", "developer", "tool")
 MAX_STOP_STRINGS = 4
-
-
-class ApiError(Exception):
-    """A request the server refuses, as OpenAI reports it."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
 def engine_error(error: SpecChatError) -> ApiError:
@@ -50,16 +54,18 @@ def engine_error(error: SpecChatError) -> ApiError:
 class ApiRequest:
     """One request, parsed: what to generate from and how."""
 
-    endpoint: str  # "chat" or "completions"
+    endpoint: str  # "chat", "completions", "messages" (Anthropic) or "responses"
     model: str
-    prompt: str | list[dict[str, str]]  # a completion's text, or a chat's messages
+    prompt: str | list[dict[str, Any]]  # a completion's text, or a chat's messages
     params: GenerationParams
     stream: bool = False
     include_usage: bool = False
+    tooling: Tooling | None = None
+    echo: dict[str, Any] = field(default_factory=dict)  # request fields a response repeats (Responses)
 
     @property
     def chat(self) -> bool:
-        return self.endpoint == "chat"
+        return self.endpoint != "completions"
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
@@ -75,16 +81,20 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 
 def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaults: GenerationParams) -> ApiRequest:
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
-    model = _model(body, models)
+    model = served_model(body, models)
     prompt = _messages(body) if endpoint == "chat" else _prompt(body)
     if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
-    stream = _typed(body, "stream", bool, False)
-    options = _typed(body, "stream_options", dict, None) or {}
-    return ApiRequest(endpoint, model, prompt, _params(body, defaults), stream, bool(options.get("include_usage")))
+    stream = typed(body, "stream", bool, False)
+    options = typed(body, "stream_options", dict, None) or {}
+    tooling = _tooling(body) if endpoint == "chat" else None
+    params = request_params(body, defaults).replace(logprobs=token_logprobs.requested(body, endpoint),
+                                                    json_schema=chat_schema(body) if endpoint == "chat" else None)
+    return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling)
 
 
-def _model(body: dict[str, Any], models: list[str]) -> str:
+def served_model(body: dict[str, Any], models: list[str]) -> str:
+    """The served model's name for the request's `model` (absent: the first), or a 404 naming what is served."""
     if not models:
         raise ApiError(503, "No model pair is loaded: load one in SpecChat first.", kind="server_error", code="no_model")
     model = body.get("model", models[0])
@@ -104,8 +114,73 @@ def _messages(body: dict[str, Any]) -> list[dict[str, str]]:
         role = message.get("role") if isinstance(message, dict) else None
         if role not in ROLES:
             raise ApiError(400, f"messages[{i}].role must be one of {', '.join(ROLES)}.", param=f"messages[{i}].role")
-        out.append({"role": "system" if role == "developer" else role, "content": _content(message.get("content"), i)})
+        out.append(_message(message, role, i))
     return out
+
+
+def _message(message: dict[str, Any], role: str, index: int) -> dict[str, Any]:
+    """One message as chat templates read it: tool calls with their arguments as objects, results with their id."""
+    out: dict[str, Any] = {"role": "system" if role == "developer" else role, "content": _content(message.get("content"), index)}
+    calls = message.get("tool_calls")
+    if role == "assistant" and calls:
+        if not isinstance(calls, list):
+            raise ApiError(400, f"messages[{index}].tool_calls must be a list.", param=f"messages[{index}].tool_calls")
+        out["tool_calls"] = [_history_call(call, f"messages[{index}].tool_calls[{j}]") for j, call in enumerate(calls)]
+    if role == "tool":
+        out["tool_call_id"] = str(message.get("tool_call_id") or "")
+    return out
+
+
+def _history_call(call: object, param: str) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    try:
+        if not isinstance(function, dict):
+            raise ValueError("needs a 'function' object")
+        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[union-attr]
+    except ValueError as e:
+        raise ApiError(400, f"{param} {e}.", param=param) from e
+
+
+def _tooling(body: dict[str, Any]) -> Tooling | None:
+    """The request's tools (OpenAI's function shape) and tool choice; None when it offers none."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    if tools is None and choice in (None, "none", "auto"):
+        return None
+    return Tooling(read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}"),
+                   _choice(choice, tools))  # type: ignore[arg-type]
+
+
+def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str], shape: str) -> list[Tool]:
+    """Each offered tool in OpenAI's function shape, by `read` (one API's reader, raising ValueError on a bad one)."""
+    if not isinstance(tools, list) or not tools:
+        raise ApiError(400, f"'tools' must be a non-empty list of {shape} objects when tool_choice asks for a call.",
+                       param="tools")
+    converted = []
+    for i, tool in enumerate(tools):
+        try:
+            converted.append(read(tool))
+        except ValueError as e:
+            raise ApiError(400, f"{param(i)} {e}.", param=param(i)) from e
+    return converted
+
+
+def _tool(tool: object) -> Tool:
+    function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+    if not isinstance(function, dict):
+        raise ValueError("must be {type: 'function', function: {name, description, parameters}}")
+    return function_tool(function.get("name"), function.get("description"), function.get("parameters"))
+
+
+def _choice(choice: object, tools: list[Any]) -> ToolChoice:
+    """'auto' (the default), 'none', 'required' or {type: 'function', function: {name}} naming an offered tool."""
+    if choice is None or choice in ("auto", "none", "required"):
+        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) else None
+    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    if name not in names:
+        raise ApiError(400, "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', function: {name}} "
+                       f"naming one of the tools ({', '.join(map(str, names))}).", param="tool_choice")
+    return ToolChoice("named", name)
 
 
 def _content(content: object, index: int) -> str:
@@ -128,38 +203,26 @@ def _prompt(body: dict[str, Any]) -> str:
     return prompt
 
 
-def _typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
-    """body[name] if it has the right JSON type (booleans are not numbers), the default if absent or null."""
-    value = body.get(name)
-    if value is None:
-        return default
-    numeric = kind in (int, float, (int, float))
-    if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
-        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[call-overload]
-        raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
-    return value
-
-
-def _params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParams:
+def request_params(body: dict[str, Any], defaults: GenerationParams) -> GenerationParams:
     """The server's defaults with the request's settings on top, validated as the engine validates them."""
-    changes: dict[str, Any] = {field: _typed(body, name, (int, float), None) for name, field in NUMBER_FIELDS.items()}
-    changes.update({field: _typed(body, name, int, None) for name, field in WHOLE_FIELDS.items()})
+    changes: dict[str, Any] = {field: typed(body, name, (int, float), None) for name, field in NUMBER_FIELDS.items()}
+    changes.update({field: typed(body, name, int, None) for name, field in WHOLE_FIELDS.items()})
     for name, choices in CHOICE_FIELDS.items():
-        value = _typed(body, name, str, None)
+        value = typed(body, name, str, None)
         if value is not None and value not in choices:
             raise ApiError(400, f"'{name}' must be one of {', '.join(choices)}, not {value!r}.", param=name)
         changes[name] = value
-    changes["adaptive"] = _typed(body, "adaptive", bool, None)
-    changes["ssd"] = _typed(body, "ssd", bool, None)
-    changes["history"] = _typed(body, "history", bool, None)
-    limit = _typed(body, "max_completion_tokens", int, None)
-    changes["max_tokens"] = _typed(body, "max_tokens", int, limit)
+    changes["adaptive"] = typed(body, "adaptive", bool, None)
+    changes["ssd"] = typed(body, "ssd", bool, None)
+    changes["history"] = typed(body, "history", bool, None)
+    limit = typed(body, "max_completion_tokens", int, None)
+    changes["max_tokens"] = typed(body, "max_tokens", int, limit)
     changes["stop"] = _stop(body)
     changes = {k: v for k, v in changes.items() if v is not None}
     if changes.get("temperature", 0) > 2:
         raise ApiError(400, f"'temperature' must be between 0 and 2, not {changes['temperature']}.", param="temperature")
-    for field, value in changes.items():  # one at a time, so an error names the field it is about
-        _replace(defaults, {field: value}, param=_BODY_NAMES.get(field, field))
+    for name, value in changes.items():  # one at a time, so an error names the field it is about
+        _replace(defaults, {name: value}, param=_BODY_NAMES.get(name, name))
     return _replace(defaults, changes, param=None)
 
 
@@ -196,73 +259,73 @@ def usage(result: GenerationResult) -> dict[str, int]:
             "total_tokens": s.prompt_tokens + s.generated_tokens}
 
 
-def speculation(result: GenerationResult, drafter: str) -> dict[str, Any]:
-    """What speculation did for this response (llama.cpp's draft_n / draft_n_accepted, and more)."""
-    s = result.stats
-    return {
-        "mode": result.mode,
-        "drafter": drafter if result.mode == "speculative" else "none",
-        "rounds": s.rounds,
-        "drafted": s.drafted,
-        "accepted": s.accepted,
-        "acceptance_rate": round(s.acceptance_rate, 4),
-        "tokens_per_pass": round(s.tokens_per_pass, 4),
-        "tokens_per_second": round(s.generation_tps, 2),
-        "cached_prompt_tokens": s.cached_prompt_tokens,
-        "fanout_hit_rate": s.fanout_hit_rate,
-        "lossy": result.lossy,
-        "lenience": result.lenience,
-        "policy": [policy_belief(b) for b in s.policy],
-    }
-
-
-def policy_belief(belief: PolicyBelief) -> dict[str, Any]:
-    """The adaptive policy's belief about one drafter: estimates, predictions per K, and why it drafts or not."""
-    return {
-        "drafter": belief.drafter,
-        "acceptance": round(belief.acceptance, 4),
-        "draft_cost_steps": None if belief.draft_cost_steps is None else round(belief.draft_cost_steps, 4),
-        "predicted_tps": [round(x, 2) for x in belief.predicted_tps],
-        "chosen_k": belief.chosen_k,
-        "reason": belief.reason,
-        "rounds_since_draft": belief.rounds_since_draft,
-        "verified_tokens": belief.verified_tokens,
-    }
-
-
 class ResponseShape:
-    """The response and chunk bodies of one request (one id and creation time for all its chunks)."""
+    """The response and chunk bodies of one request (one id and creation time for all its chunks).
+
+    Also the server's renderer for chat completions and completions: `whole`, or `opening`, `piece` per
+    piece of the answer, `closing` and, when generation fails mid-stream, `failure`."""
 
     def __init__(self, request: ApiRequest) -> None:
         self.request = request
         self.id = new_id(request.endpoint)
         self.created = int(time.time())
         self.object = "chat.completion" if request.chat else "text_completion"
+        self._calls = 0
+        self._offset = 0  # where the next logprobs' text starts (legacy completions' text_offset)
 
     def _envelope(self, kind: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
         return {"id": self.id, "object": kind, "created": self.created, "model": self.request.model, "choices": choices}
 
-    def complete(self, result: GenerationResult) -> dict[str, Any]:
+    def whole(self, reply: Reply) -> dict[str, Any]:
         """The whole, non-streamed response."""
-        finish = FINISH[result.finish_reason]
+        result = reply.finished
+        finish = finish_reason(reply)
         if self.request.chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "finish_reason": finish, "logprobs": None}
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+            if reply.calls:
+                message.update(content=reply.text or None, tool_calls=[_call_body(c) for c in reply.calls])
+            choice = {"index": 0, "message": _with_reasoning(message, reply.reasoning), "finish_reason": finish,
+                      "logprobs": self._logprobs(reply.logprobs)}
         else:
-            choice = {"index": 0, "text": result.text, "finish_reason": finish, "logprobs": None}
+            choice = _with_reasoning({"index": 0, "text": reply.text, "finish_reason": finish,
+                                      "logprobs": self._logprobs(reply.logprobs)}, reply.reasoning)
         body = self._envelope(self.object, [choice])
         body.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
         return body
 
-    def chunk(self, text: str | None = None, finish: str | None = None, first: bool = False) -> dict[str, Any]:
-        """A streamed chunk: the first (the role), a piece of text, or the last (a finish reason)."""
+    def chunk(self, text: str | None = None, finish: str | None = None, first: bool = False,
+              logprobs: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+        """A streamed chunk: the first (the role), a piece of text (with its tokens' logprobs), or the last."""
+        figures = self._logprobs(logprobs) if logprobs else None
         if not self.request.chat:
-            return self._envelope("text_completion", [{"index": 0, "text": text or "", "finish_reason": finish, "logprobs": None}])
+            return self._envelope("text_completion", [{"index": 0, "text": text or "", "finish_reason": finish, "logprobs": figures}])
         delta: dict[str, str] = {"role": "assistant", "content": ""} if first else ({"content": text} if text else {})
-        return self._envelope("chat.completion.chunk", [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}])
+        return self._delta(delta, finish, figures)
 
-    def last_chunks(self, result: GenerationResult) -> list[dict[str, Any]]:
+    def _delta(self, delta: dict[str, Any], finish: str | None = None, logprobs: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._envelope("chat.completion.chunk", [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}])
+
+    def _logprobs(self, entries: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> dict[str, Any] | None:
+        """A choice's `logprobs` in the endpoint's shape, or None when the request asked for none."""
+        if self.request.params.logprobs is None:
+            return None
+        if self.request.chat:
+            return token_logprobs.chat_logprobs(list(entries))
+        figures = token_logprobs.completion_logprobs(list(entries), self._offset)
+        self._offset += sum(len(token) for token in figures["tokens"])
+        return figures
+
+    def call_chunks(self, call: ToolCall) -> list[dict[str, Any]]:
+        """A call as OpenAI streams it: its index, id and name (arguments empty), then its arguments."""
+        index, self._calls = self._calls, self._calls + 1
+        head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        arguments = {"index": index, "function": {"arguments": call.arguments}}
+        return [self._delta({"tool_calls": [head]}), self._delta({"tool_calls": [arguments]})]
+
+    def last_chunks(self, reply: Reply) -> list[dict[str, Any]]:
         """The chunk with the finish reason, usage and speculation; and OpenAI's usage-only chunk when asked."""
-        last = self.chunk(finish=FINISH[result.finish_reason])
+        result = reply.finished
+        last = self.chunk(finish=finish_reason(reply))
         last.update(usage=usage(result), speculation=speculation(result, self.request.params.drafter))
         chunks = [last]
         if self.request.include_usage:
@@ -270,6 +333,45 @@ class ResponseShape:
             usage_only["usage"] = usage(result)
             chunks.append(usage_only)
         return chunks
+
+    def opening(self, prompt_tokens: int) -> list[bytes]:
+        return [sse(self.chunk(first=True))] if self.request.chat else []
+
+    def piece(self, piece: AnswerPiece) -> list[bytes]:
+        if isinstance(piece, ToolCall):
+            return [sse(chunk) for chunk in self.call_chunks(piece)]
+        if isinstance(piece, ReasoningPiece):
+            return [sse(self.reasoning_chunk(piece.text))]
+        return [sse(self.chunk(text=piece.text, logprobs=piece.logprobs))] if piece.text else []
+
+    def reasoning_chunk(self, text: str) -> dict[str, Any]:
+        """A piece of reasoning as DeepSeek's API, LM Studio and vLLM stream it: `reasoning_content` beside the
+        content (mlx-lm's server calls it `reasoning`)."""
+        if not self.request.chat:
+            return self._envelope("text_completion", [{"index": 0, "text": "", "reasoning_content": text,
+                                                       "finish_reason": None, "logprobs": None}])
+        return self._delta({"reasoning_content": text})
+
+    def closing(self, reply: Reply) -> list[bytes]:
+        return [sse(chunk) for chunk in self.last_chunks(reply)] + [sse("[DONE]")]
+
+    def failure(self, error: ApiError) -> list[bytes]:
+        return [sse(error.body())]
+
+
+def finish_reason(reply: Reply) -> str:
+    """OpenAI's finish reason: "tool_calls" when the model called tools and stopped of its own accord."""
+    finish = FINISH[reply.finished.finish_reason]
+    return "tool_calls" if reply.calls and finish == "stop" else finish
+
+
+def _with_reasoning(body: dict[str, Any], reasoning: str) -> dict[str, Any]:
+    """A message (or a completion's choice) with the model's reasoning as `reasoning_content`, when it reasoned."""
+    return {**body, "reasoning_content": reasoning} if reasoning else body
+
+
+def _call_body(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
 def sse(data: dict[str, Any] | str) -> bytes:

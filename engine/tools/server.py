@@ -1,10 +1,13 @@
-"""`specchat-cli serve` and the app's "Local server": an OpenAI-compatible endpoint over one model pair.
+"""`specchat-cli serve` and the app's "Local server": OpenAI-, Anthropic- and Responses-compatible endpoints
+over one model pair.
 
-Starlette routes on uvicorn. A request is parsed (`openai_api`), admitted into a bounded queue (`Admission`:
-full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the pair on its
-MLX thread; the runner's events come back to the event loop through an asyncio queue. A client that goes
-away cancels its job, which the engine sees between rounds. Every failure is answered in OpenAI's error
-shape, and a request's exception never leaves its handler.
+Starlette routes on uvicorn. Each API is a `Dialect`, a translation at the edge: a request is parsed
+(`openai_api`, `anthropic_api`, `responses_api`) into the same job, admitted into one bounded queue
+(`Admission`: full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the
+pair on its MLX thread; the runner's events (with the output already split into reasoning, text and tool calls, see
+`tool_calls`) come back to the event loop through an asyncio queue and render in the API's shape. A client
+that goes away cancels its job, which the engine sees between rounds. Every failure is answered in the API's
+error shape, and a request's exception never leaves its handler.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -27,12 +30,16 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import SpecChatError
-from ..events import GenerationResult, TokenEvent
+from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
+from . import anthropic_api, responses_api
 from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, QueueFull
-from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
+from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
+from .reasoning_api import parse_openai
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
 
 RETRY_AFTER_S = 2
+PIECES = (ReasoningPiece, TextPiece, ToolCall)
 Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
 
@@ -71,16 +78,47 @@ class ServerState:
         return self._defaults() if callable(self._defaults) else self._defaults
 
 
+class Render(Protocol):
+    """One response in an API's shape: whole, or as its stream of server-sent events."""
+
+    def whole(self, reply: Reply) -> dict[str, Any]: ...
+
+    def opening(self, prompt_tokens: int) -> list[bytes]: ...
+
+    def piece(self, piece: AnswerPiece) -> list[bytes]: ...
+
+    def closing(self, reply: Reply) -> list[bytes]: ...
+
+    def failure(self, error: ApiError) -> list[bytes]: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One API at the edge: how its requests parse into a job and how the job's answer renders back."""
+
+    parse: Callable[[dict[str, Any], list[str], GenerationParams], ApiRequest]
+    render: Callable[[ApiRequest], Render]
+    error_body: Callable[[ApiError], dict[str, Any]]
+
+
+OPENAI_CHAT = Dialect(lambda body, models, defaults: parse_openai(body, "chat", models, defaults), ResponseShape, ApiError.body)
+OPENAI_COMPLETIONS = Dialect(lambda body, models, defaults: parse_openai(body, "completions", models, defaults),
+                             ResponseShape, ApiError.body)
+ANTHROPIC = Dialect(anthropic_api.parse_request, anthropic_api.Render, anthropic_api.error_body)
+RESPONSES = Dialect(responses_api.parse_request, responses_api.Render, ApiError.body)
+ROUTES = {"/v1/chat/completions": OPENAI_CHAT, "/v1/completions": OPENAI_COMPLETIONS, "/v1/messages": ANTHROPIC,
+          "/v1/responses": RESPONSES}
+
+
 def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: str | None = None,
                max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None) -> Starlette:
     """The ASGI app serving `runner`'s pair."""
     state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log)
 
-    async def chat(request: Request) -> Response:
-        return await _generate(state, request, "chat")
-
-    async def completions(request: Request) -> Response:
-        return await _generate(state, request, "completions")
+    def generation(dialect: Dialect) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            return await _generate(state, request, dialect)
+        return endpoint
 
     async def models(request: Request) -> Response:
         _check_key(state, request)
@@ -93,12 +131,8 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
         return JSONResponse({"status": "ok", "models": state.runner.model_ids(), "busy": a.held > 0,
                              "waiting": max(a.held - 1, 0), "served": state.served, "refused": state.refused})
 
-    routes = [
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-    ]
+    routes = [Route(path, generation(dialect), methods=["POST"]) for path, dialect in ROUTES.items()]
+    routes += [Route("/v1/models", models, methods=["GET"]), Route("/health", health, methods=["GET"])]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
     app.state.server = state
@@ -106,17 +140,18 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
 
 
 def _check_key(state: ServerState, request: Request) -> None:
+    """The server's key, as OpenAI's clients send it (a Bearer token) or Anthropic's (x-api-key)."""
     if state.api_key is None:
         return
-    given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+    given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
     if not secrets.compare_digest(given.encode(), state.api_key.encode()):
-        raise ApiError(401, "Incorrect API key: send the server's key as 'Authorization: Bearer KEY'.",
+        raise ApiError(401, "Incorrect API key: send the server's key as 'Authorization: Bearer KEY' (or 'x-api-key: KEY').",
                        param=None, code="invalid_api_key")
 
 
-async def _generate(state: ServerState, request: Request, endpoint: str) -> Response:
+async def _generate(state: ServerState, request: Request, dialect: Dialect) -> Response:
     _check_key(state, request)
-    api = parse_request(parse_body(await request.body()), endpoint, state.runner.model_ids(), state.defaults)
+    api = dialect.parse(parse_body(await request.body()), state.runner.model_ids(), state.defaults)
     try:
         state.admission.enter()
     except QueueFull:
@@ -132,10 +167,11 @@ async def _generate(state: ServerState, request: Request, endpoint: str) -> Resp
     if first is None:  # the client went away while waiting
         return Response(status_code=499)
     _raise_failure(first)
+    render = dialect.render(api)
     if api.stream:
-        return StreamingResponse(_stream(state, api, job, events, first, request.url.path), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
-    return await _whole(state, api, job, events, first, request)
+        return StreamingResponse(_stream(state, api, render, job, events, first, request.url.path),
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return await _whole(state, api, render, job, events, first, request)
 
 
 def _submit(state: ServerState, api: ApiRequest) -> tuple[GenerationJob, asyncio.Queue]:
@@ -151,7 +187,7 @@ def _submit(state: ServerState, api: ApiRequest) -> tuple[GenerationJob, asyncio
         except RuntimeError:  # the loop closed: the server is shutting down
             pass
 
-    job = GenerationJob(api.prompt, api.chat, api.params, deliver)
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling)
     state.runner.submit(job)
     return job, events
 
@@ -181,64 +217,68 @@ def _raise_failure(event: object) -> None:
         raise ApiError(503, "No model pair is loaded: load one in SpecChat first.", kind="server_error", code="no_model")
     if isinstance(event, CancelledBeforeStart):
         raise ApiError(499, "The request was cancelled.")
+    if isinstance(event, ToolCallMissing):
+        raise ApiError(500, str(event), kind="model_error", code="tool_call_missing")
     raise event
 
 
-async def _whole(state: ServerState, api: ApiRequest, job: GenerationJob, events: asyncio.Queue, first: object,
-                 request: Request) -> Response:
+async def _whole(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
+                 first: object, request: Request) -> Response:
+    reply = Reply()
     event: object | None = first
     while not isinstance(event, GenerationResult):
         _raise_failure(event)
+        if isinstance(event, PIECES):
+            reply.add(event)
         event = await _next_event(events, request, job)
         if event is None:
             return Response(status_code=499)
+    reply.result = event
     _record(state, api, request.url.path, event)
-    return JSONResponse(ResponseShape(api).complete(event))
+    return JSONResponse(render.whole(reply))
 
 
-async def _stream(state: ServerState, api: ApiRequest, job: GenerationJob, events: asyncio.Queue, first: object,
-                  path: str) -> AsyncIterator[bytes]:
-    """The SSE body: a role chunk, a chunk per token's text, the rest of the text, the last chunks, [DONE].
+async def _stream(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
+                  first: object, path: str) -> AsyncIterator[bytes]:
+    """The SSE body in the API's shape: its opening events, an event or two per piece of the answer, its closing.
 
     Starlette cancels this generator when the client disconnects; `finally` then cancels the job."""
-    shape = ResponseShape(api)
-    streamed: list[str] = []
+    reply = Reply()
     finished = False
     try:
-        if api.chat:
-            yield sse(shape.chunk(first=True))
+        for frame in render.opening(first.total if isinstance(first, PrefillEvent) else 0):
+            yield frame
         event = first
         while not isinstance(event, GenerationResult):
             if isinstance(event, BaseException):
-                yield sse(_failure_body(event))
                 finished = True
+                for frame in render.failure(_failure_error(event)):
+                    yield frame
                 return
-            if isinstance(event, TokenEvent) and event.text:
-                streamed.append(event.text)
-                yield sse(shape.chunk(text=event.text))
+            if isinstance(event, PIECES):
+                reply.add(event)
+                for frame in render.piece(event):
+                    yield frame
             event = await events.get()
         finished = True
-        rest = event.text[len("".join(streamed)):]
-        if rest:
-            yield sse(shape.chunk(text=rest))
-        for chunk in shape.last_chunks(event):
-            yield sse(chunk)
-        yield sse("[DONE]")
+        reply.result = event
+        for frame in render.closing(reply):
+            yield frame
         _record(state, api, path, event)
     finally:
         if not finished:
             job.cancel()
 
 
-def _failure_body(error: BaseException) -> dict[str, Any]:
-    """An error that ended a stream after it began, as an error event (the status line was sent already)."""
+def _failure_error(error: BaseException) -> ApiError:
+    """An error that ended a stream after it began, for an error event (the status line was sent already)."""
     try:
         _raise_failure(error)
     except ApiError as e:
-        return e.body()
+        return e
     except BaseException:  # noqa: BLE001
         _print_traceback(error)
-    return ApiError(500, "The server failed while generating; its log has the details.", kind="server_error").body()
+    return ApiError(500, "The server failed while generating; its log has the details.", kind="server_error")
 
 
 def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationResult) -> None:
@@ -248,23 +288,29 @@ def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationRe
     state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how))
 
 
+def _error_response(request: Request, error: ApiError, headers: dict[str, str] | None = None) -> Response:
+    """The error in the shape of the API the request spoke (Anthropic's under /v1/messages, else OpenAI's)."""
+    dialect = ANTHROPIC if request.url.path.startswith("/v1/messages") else OPENAI_CHAT
+    return JSONResponse(dialect.error_body(error), status_code=error.status, headers=headers)
+
+
 async def _api_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, ApiError)
     request.app.state.server.log(RequestRecord(request.url.path, error.status, note=error.message))
-    headers = {"Retry-After": str(RETRY_AFTER_S)} if error.status == 503 else None
-    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+    return _error_response(request, error, {"Retry-After": str(RETRY_AFTER_S)} if error.status == 503 else None)
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HTTPException)
-    message = {404: f"No route {request.url.path}: the API is under /v1 (chat/completions, completions, models).",
+    message = {404: f"No route {request.url.path}: the API is under /v1 (chat/completions, completions, messages, "
+                    "responses, models).",
                405: f"{request.method} is not allowed on {request.url.path}."}.get(error.status_code, str(error.detail))
-    return JSONResponse(ApiError(error.status_code, message).body(), status_code=error.status_code)
+    return _error_response(request, ApiError(error.status_code, message))
 
 
 async def _internal_error(request: Request, error: Exception) -> Response:
-    body = ApiError(500, "The server failed on this request; its log has the details.", kind="server_error").body()
-    return JSONResponse(body, status_code=500)
+    return _error_response(request, ApiError(500, "The server failed on this request; its log has the details.",
+                                             kind="server_error"))
 
 
 def _print_traceback(error: BaseException) -> None:

@@ -90,7 +90,13 @@ def start_streaming(qtbot, session, send: Callable[[], None], until: Callable[[R
     assert any(seen), f"the answer ended ({ended[0].finish_reason}) before a round the test needs"
 
 
-def start_long_answer(qtbot, window: MainWindow, text: str = "Tell me a long story",
+# A prompt the tiny pair answers at length at greedy (to any max_tokens up to 900): tests that Stop, switch or quit
+# mid-answer race the answer's own end otherwise ("Tell me a long story" ends after 19 tokens, which a busy
+# machine let finish before the Stop).
+LONG_ANSWER_PROMPT = "Write a poem"
+
+
+def start_long_answer(qtbot, window: MainWindow, text: str = LONG_ANSWER_PROMPT,
                       until: Callable[[RoundEvent], bool] = any_round_emitted) -> None:
     """Type `text`, send it, and return once a round for which `until` is true is on screen (see start_streaming)."""
 

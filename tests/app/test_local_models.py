@@ -93,3 +93,19 @@ def test_a_drafter_is_refused_when_opened_listed_with_what_it_is_and_named_in_th
     [line] = [line for line in left_out if "DFlash" in line.text()]
     assert line.text() == "z-lab/Qwen3-8B-DFlash-b16: DFlash drafter, not a chat model" and line.toolTip() == item.toolTip()
     assert tab.drafts.count() == 1  # lookup only: the drafter is not offered
+
+
+def test_a_base_model_is_named_as_one_in_the_picker_and_above_the_chat(make_window, qtbot, tmp_path: Path) -> None:
+    """A model without a chat template continues text; the user used to learn it only from its answers."""
+    from engine.fixtures.tiny_base_model import build_tiny_base_model
+    from engine.models.base_model import BASE_MODEL_NOTE
+
+    base = build_tiny_base_model(tmp_path).resolve()
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    tab.add_local(base)
+    tab.targets.setCurrentRow(rows(tab)[str(base)])
+    assert BASE_MODEL_NOTE in tab.targets.currentItem().text() and BASE_MODEL_NOTE in tab.targets.currentItem().toolTip()
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
+        tab.use_local_button.click()
+    assert BASE_MODEL_NOTE in window.toolbar.pair_label.text()

@@ -253,7 +253,7 @@ def test_conversations_can_be_renamed_deleted_and_exported(make_window, qtbot, t
 
 def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
     window = make_window(max_tokens=900)
-    start_long_answer(qtbot, window, "A long story please")
+    start_long_answer(qtbot, window)
     conversation = window.conversation_id
     window.close()
     assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
@@ -268,7 +268,7 @@ def test_closing_during_generation_stops_cleanly(make_window, qtbot) -> None:
 
 def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, qtbot, tiny_dirs) -> None:
     window = make_window(max_tokens=900)
-    start_long_answer(qtbot, window, "A long story please")
+    start_long_answer(qtbot, window)
     finished, loaded = [], []
     window.session.answer_finished.connect(lambda answer, result, summary: finished.append(result))
     window.session.pair_loaded.connect(loaded.append)

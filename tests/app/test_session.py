@@ -154,3 +154,45 @@ def test_a_loaded_pair_indexes_the_saved_conversations_for_lookup(qtbot, session
     prompt = pair.prompt_ids("Tell me a story about a lighthouse keeper and a storm")
     found = pair.history.continuation(prompt[:12], 4)
     assert found.match_length == 12 and found.tokens == prompt[12:16]
+
+
+def test_each_chat_has_its_own_think_switch_and_a_new_chat_keeps_its_choice_until_saved(qtbot, session: ChatSession) -> None:
+    assert session.think_for(None) is True  # the default from Settings
+    session.set_think(None, False)
+    assert session.think_for(None) is False
+    chat = session.new_conversation("Hi")
+    assert session.store.think(chat) is False and session.think_for(None) is True
+    other = session.new_conversation("Hello")
+    assert session.think_for(other) is True
+    session.apply_settings(GREEDY.replace(think=False), "")
+    assert session.think_for(other) is False  # a chat that never chose follows the default
+    session.set_think(chat, True)
+    assert session.think_for(chat) is True
+
+
+def test_a_thinking_answer_is_saved_apart_from_its_reasoning_with_every_batch(qtbot, isolated_home, thinking_dirs) -> None:
+    """What a crash mid-answer leaves must already keep the reasoning out of the answer (the next turn sends it)."""
+    from engine.fixtures.tiny_thinking import ANSWER, REASONING
+
+    AppSettings().save_params(GREEDY.replace(max_tokens=60))
+    session = ChatSession()
+    target, draft = thinking_dirs(False)
+    with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
+        session.load_pair(str(target), str(draft))
+    saved: list[tuple[str, str]] = []
+
+    def look(streaming, events) -> None:  # noqa: ANN001
+        stored = session.store.messages(streaming.conversation_id)[-1]
+        saved.append((stored.content, stored.reasoning))
+
+    session.answer_events.connect(look)
+    try:
+        chat = session.new_conversation("Capital of France?")
+        with qtbot.waitSignal(session.answer_finished, timeout=60_000):
+            session.send(chat, "Capital of France?")
+        assert saved and all(ANSWER.startswith(content) and REASONING.startswith(reasoning) for content, reasoning in saved)
+        stored = session.store.messages(chat)[-1]
+        assert (stored.content, stored.reasoning) == (ANSWER, REASONING)
+        assert [run[3] if len(run) == 4 else "answer" for run in stored.runs].count("reasoning") > 0
+    finally:
+        session.shutdown()

@@ -77,3 +77,17 @@ def test_drafting_from_saved_chats_is_switched_with_lookup_and_remembered(qtbot,
     dialog.history.setChecked(False)
     AppSettings().save_params(dialog.params())
     assert AppSettings().params().history is False and AppSettings().params().drafter == "model+lookup"
+
+
+def test_the_think_default_is_shown_for_a_model_that_can_switch_and_remembered(qtbot, isolated_home) -> None:
+    from app.settings import AppSettings
+
+    plain = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(plain)
+    assert plain.think.isHidden()
+    dialog = SettingsDialog(GenerationParams(), "", can_switch_thinking=True)
+    qtbot.addWidget(dialog)
+    assert not dialog.think.isHidden() and dialog.think.isChecked()
+    dialog.think.setChecked(False)
+    AppSettings().save_params(dialog.params())
+    assert AppSettings().params().think is False

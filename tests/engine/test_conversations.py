@@ -177,3 +177,42 @@ def test_a_database_from_before_is_journaled_without_memory_mapped_files(tmp_pat
     store.add_message(store.create("New"), "user", "saved")
     assert store.db.execute("PRAGMA journal_mode").fetchone() == ("truncate",) and len(store.conversations()) == 6
     assert not (folder / "c.sqlite3-shm").exists() and not (folder / "c.sqlite3-wal").exists()
+
+
+def test_an_answer_keeps_its_reasoning_apart_with_how_long_it_thought(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Chat")
+    store.add_message(chat, "user", "Capital of France?")
+    answer = store.add_message(chat, "assistant", "")
+    runs = [["", "target", 0, "marker"], ["Easy", "target", 0, "reasoning"], ["Paris.", "accepted", 1]]
+    store.update_message(answer, "Paris.", runs, "1 tok/s", "stop", reasoning="Easy", reasoning_s=12.5)
+    store.close()
+    saved = ConversationStore(tmp_path / "c.sqlite3").messages(chat)[1]
+    assert (saved.content, saved.reasoning, saved.reasoning_s, saved.runs) == ("Paris.", "Easy", 12.5, runs)
+
+
+def test_each_chat_keeps_its_own_think_switch_or_follows_the_default(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    a, b = store.create("A"), store.create("B")
+    store.set_think(a, False)
+    store.close()
+    again = ConversationStore(tmp_path / "c.sqlite3")
+    assert again.think(a) is False and again.think(b) is None
+
+
+def test_a_database_from_before_reasoning_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    ConversationStore(path).close()
+    db = sqlite3.connect(str(path))
+    for table, column in (("messages", "reasoning"), ("messages", "reasoning_s"), ("conversations", "think")):
+        db.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old', 0, 0)")
+    db.execute("INSERT INTO messages (id, conversation_id, position, role, content, parent_id) VALUES "
+               "(1, 1, 0, 'user', 'a', NULL), (2, 1, 1, 'assistant', 'b', 1)")
+    db.commit()
+    db.close()
+    store = ConversationStore(path)
+    assert [(m.content, m.reasoning, m.reasoning_s) for m in store.messages(1)] == [("a", "", 0.0), ("b", "", 0.0)]
+    assert store.think(1) is None
+    store.set_think(1, True)
+    assert store.think(1) is True

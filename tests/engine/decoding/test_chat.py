@@ -42,3 +42,12 @@ def test_models_without_a_template_get_a_plain_transcript(tiny_target) -> None:
 
     ids = prompt_token_ids(NoTemplate(), "Hi", system_prompt="Sys")
     assert tiny_target.tokenizer.decode(ids) == "System: Sys\nUser: Hi\nAssistant:"
+
+
+def test_tools_go_into_a_tool_calling_template(tool_target) -> None:
+    tok = tool_target.tokenizer
+    question = [{"role": "user", "content": "Weather?"}]
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    with_tools = tok.decode(prompt_token_ids(tok, question, tools=[tool]))
+    assert '<tools>\n{"type": "function", "function": {"name": "get_weather"' in with_tools
+    assert "<tools>" not in tok.decode(prompt_token_ids(tok, question))

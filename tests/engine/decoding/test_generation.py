@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.errors import InvalidParameterError, PromptError, UnsupportedModelError
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
 from engine.decoding.generation import generate, generate_stream
-from engine.models.loading import LoadedModel
+from engine.models.loading import LoadedModel, load_model
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
 from tests.helpers import scripted, split_events
@@ -330,3 +332,20 @@ def test_tokens_per_pass_counts_the_pass_that_ended_the_answer(tiny_target: Load
     pair, _ = scripted_pair(tiny_target, tiny_draft, " one two three four five", [eos])
     result = generate(PROMPT, pair, GREEDY.replace(mode="standard"))
     assert result.finish_reason == "stop" and result.stats.ended_on_eos and result.stats.tokens_per_pass == 1.0
+
+
+def test_a_base_model_chatting_stops_where_it_starts_the_next_user_turn(tmp_path: Path) -> None:
+    """A model without a chat template gets the fallback transcript and, like a real base model, goes on to write
+    a "User:" turn of its own; the answer ends there, in standard and speculative decoding alike."""
+    from engine.decoding.chat import FALLBACK_TURN_END
+    from engine.fixtures.tiny_base_model import NEXT_TURN, build_tiny_base_model
+
+    base = load_model(str(build_tiny_base_model(tmp_path)))
+    pair = ModelPair(base)
+    assert pair.is_base_model
+    raw = generate("What is the capital of France?", pair, GenerationParams(mode="standard", temperature=0.0, max_tokens=30), chat=False)
+    assert NEXT_TURN.strip() in raw.text or FALLBACK_TURN_END.strip() in raw.text  # the model does write the turn
+    for mode in ("standard", "speculative"):
+        params = GenerationParams(mode=mode, drafter="lookup", temperature=0.0, max_tokens=30)
+        result = generate("What is the capital of France?", ModelPair(base), params)
+        assert result.text.strip() == "Paris." and result.finish_reason == "stop", (mode, result.text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 
 import mlx.core as mx
 import numpy as np
@@ -13,10 +12,9 @@ from engine.decoding.generation import generate, generate_stream
 from engine.models.loading import LoadedModel
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
-from engine.decoding.sampling import Warper
 from engine.decoding.rounds import round_origins
 from engine.events import TokenEvent
-from tests.helpers import chi_square, chi_square_critical, split_events
+from tests.helpers import assert_first_two_tokens_follow, first_two_token_laws, split_events
 
 PROMPTS = [
     "What is speculative decoding?",
@@ -82,13 +80,6 @@ def test_round_origins() -> None:
     assert round_origins(3, 3) == ["accepted"] * 3 + ["bonus"]
 
 
-def _next_token_distribution(pair: ModelPair, context: list[int], params: GenerationParams) -> np.ndarray:
-    """The target's warped distribution after `context`, computed directly from one forward pass."""
-    cached = CachedModel(pair.target.model)
-    logits = cached.forward(mx.array(context, dtype=mx.uint32), ids=list(context))[-1:]
-    return np.exp(np.array(Warper(params, pair.vocab_width).logprobs(logits)[0], dtype=np.float64))
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 def test_a_seed_gives_one_answer_whatever_drafts_it(tiny_pair: ModelPair, temperature: float) -> None:
     """Issue 27: a seeded adaptive answer changed from one request to the next, since the policy's K decides how
@@ -120,24 +111,10 @@ def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: Mod
     """
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
-    p1 = _next_token_distribution(tiny_pair, prompt_ids, params)
-    p2 = np.zeros_like(p1)
-    for x1 in np.nonzero(p1 > 1e-4)[0]:
-        p2 += p1[x1] * _next_token_distribution(tiny_pair, prompt_ids + [int(x1)], params)
-
-    n = 1500
+    laws = first_two_token_laws(tiny_pair, prompt_ids, params)
     mx.random.seed(2024)
-    firsts: Counter = Counter()
-    seconds: Counter = Counter()
-    [eos] = tiny_pair.tokenizer.eos_token_ids
-    for run in range(n):
-        tokens = generate(prompt_ids, tiny_pair, params.replace(seed=run) if seeded else params).tokens
-        tokens = tokens + [eos] * (2 - len(tokens))  # an answer that ended drew EOS (not kept in its tokens)
-        firsts[tokens[0]] += 1
-        seconds[tokens[1]] += 1
-    for observed, expected in ((firsts, p1), (seconds, p2)):
-        stat, df = chi_square(observed, dict(enumerate(expected)), n)
-        assert stat < chi_square_critical(df), (stat, df)
+    answers = [generate(prompt_ids, tiny_pair, params.replace(seed=run) if seeded else params).tokens for run in range(1500)]
+    assert_first_two_tokens_follow(answers, laws, *tiny_pair.tokenizer.eos_token_ids)
 
 
 @pytest.fixture(scope="module")

@@ -42,3 +42,11 @@ def test_text_is_held_only_while_it_could_start_a_stop_string() -> None:
 
 def test_the_earliest_of_several_stop_strings_wins() -> None:
     assert run(["a", "bXc", "Yd"], ("Y", "X"))[0] == "ab"
+
+
+def test_the_stop_string_that_ended_the_text_is_named() -> None:
+    """Anthropic's API reports it as `stop_sequence`: the earliest in the text, not the first in the list."""
+    s = StopStrings(("END", "##"))
+    assert [e.text for e in s.push(TokenEvent(0, "a ## b END", "target", 0))] == ["a "]
+    assert (s.stopped, s.matched) == (True, "##")
+    assert StopStrings(("END",)).matched is None

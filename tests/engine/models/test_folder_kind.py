@@ -37,7 +37,7 @@ def test_a_dflash_drafter_is_named_instead_of_a_model_args_traceback(tmp_path: P
 def test_an_eagle3_drafter_in_the_speculators_format_names_its_target(tmp_path: Path) -> None:
     error = refusal(model_folders.eagle3_speculator(tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3"))
     assert error.kind == "EAGLE-3 drafter" and "is an EAGLE-3 drafter, not a chat model" in str(error)
-    assert "Pick meta-llama/Llama-3.1-8B-Instruct as the target" in str(error)
+    assert "Pick meta-llama/Llama-3.1-8B-Instruct as the target, and this folder as its draft (--draft " in str(error)
 
 
 def test_an_eagle3_drafter_as_its_authors_publish_it(tmp_path: Path, tiny_dirs) -> None:

@@ -111,3 +111,33 @@ def test_half_precision_weights_compute_in_float32_on_the_cpu(tiny_dirs, tmp_pat
     loaded = load_model(str(model))
     assert {v.dtype for _, v in tree_flatten(loaded.model.parameters())} == {mx.float32}
     assert loaded.context_length == 1024
+
+
+def _quantized_copy(source: Path, out: Path) -> Path:
+    """The model quantized by mlx-lm (4-bit, groups of 32), saved as mlx-lm saves its conversions."""
+    from mlx_lm.utils import load as mlx_lm_load, quantize_model, save_config, save_model
+
+    model, _ = mlx_lm_load(str(source))
+    config = json.loads((source / "config.json").read_text())
+    model, config = quantize_model(model, config, 32, 4)
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns("*.safetensors", "config.json"))
+    save_model(out, model)
+    save_config(config, out / "config.json")
+    return out
+
+
+def test_a_quantized_model_is_dequantized_on_the_cpu_while_it_fits(tiny_dirs, tmp_path: Path, monkeypatch) -> None:
+    """MLX's CPU quantized matmul is ~7x slower than a float one, so an imported GGUF (kept quantized for the Mac)
+    runs dequantized on the CPU, computing what mlx-lm's quantized model computes; one too big stays quantized."""
+    import mlx.nn as nn
+    from mlx_lm.utils import load as mlx_lm_load
+
+    folder = _quantized_copy(tiny_dirs[0], tmp_path / "q4")
+    quantized, _ = mlx_lm_load(str(folder))
+    loaded = load_model(str(folder))
+    layer = loaded.model.model.layers[0].mlp.up_proj
+    assert type(layer) is nn.Linear and layer.weight.dtype == mx.float32
+    ids = mx.array([[1, 50, 99, 7, 200, 13, 5, 77]])
+    assert mx.allclose(loaded.model(ids), quantized(ids).astype(mx.float32), atol=0.1).item()
+    monkeypatch.setattr("engine.models.loading.CPU_DEQUANTIZE_SHARE", 1e-9)
+    assert isinstance(load_model(str(folder)).model.model.layers[0].mlp.up_proj, nn.QuantizedLinear)

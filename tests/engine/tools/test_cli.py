@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import main
+from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
               "ttft_s", "total_s", "peak_memory_gb"}
@@ -306,3 +308,52 @@ def test_models_says_what_a_downloaded_drafter_is(fake_hub, tmp_path) -> None:
     download_model("z-lab/Qwen3-8B-DFlash-b16")
     code, out = run(["models"])
     assert code == 0 and "z-lab/Qwen3-8B-DFlash-b16  (DFlash drafter, not a chat model)\n" in out
+
+
+def test_a_thinking_models_reasoning_is_set_off_and_no_think_leaves_it_out(thinking_dirs) -> None:
+    from engine.fixtures.tiny_thinking import ANSWER, REASONING
+
+    target, draft = thinking_dirs(False)
+    args = ["generate", "--target", str(target), "--draft", str(draft), "--prompt", "Capital of France?", "--chat",
+            "--temp", "0"]
+    code, out = run(args)
+    assert code == 0 and out == f"<think>\n{REASONING}\n</think>\n\n{ANSWER}\n"
+    code, out = run(args + ["--json"])
+    assert (json.loads(out)["reasoning"], json.loads(out)["text"]) == (REASONING, ANSWER)
+    code, out = run(args + ["--no-think"])
+    assert code == 0 and out == f"{ANSWER}\n"
+
+
+def _drafters_in_trace(target: str, drafter_options: list[str], trace: Path) -> set[str]:
+    """The drafters a greedy answer's trace names, the answer checked against standard decoding's."""
+    common = ["generate", "--target", target, "--prompt", "abcabd", "--preset", "greedy", "--max-tokens", "24", "--json"]
+    code, out = run(common + drafter_options + ["--num-draft", "3", "--no-adaptive", "--trace", str(trace)])
+    assert code == 0
+    _, standard = run(common + ["--mode", "standard"])
+    assert json.loads(out)["tokens"] == json.loads(standard)["tokens"]
+    rounds = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert rounds
+    return {r["drafter"] for r in rounds if r["verified"]}
+
+
+def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:  # noqa: F811
+    """`--drafter mtp` needs no --draft: the target's own head drafts, and the trace names it."""
+    assert _drafters_in_trace(str(mtp_target.folder("hybrid")), ["--drafter", "mtp"], tmp_path / "trace.jsonl") == {"mtp"}
+
+
+def test_the_mtp_drafter_on_a_target_without_a_head_is_one_line(tiny_dirs, capsys) -> None:
+    code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "mtp"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and "no built-in MTP head" in err
+
+
+def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+    """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts, the trace names it."""
+    target, drafter = (str(folder) for folder in eagle3_pair.folders())
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"eagle3"}
+
+
+def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsys) -> None:
+    code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "eagle3"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "needs an EAGLE-3 drafter: pass its folder as the draft" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from engine.errors import InvalidParameterError, PromptError
 from engine.events import GenerationResult, GenerationStats
 from engine.params import GenerationParams
 from engine.tools.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
+from engine.tools.tool_calls import Reply, ToolCall
 
 MODELS = ["tiny-target", "/models/tiny-target"]
 DEFAULTS = GenerationParams.preset("greedy")
@@ -102,13 +104,13 @@ def test_engine_errors_become_400s_and_a_long_prompt_says_context_length_exceede
     assert engine_error(InvalidParameterError("needs a draft model")).code == "invalid_value"
 
 
-def result(text: str = "Hello there", finish: str = "length") -> GenerationResult:
+def result(text: str = "Hello there", finish: str = "length") -> Reply:
     stats = GenerationStats(prompt_tokens=10, generated_tokens=6, rounds=3, drafted=8, accepted=3, generation_s=0.5)
-    return GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats)  # type: ignore[arg-type]
+    return Reply(text, [], GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats))  # type: ignore[arg-type]
 
 
 def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
-    body = ResponseShape(parse(CHAT)).complete(result())
+    body = ResponseShape(parse(CHAT)).whole(result())
     assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello there"}
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 6, "total_tokens": 16}
@@ -118,7 +120,7 @@ def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
 
 
 def test_the_context_limit_finishes_as_length() -> None:
-    assert ResponseShape(parse(CHAT)).complete(result(finish="context"))["choices"][0]["finish_reason"] == "length"
+    assert ResponseShape(parse(CHAT)).whole(result(finish="context"))["choices"][0]["finish_reason"] == "length"
 
 
 def test_stream_chunks_share_one_id_and_the_usage_chunk_comes_only_when_asked() -> None:
@@ -141,3 +143,54 @@ def test_sse_frames_json_and_done() -> None:
     assert sse({"a": 1}) == b'data: {"a": 1}\n\n'
     assert sse("[DONE]") == b"data: [DONE]\n\n"
     assert json.loads(sse({"t": "é"})[6:]) == {"t": "é"}
+
+
+# Tools: the request side.
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+
+
+def test_tools_and_a_named_choice_reach_the_job() -> None:
+    body = {**CHAT, "tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}
+    tooling = parse(body).tooling
+    assert tooling.tools == [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    assert (tooling.choice.mode, tooling.choice.name) == ("named", "get_weather")
+    assert parse(CHAT).tooling is None and parse({**CHAT, "tools": [WEATHER]}).tooling.choice.mode == "auto"
+
+
+def test_history_calls_and_tool_results_are_kept_for_the_template() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    body = {"messages": [{"role": "user", "content": "Weather?"},
+                         {"role": "assistant", "content": None, "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": "call_1", "content": "22 C"}]}
+    _, assistant, tool = parse(body).prompt
+    assert assistant == {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    assert tool == {"role": "tool", "content": "22 C", "tool_call_id": "call_1"}
+
+
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({**CHAT, "tools": [{"type": "function"}]}, "tools[0]"),
+        ({**CHAT, "tools": [{"type": "function", "function": {"description": "no name"}}]}, "tools[0]"),
+        ({**CHAT, "tool_choice": "required"}, "tools"),
+        ({**CHAT, "tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "other"}}}, "tool_choice"),
+        ({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{x"}}]}]},
+         "messages[0].tool_calls[0]"),
+    ],
+)
+def test_bad_tools_are_refused_naming_the_field(body, param) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse(body)
+    assert (caught.value.status, caught.value.param) == (400, param)
+
+
+def test_calls_make_a_tool_calls_message_and_finish_reason() -> None:
+    reply = result("")
+    reply.result = dataclasses.replace(reply.result, finish_reason="stop")
+    reply.calls.append(ToolCall("get_weather", '{"city": "Paris"}', "call_1"))
+    choice = ResponseShape(parse(CHAT)).whole(reply)["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    assert choice["message"]["tool_calls"] == [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]

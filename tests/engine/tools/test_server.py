@@ -308,3 +308,11 @@ def test_serving_an_adapter_folder_is_one_line_naming_it(tmp_path, capsys) -> No
     err = capsys.readouterr().err
     assert err.count("\n") == 1, err
     assert err.startswith("error: qwen-lora is a LoRA adapter for Qwen/Qwen2.5-0.5B-Instruct, not a model: ")
+
+
+def test_unknown_routes_answer_in_the_shape_of_the_api_they_are_under(server) -> None:
+    """Anthropic's clients parse `{"type": "error", "error": {...}}`, OpenAI's `{"error": {...}}`."""
+    count = httpx.post(url(server, "/v1/messages/count_tokens"), json={})
+    assert count.status_code == 404 and count.json()["error"]["type"] == "not_found_error"
+    wrong = httpx.get(url(server, "/v1/responses"))
+    assert wrong.status_code == 405 and wrong.json()["error"]["message"] and "type" not in wrong.json()

@@ -1,0 +1,274 @@
+"""Anthropic's Messages API (`POST /v1/messages`, what Claude Code speaks) as a translation at the edge.
+
+A request's `system` (a string or text blocks), its messages' content blocks (text, `tool_use`, `tool_result`,
+`thinking`) and its tools (`input_schema`) become the chat messages and OpenAI-shaped tools our chat templates
+read; the answer comes back as content blocks (`thinking` when the model reasoned, text, `tool_use`) with a
+`stop_reason` (end_turn, max_tokens, stop_sequence, tool_use) and `usage`, or streamed as Anthropic streams it:
+message_start, per block content_block_start / content_block_delta (thinking_delta, text_delta or
+input_json_delta; a thinking block's signature_delta last) / content_block_stop, then message_delta and
+message_stop. The `speculation` object rides along on the message and the message_delta.
+
+A thinking block's signature is opaque to clients, who send it back unchanged; ours is a digest of the thinking
+and nothing checks it (there is no hidden reasoning to protect). `thinking: {"type": "disabled"}` switches a
+thinking model's thinking off (`reasoning_api`); thinking blocks in earlier turns are kept as the answer's
+reasoning, which the chat layer renders as the model's template does (`redacted_thinking` has no text to keep).
+
+Errors are Anthropic's shape, `{"type": "error", "error": {"type", "message"}}`, with the status Anthropic
+uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from ..params import GenerationParams
+from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
+from .response_format import anthropic_schema
+from .reasoning_api import anthropic_thinks, with_thinking
+from .speculation_report import speculation
+from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
+                         function_tool, history_call)
+
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+               413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
+STOP_REASONS = {"length": "max_tokens", "context": "max_tokens"}
+IGNORED_BLOCKS = ("thinking", "redacted_thinking")  # in a user turn; an assistant turn keeps its thinking
+EMPTY_BLOCKS = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
+
+
+def error_body(error: ApiError) -> dict[str, Any]:
+    """An error as Anthropic's clients parse it."""
+    kind = ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
+    return {"type": "error", "error": {"type": kind, "message": error.message}}
+
+
+def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationParams) -> ApiRequest:
+    """A Messages body as the job every API makes."""
+    model = served_model(body, models)
+    if "max_tokens" not in body:
+        raise ApiError(400, "max_tokens: Field required (the most tokens to generate, e.g. 1024).", param="max_tokens")
+    messages = _system(body.get("system")) + _messages(body.get("messages"))
+    translated = {**body, "stop": body.get("stop_sequences")}
+    try:
+        params = request_params(translated, defaults)
+    except ApiError as e:
+        raise ApiError(e.status, e.message.replace("'stop'", "'stop_sequences'"), e.kind, e.param, e.code) from None
+    params = params.replace(json_schema=anthropic_schema(body))
+    return ApiRequest("messages", model, messages, with_thinking(params, anthropic_thinks(body)),
+                      typed(body, "stream", bool, False), tooling=_tooling(body))
+
+
+def _system(system: object) -> list[dict[str, Any]]:
+    if system is None or system == "" or system == []:
+        return []
+    return [{"role": "system", "content": _text(system, "system")}]
+
+
+def _text(content: object, where: str) -> str:
+    """A string, or text blocks joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "".join(str(b.get("text", "")) for b in content)
+    raise ApiError(400, f"{where}: must be a string or a list of text blocks.", param=where)
+
+
+def _messages(messages: object) -> list[dict[str, Any]]:
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(400, "messages: a non-empty list of {role, content} objects is required.", param="messages")
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant"):
+            raise ApiError(400, f"messages.{i}.role: must be 'user' or 'assistant'.", param=f"messages.{i}.role")
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            raise ApiError(400, f"messages.{i}.content: must be a string or a list of content blocks.", param=f"messages.{i}.content")
+        out += _user_turn(blocks, i) if role == "user" else [_assistant_turn(blocks, i)]
+    return out
+
+
+def _user_turn(blocks: list[Any], index: int) -> list[dict[str, Any]]:
+    """A user turn: its tool results as `tool` messages (they answer the previous turn's calls), then its text."""
+    results, texts = [], []
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_result":
+            results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
+                            "content": _result_text(block.get("content"), f"messages.{index}.content.{j}.content")})
+        elif kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind not in IGNORED_BLOCKS:
+            raise _unsupported_block(kind, index, j)
+    return results + ([{"role": "user", "content": "".join(texts)}] if texts or not results else [])
+
+
+def _result_text(content: object, where: str) -> str:
+    if content is None:
+        return ""
+    return _text(content, where)
+
+
+def _assistant_turn(blocks: list[Any], index: int) -> dict[str, Any]:
+    """An assistant turn: its text, its thinking as its reasoning, and its tool_use blocks as the calls chat
+    templates render."""
+    texts, thoughts, calls = [], [], []
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            thoughts.append(str(block.get("thinking", "")))
+        elif kind == "tool_use":
+            try:
+                calls.append(history_call(block.get("id"), block.get("name"), block.get("input", {})))
+            except ValueError as e:
+                raise ApiError(400, f"messages.{index}.content.{j}: tool_use {e}.", param=f"messages.{index}.content.{j}") from e
+        elif kind not in IGNORED_BLOCKS:
+            raise _unsupported_block(kind, index, j)
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if any(thoughts):
+        message["reasoning_content"] = "\n\n".join(t for t in thoughts if t)
+    return {**message, "tool_calls": calls} if calls else message
+
+
+def _unsupported_block(kind: object, index: int, block: int) -> ApiError:
+    return ApiError(400, f"messages.{index}.content.{block}: blocks of type {kind!r} are not supported here (text, "
+                    "tool_use and tool_result are).", param=f"messages.{index}.content.{block}")
+
+
+def _tooling(body: dict[str, Any]) -> Tooling | None:
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    if not tools and choice is None:
+        return None
+    converted = read_tools(tools, _tool, lambda i: f"tools.{i}:", "{name, description, input_schema}")
+    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]))
+
+
+def _tool(tool: object) -> Tool:
+    if not isinstance(tool, dict) or "input_schema" not in tool:
+        raise ValueError("needs a name and an input_schema (server tools are not supported)")
+    return function_tool(tool.get("name"), tool.get("description"), tool.get("input_schema"))
+
+
+def _choice(choice: object, names: list[str]) -> ToolChoice:
+    """{type: auto | any | none} or {type: tool, name}, as a ToolChoice."""
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if choice is None or kind == "auto":
+        return ToolChoice("auto")
+    if kind in ("any", "none"):
+        return ToolChoice("required" if kind == "any" else "none")
+    if kind == "tool" and choice.get("name") in names:  # type: ignore[union-attr]
+        return ToolChoice("named", choice["name"])  # type: ignore[index]
+    raise ApiError(400, "tool_choice: must be {type: 'auto'}, {type: 'any'}, {type: 'none'} or {type: 'tool', name} "
+                   f"naming one of the tools ({', '.join(names)}).", param="tool_choice")
+
+
+def stop_reason(reply: Reply) -> str:
+    """end_turn, max_tokens, stop_sequence or tool_use."""
+    result = reply.finished
+    if result.finish_reason in STOP_REASONS:
+        return STOP_REASONS[result.finish_reason]
+    if reply.calls:
+        return "tool_use"
+    return "stop_sequence" if result.stop_string is not None else "end_turn"
+
+
+def _tool_use(call: ToolCall) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object()}
+
+
+def _thinking_block(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": signature(text)}
+
+
+def signature(thinking: str) -> str:
+    """An opaque signature for a thinking block (clients require one and send it back; nothing checks it)."""
+    return "specchat-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+class Render:
+    """A Messages response, whole or as Anthropic's stream of events (one id for all of them)."""
+
+    def __init__(self, request: ApiRequest) -> None:
+        self.request = request
+        self.id = "msg_" + uuid.uuid4().hex[:24]
+        self._blocks = 0
+        self._open: tuple[str, int] | None = None  # the streamed block still open: its type and index
+        self._thinking = ""
+
+    def _message(self, content: list[dict[str, Any]], input_tokens: int, output_tokens: int) -> dict[str, Any]:
+        return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": content,
+                "stop_reason": None, "stop_sequence": None,
+                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+
+    def whole(self, reply: Reply) -> dict[str, Any]:
+        result = reply.finished
+        thinking = [_thinking_block(reply.reasoning)] if reply.reasoning else []
+        text = [{"type": "text", "text": reply.text}] if reply.text or not reply.calls else []
+        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], result.stats.prompt_tokens,
+                             result.stats.generated_tokens)
+        body.update(stop_reason=stop_reason(reply), stop_sequence=result.stop_string,
+                    speculation=speculation(result, self.request.params.drafter))
+        return body
+
+    def opening(self, prompt_tokens: int) -> list[bytes]:
+        return [_sse({"type": "message_start", "message": self._message([], prompt_tokens, 0)})]
+
+    def piece(self, piece: AnswerPiece) -> list[bytes]:
+        if isinstance(piece, ReasoningPiece):
+            self._thinking += piece.text
+            return self._delta("thinking", {"type": "thinking_delta", "thinking": piece.text})
+        if isinstance(piece, TextPiece):
+            return self._delta("text", {"type": "text_delta", "text": piece.text}) if piece.text else []
+        frames = self._close_block()
+        index = self._next_block()
+        start = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": {}}
+        return frames + [
+            _sse({"type": "content_block_start", "index": index, "content_block": start}),
+            _sse({"type": "content_block_delta", "index": index,
+                  "delta": {"type": "input_json_delta", "partial_json": piece.arguments}}),
+            _sse({"type": "content_block_stop", "index": index}),
+        ]
+
+    def _delta(self, kind: str, delta: dict[str, Any]) -> list[bytes]:
+        """A delta of a `kind` block (text or thinking), opening the block first unless it is the open one."""
+        frames = []
+        if self._open is None or self._open[0] != kind:
+            frames += self._close_block()
+            self._open = (kind, self._next_block())
+            frames.append(_sse({"type": "content_block_start", "index": self._open[1], "content_block": EMPTY_BLOCKS[kind]}))
+        return frames + [_sse({"type": "content_block_delta", "index": self._open[1], "delta": delta})]
+
+    def _close_block(self) -> list[bytes]:
+        """Close the open block; a thinking block gets its signature first, as Anthropic sends it."""
+        if self._open is None:
+            return []
+        (kind, index), self._open = self._open, None
+        frames = []
+        if kind == "thinking":
+            delta = {"type": "signature_delta", "signature": signature(self._thinking)}
+            frames.append(_sse({"type": "content_block_delta", "index": index, "delta": delta}))
+        return frames + [_sse({"type": "content_block_stop", "index": index})]
+
+    def _next_block(self) -> int:
+        self._blocks += 1
+        return self._blocks - 1
+
+    def closing(self, reply: Reply) -> list[bytes]:
+        result = reply.finished
+        delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": result.stop_string},
+                 "usage": {"input_tokens": result.stats.prompt_tokens, "output_tokens": result.stats.generated_tokens},
+                 "speculation": speculation(result, self.request.params.drafter)}
+        return self._close_block() + [_sse(delta), _sse({"type": "message_stop"})]
+
+    def failure(self, error: ApiError) -> list[bytes]:
+        return [_sse(error_body(error))]

@@ -1,0 +1,31 @@
+"""A request the server refuses, in the error shape OpenAI's clients parse, and the typed reading of body fields
+that raises it. Every API's request parsing shares them (Anthropic's renders the same error in its own shape)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class ApiError(Exception):
+    """A request the server refuses, as OpenAI reports it."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param, self.code = status, message, kind, param, code
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+
+def typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
+    """body[name] if it has the right JSON type (booleans are not numbers), the default if absent or null."""
+    value = body.get(name)
+    if value is None:
+        return default
+    numeric = kind in (int, float, (int, float))
+    if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
+        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[call-overload]
+        raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
+    return value

@@ -1,0 +1,89 @@
+"""Drafting with the target's built-in MTP head keeps the output exactly the target's, on dense and hybrid targets.
+
+The tiny targets (engine/fixtures/tiny_drafters.py) have 8 ids and heads that agree with them often but not
+always, so rounds accept some of their drafts and roll back the rest.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.decoding.generation import generate
+from engine.decoding.pair import ModelPair
+from engine.errors import UnsupportedModelError
+from engine.events import GenerationResult
+from engine.params import GenerationParams
+from tests.helpers import assert_sampling_is_exact
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
+
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="mtp")
+KINDS = ["hybrid", "dense"]
+
+
+def _turns(pair: ModelPair, params: GenerationParams) -> list[GenerationResult]:
+    """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
+    first = [{"role": "user", "content": "abcabd"}]
+    reply = generate(first, pair, params)
+    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "gfe"}]
+    return [reply, generate(second, pair, params)]
+
+
+@pytest.mark.parametrize("kind", KINDS + ["next"])  # Qwen3-Next: num_nextn_predict_layers, experts in the head
+def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:  # noqa: F811
+    target = mtp_target(kind)
+    expected = [answer.tokens for answer in _turns(ModelPair(target), GREEDY.replace(mode="standard"))]
+    assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
+    pair = ModelPair(target)
+    for k in range(1, 9):
+        answers = _turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
+        assert [answer.tokens for answer in answers] == expected, (kind, k)
+        drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
+        assert 0 < accepted < drafted, k  # partial accepts: rollbacks ran
+    assert pair.target_cache.rewinds["reset"] == 0
+    assert (pair.target_cache.rewinds["restored"] > 0) == (kind != "dense")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_regenerate_and_an_answer_the_head_did_not_hear_keep_the_output(kind: str, mtp_target) -> None:  # noqa: F811
+    target = mtp_target(kind)
+    fixed = GREEDY.replace(num_draft=3, adaptive=False)
+    expected = generate("abcabd", ModelPair(target), GREEDY.replace(mode="standard")).tokens
+    pair = ModelPair(target)
+    first = generate("abcabd", pair, fixed)
+    again = generate("abcabd", pair, fixed)  # Regenerate: the head's entries run past the prompt
+    between = generate("abcabd", pair, fixed.replace(mode="standard"))  # an answer the head does not hear
+    after = generate("abcabdgfe", pair, fixed)  # an edit after that gap
+    assert first.tokens == again.tokens == between.tokens == expected
+    assert after.tokens == generate("abcabdgfe", ModelPair(target), GREEDY.replace(mode="standard")).tokens
+    assert again.stats.accepted > 0 and after.stats.accepted > 0  # the head still drafts, and is right at times
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_adaptive_policy_keeps_the_output(kind: str, mtp_target) -> None:  # noqa: F811
+    target = mtp_target(kind)
+    expected = generate("abcabd", ModelPair(target), GREEDY.replace(mode="standard", max_tokens=80)).tokens
+    assert generate("abcabd", ModelPair(target), GREEDY.replace(max_tokens=80)).tokens == expected
+
+
+def test_a_target_without_an_mtp_head_is_refused_in_one_line(tiny_pair: ModelPair) -> None:
+    with pytest.raises(UnsupportedModelError, match="no built-in MTP head.*--drafter model"):
+        generate("Hello", tiny_pair, GREEDY)
+
+
+def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:  # noqa: F811
+    from engine.decoding.generation import generate_stream
+    from engine.events import RoundEvent
+
+    events = list(generate_stream(ModelPair(mtp_target("hybrid")), "abcabd", GREEDY.replace(num_draft=3, adaptive=False)))
+    rounds = [e for e in events if isinstance(e, RoundEvent)]
+    assert {r.drafter for r in rounds if r.drafted} == {"mtp"}
+    assert all(r.trace_record()["drafter"] in ("mtp", "none") for r in rounds)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("kind", KINDS)
+def test_sampled_tokens_follow_the_target_distribution(kind: str, mtp_target) -> None:  # noqa: F811
+    """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
+    the head's own distribution, so the rejection rule keeps the target's."""
+    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="mtp")
+    assert_sampling_is_exact(ModelPair(mtp_target(kind)), params)
