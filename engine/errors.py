@@ -57,5 +57,9 @@ class DownloadCancelled(SpecChatError):
     """The user cancelled a download; the cache holds only complete files."""
 
 
+class DistributedError(SpecChatError):
+    """A Mac of a pipelined target that stopped, cannot be reached, or holds another model."""
+
+
 class LoadCancelled(SpecChatError):
     """The user cancelled a model load (a GGUF import); the import kept nothing, the loaded pair stays."""

@@ -113,6 +113,16 @@ def family_models(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def dense_models(tmp_path_factory: pytest.TempPathFactory):
+    """`dense_models(family)`: (target folder, draft folder) of a tiny four-layer "qwen2" or "llama" model and its
+    two-layer draft (the pipeline tests cut them into stages)."""
+    from engine.fixtures.tiny_families import build_family
+
+    root = tmp_path_factory.mktemp("dense")
+    return lambda family: build_family(root, family)
+
+
+@pytest.fixture(scope="session")
 def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny model whose tokenizer numbers tokens differently (a smaller vocabulary trained on the same text)."""
     from engine.fixtures.tiny_models import TinySpec, build_tokenizer, random_weights, write_model

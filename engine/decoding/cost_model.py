@@ -53,6 +53,16 @@ def ssd_speedup(acceptance: float, draft_cost: float, slope: float, k: int, hit_
     return expected_tokens(acceptance, k) / seconds
 
 
+def pipelined_speedup(tokens_per_pass: float, pass_cost: float, latency: float) -> float:
+    """Speculation's speedup over standard decoding when every target pass also waits `latency` (a pipeline
+    across Macs: the head's message and the activations' hops), all in target steps of compute.
+
+    A standard token costs 1 + L; a speculative round costs its pass (v(K) + K c) + L and yields E tokens, so
+    the speedup is E (1 + L) / (pass_cost + L): E / v(K) on one machine, rising towards E as latency dominates.
+    """
+    return tokens_per_pass * (1 + latency) / (pass_cost + latency)
+
+
 @dataclass
 class CostModel:
     """The cost model of one answer.

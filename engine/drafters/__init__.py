@@ -4,3 +4,11 @@ Each module here holds one published drafter format: its network, its loader fro
 and the small API the speculative round calls. They sit between the round (`engine/decoding`) and the model
 library (`engine/models`): they know mlx-lm's target models, never the round itself.
 """
+
+
+def default_drafter(draft: str | None) -> str:
+    """The drafter a `--draft` folder means when none is named: lookup without one, the EAGLE-3 drafter for a
+    speculators folder, a draft model otherwise (so a user never has to say twice what the folder is)."""
+    from .eagle3 import eagle3_folder
+
+    return "lookup" if not draft else "eagle3" if eagle3_folder(draft) else "model"

@@ -242,12 +242,13 @@ def read_config(path: Path) -> dict[str, Any]:
         raise NotAModelError(f"{path / 'config.json'} cannot be read ({e}). Re-download or re-convert the model.") from e
 
 
-def use_float32_on_cpu(model: nn.Module) -> None:
+def use_float32_on_cpu(model: nn.Module, evaluate: bool = True) -> None:
     """On MLX's CPU backend compute in float32: its matmul calls BLAS only for float32, and runs half-precision
     and quantized weights through generic kernels (a 4-bit matmul measured 7x slower than bf16 here). So a
     quantized model (an imported GGUF) is dequantized while its float32 copy takes at most
     `CPU_DEQUANTIZE_SHARE` of the memory; a bigger one stays quantized, slow rather than swapping. On a GPU,
-    where quantized weights are the fast ones, the weights stay as stored."""
+    where quantized weights are the fast ones, the weights stay as stored. `evaluate=False` leaves the weights
+    lazy (a pipeline stage reads only its own layers)."""
     if mx.default_device() != mx.cpu:
         return
     if _quantized_layers(model) and float32_bytes(model) <= CPU_DEQUANTIZE_SHARE * physical_memory_gb() * 1e9:
@@ -256,7 +257,8 @@ def use_float32_on_cpu(model: nn.Module) -> None:
         dequantize_model(model)
     half = (mx.float16, mx.bfloat16)
     model.update(tree_map(lambda p: p.astype(mx.float32) if p.dtype in half else p, model.parameters()))
-    mx.eval(model.parameters())
+    if evaluate:
+        mx.eval(model.parameters())
 
 
 def _quantized_layers(model: nn.Module) -> list[nn.Module]:
@@ -276,21 +278,28 @@ def float32_bytes(model: nn.Module) -> int:
     return total
 
 
-def load_model(spec: str, progress: ProgressCallback | None = None) -> LoadedModel:
-    """Load a model by name (folder, .gguf file or downloaded repo id) with mlx-lm's loader."""
+def build_model(spec: str, path: Path, lazy: bool = False) -> tuple[nn.Module, dict[str, Any]]:
+    """mlx-lm's model and config from a resolved folder, every way that can fail as one line; `lazy`: weights
+    are read when first evaluated."""
     from mlx_lm.utils import load_model as mlx_load_model
-    from mlx_lm.utils import load_tokenizer
 
-    path = resolve_model_path(spec, progress=progress)
     config = read_config(path)
     try:
-        model, config = mlx_load_model(path)
+        return mlx_load_model(path, lazy=lazy)
     except FileNotFoundError as e:
         raise NotAModelError(f"{spec} is incomplete: {e}. Re-download it.") from e
     except RuntimeError as e:  # MLX's loader on a file the header check could not catch
         raise NotAModelError(f"{spec}'s weights could not be read ({e}). Download or copy the model again.") from e
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:  # mlx-lm building what it cannot
         raise build_failure(path, config, e) from e
+
+
+def load_model(spec: str, progress: ProgressCallback | None = None) -> LoadedModel:
+    """Load a model by name (folder, .gguf file or downloaded repo id) with mlx-lm's loader."""
+    from mlx_lm.utils import load_tokenizer
+
+    path = resolve_model_path(spec, progress=progress)
+    model, config = build_model(spec, path)
     use_float32_on_cpu(model)
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
     return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config)

@@ -14,6 +14,7 @@ from typing import Sequence, TextIO
 
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
+from ..drafters import default_drafter
 from ..errors import SpecChatError
 from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
 
@@ -74,11 +75,16 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--system", help="system prompt (with --chat)")
 
 
+def _add_hosts_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hosts", type=Path, help="run the target across the Macs of this mlx.launch hostfile (README)")
+    p.add_argument("--ring-port", type=int, default=32323, help="--hosts: the ring's first port (one per Mac)")
+
+
 def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     """The preset, with every option the user gave on top."""
     values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
     values = {k: v for k, v in values.items() if v is not None}
-    values["drafter"] = args.drafter or _default_drafter(args.draft)
+    values["drafter"] = args.drafter or default_drafter(args.draft)
     if args.no_adaptive:
         values["adaptive"] = False
     if args.no_history:
@@ -91,11 +97,15 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     return GenerationParams.preset(args.preset, **values)
 
 
-def _default_drafter(draft: str | None) -> str:
-    """Lookup without a draft; with one, the draft model, or the EAGLE-3 drafter a speculators folder holds."""
-    from ..drafters.eagle3 import eagle3_folder
-
-    return "lookup" if not draft else "eagle3" if eagle3_folder(draft) else "model"
+def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
+    _add_sampling_options(s, preset="default")
+    s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
+    s.add_argument("--port", type=int, default=8080)
+    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+    _add_hosts_option(s)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
     g.add_argument("--trace", type=Path, help="write every round to this file, one JSON object per line (README)")
+    _add_hosts_option(g)
 
     # Greedy by default: the benchmark checks every mode's output against standard decoding's, token for token.
     b = sub.add_parser("benchmark", help="compare decoding modes on the same prompts")
@@ -132,13 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=Path, help="write the speedups as an SVG bar chart")
     b.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
-    _add_sampling_options(s, preset="default")
-    s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
-    s.add_argument("--port", type=int, default=8080)
-    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
-    s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+    _add_serve_parser(sub)
 
     sub.add_parser("list-models", help="the recommended draft/target pairs, with download state and fit")
 
@@ -165,7 +170,11 @@ def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None,
     does after a load); `wait` for the index (one answer: drafting the same way every run) or build it behind."""
     from ..decoding.pair import ModelPair
 
-    pair = ModelPair.load(args.target, args.draft)
+    return _with_history(ModelPair.load(args.target, args.draft), params, wait)
+
+
+def _with_history(pair, params: GenerationParams | None, wait: bool = True):  # noqa: ANN001, ANN202
+    """`pair`, its history indexing the saved chats when `params` draft from them (see _load_pair)."""
     if params is not None and params.drafts_from_history:
         from ..conversations import saved_chats
         from ..decoding.history import start_indexing
@@ -197,15 +206,23 @@ def _open_trace(path: Path | None) -> TextIO | None:
 
 
 def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
-    from ..decoding.generation import generate_stream
-    from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
-
     params = _params(args, mode=args.mode, stop=tuple(args.stop))
     if params.lossy:
         print(f"note: lenience {params.lenience:g} is LOSSY: the output no longer follows the target's distribution "
               "exactly.", file=sys.stderr)
+    if args.hosts:
+        from .distributed_command import across_macs
+
+        return across_macs(args, lambda session: _generate_with(_with_history(session.pair, params), args, params, out))
+    return _generate_with(_load_pair(args, params), args, params, out)
+
+
+def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out: TextIO) -> int:  # noqa: ANN001
+    """One answer from a loaded pair, streamed or as JSON (see `generate --help`)."""
+    from ..decoding.generation import generate_stream
+    from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
+
     prompt = _prompt_text(args)
-    pair = _load_pair(args, params)
     trace = _open_trace(args.trace)
     result, part = None, "answer"
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
@@ -233,23 +250,38 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .generation_queue import EngineThread
-    from .server import RunningServer, bind, check_host, create_app
+    from .server import check_host
 
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
+    if args.hosts:
+        from .distributed_command import across_macs, stop_when_broken
+
+        return across_macs(args, lambda session: _serve(args, params, out, lambda: _with_history(session.pair, params, False),
+                                                        stop_when_broken(session)))
+    return _serve(args, params, out, lambda: _load_pair(args, params, wait=False))
+
+
+def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:  # noqa: ANN001
+    """Serve the pair `load` gives until Ctrl-C (or `watch`, given the server, stops it); the engine ends first."""
+    from .generation_queue import EngineThread
+    from .server import RunningServer, bind, create_app
+
     sock = bind(args.host, args.port)
+    engine = EngineThread(load, args.target)
     try:
-        engine = EngineThread(lambda: _load_pair(args, params, wait=False), args.target)
         engine.start()  # loads the pair on the thread that will generate with it (a load error is raised here)
         app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
                          log=lambda record: print(record.line(), file=sys.stderr, flush=True))
         server = RunningServer(app, sock)
+        if watch is not None:
+            watch(server)
         out.write(f"Serving {engine.model_ids()[0]} on http://{args.host}:{server.port}/v1 (Ctrl-C stops)\n")
         out.flush()
         server.run()
     finally:
         sock.close()
+        engine.stop()  # the running answer ends before anything else touches the pair
     return 0
 
 
@@ -349,6 +381,7 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 1 a reported error, 2 bad usage)."""
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # what --hosts runs again on every Mac
     try:
         return COMMANDS[args.command](args, out or sys.stdout)
     except SpecChatError as e:

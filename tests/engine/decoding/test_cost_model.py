@@ -92,3 +92,10 @@ def test_with_drafts_from_both_the_draft_cost_is_each_drafter_s_by_its_share() -
     assert model.drafter_token_s["lookup"] == 0.0 and model.drafter_token_s["model"] == pytest.approx(0.125)
     assert model.draft_token_s == pytest.approx(24 / 56 * model.drafter_token_s["model"])
     assert model.draft_cost > 0.4
+
+
+def test_a_per_pass_latency_moves_the_speedup_from_e_over_v_towards_e() -> None:
+    # 3 tokens per pass for a pass costing 1.5 steps: 2x on one machine, more the longer each pass waits.
+    assert cost_model.pipelined_speedup(3.0, 1.5, 0.0) == pytest.approx(2.0)
+    assert cost_model.pipelined_speedup(3.0, 1.5, 1.0) == pytest.approx(2.4)
+    assert cost_model.pipelined_speedup(3.0, 1.5, 1000.0) == pytest.approx(3.0, rel=1e-3)
