@@ -13,12 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .folder_kind import drafter_family, read_json
+from .folder_kind import drafter_family, folder_name, read_json
 
 BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
 BUILT_IN_MTP_LABEL = "Built-in drafter (MTP heads)"
 # folder_kind's drafter families that SpecChat drafts with, and the drafter each runs.
 FOLDER_DRAFTERS = {"DFlash": "dflash", "EAGLE-3": "eagle3"}
+DRAFTER_KINDS = {f"{family} drafter" for family in FOLDER_DRAFTERS}  # their LocalModel.kind in model_store
 DRAFTER_NAMES = {"model": "draft model", "mtp": "built-in MTP drafter", "dflash": "DFlash drafter",
                  "eagle3": "EAGLE-3 drafter"}
 
@@ -68,3 +69,9 @@ def drafter_for(draft: str | None) -> str:
 def draft_model(draft: str | None) -> str | None:
     """What to load in the draft's place: the draft as it is, None for the target's own heads or no draft."""
     return None if not draft or draft == BUILT_IN_MTP else draft
+
+
+def shown_draft_name(draft: str | None) -> str | None:
+    """How a window names a draft that is no draft model: a drafter folder or repo by its name, the target's own
+    heads by none (the drafter's name says it)."""
+    return None if not draft or draft == BUILT_IN_MTP else folder_name(Path(draft).expanduser())
