@@ -234,7 +234,7 @@ class LocalModelsTab(QWidget):
         for verdict in self._verdicts:
             if verdict.compatible:
                 kind = kinds.get(verdict.name, "")
-                self.drafts.addItem(model_label(verdict.name) + (f" ({kind})" if kind else ""), verdict.name)
+                self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
         self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
 
     def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:

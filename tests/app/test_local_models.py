@@ -177,7 +177,7 @@ def test_an_eagle3_folder_is_offered_for_its_target_and_refused_for_another_with
                            "and cannot draft for tiny-mtp-dense-0: it has 3 layers where the drafter taps layers")
     tab.targets.setCurrentRow(rows(tab)[str(target)])
     qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
-    assert tab.drafts.currentData() == str(drafter) and tab.drafts.currentText().endswith("(EAGLE-3 drafter)")
+    assert tab.drafts.currentData() == str(drafter) and tab.drafts.currentText().startswith("EAGLE-3 drafter: ")
     with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
         tab.use_local_button.click()
     assert window.session.pair.drafter == "eagle3"
