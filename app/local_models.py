@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from engine.errors import SpecChatError
 from engine.models.base_model import BASE_MODEL_NOTE
+from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, DRAFTER_KINDS, has_mtp_heads
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 
@@ -97,7 +98,7 @@ class LocalModelsTab(QWidget):
         layout.addLayout(left, 3)
 
         right = QVBoxLayout()
-        right.addWidget(QLabel("Draft model (only drafts with the target's tokenizer)"))
+        right.addWidget(QLabel("Draft (a model with the target's tokenizer, or a drafter made for the target)"))
         self.drafts = QComboBox()
         right.addWidget(self.drafts)
         self.draft_note = QLabel()
@@ -190,12 +191,18 @@ class LocalModelsTab(QWidget):
             self.draft_note.setText(selected.problem)
             return
         self._show_drafts()
-        candidates = [m.name for m in self.local if m.complete and not self._is_target(m, selected)]
+        candidates = [m.name for m in self.local if self._can_draft(m) and not self._is_target(m, selected)]
         if candidates:
-            self.draft_note.setText("Checking which drafts share the target's tokenizer…")
+            self.draft_note.setText("Checking which drafts fit the target…")
             self.drafts_check_requested.emit(selected.name, candidates)
         else:
-            self.draft_note.setText("No other models on this computer to draft with.")
+            built_in = ", but its built-in MTP heads can" if self.drafts.findData(BUILT_IN_MTP) > 0 else ""
+            self.draft_note.setText(f"No other models on this computer to draft with{built_in}.")
+
+    @staticmethod
+    def _can_draft(model: LocalModel) -> bool:
+        """A chat model, or a DFlash or EAGLE-3 drafter folder (no chat model, but a draft for its target)."""
+        return model.complete or model.kind in DRAFTER_KINDS
 
     @staticmethod
     def _is_target(model: LocalModel, target: LocalModel) -> bool:
@@ -208,7 +215,8 @@ class LocalModelsTab(QWidget):
         tooltip, and shows when it is selected as the target)."""
         lines = [(f"{model_label(v.name)}: {v.reason}", v.reason) for v in self._verdicts if not v.compatible]
         lines += [(f"{model_label(m.name)}: {TARGET_ITSELF}", m.name) for m in self.local if self._is_target(m, target)]
-        return lines + [(f"{model_label(m.name)}: {m.unusable_because}", m.problem) for m in self.local if not m.complete]
+        return lines + [(f"{model_label(m.name)}: {m.unusable_because}", m.problem) for m in self.local
+                        if not self._can_draft(m)]
 
     def _show_drafts(self) -> None:
         """Fill the draft list and "Not offered" from scratch: an answer that arrives twice shows each model once."""
@@ -216,13 +224,18 @@ class LocalModelsTab(QWidget):
         self.drafts.clear()
         self.left_out.clear()
         self.drafts.addItem(NO_DRAFT, "")
+        if selected is not None and selected.path.is_dir() and has_mtp_heads(selected.path):
+            self.drafts.addItem(BUILT_IN_MTP_LABEL, BUILT_IN_MTP)
         for line, tooltip in self._left_out_lines(selected) if selected else []:
             item = QListWidgetItem(line)
             item.setToolTip(tooltip)
             self.left_out.addItem(item)
+        kinds = {m.name: m.kind for m in self.local}
         for verdict in self._verdicts:
             if verdict.compatible:
-                self.drafts.addItem(model_label(verdict.name), verdict.name)
+                kind = kinds.get(verdict.name, "")
+                self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
+        self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
 
     def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
         item = self.targets.currentItem()
@@ -232,8 +245,6 @@ class LocalModelsTab(QWidget):
         self._show_drafts()
         offered = self.drafts.count() - 1
         self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}.")
-        if offered:
-            self.drafts.setCurrentIndex(1)
 
     def open_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open a model folder")

@@ -1,23 +1,36 @@
 """The toolbar's line about the loaded pair: its models, what kind of model the target is, and how the next
-answer will be decoded (so that a toggle or a setting is seen to take effect)."""
+answer will be decoded (so that a toggle or a setting is seen to take effect), and which drafter that is."""
 
 from __future__ import annotations
 
 from engine.events import lossy_label
 from engine.models.base_model import BASE_MODEL_NOTE
+from engine.models.draft_choice import DRAFTER_NAMES
 from engine.params import GenerationParams
 
 from .worker import PairInfo
 
-DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
+DRAFTING = {**DRAFTER_NAMES, "lookup": "lookup", "model+lookup": "draft model + lookup"}
+
+
+def next_drafter(chosen: str, pair_drafter: str) -> str:
+    """The drafter the next answer runs. Lookup when it is chosen or the pair has no drafter; else the pair's own:
+    "draft model" in the settings means whatever the pair drafts with (a draft model, with lookup first if chosen;
+    the target's MTP heads; a DFlash or EAGLE-3 folder)."""
+    if chosen == "lookup" or not pair_drafter:
+        return "lookup"
+    if pair_drafter == "model":
+        return chosen if chosen in ("model", "model+lookup") else "model"
+    return pair_drafter
 
 
 def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: bool) -> str:
     """`params`: the settings the next answer will use (None when no pair is loaded)."""
     if info is None or params is None:
         return "Loading…" if loading else "No models loaded"
-    names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
-    ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
+    draft = "draft" if info.drafter in ("", "model") else "drafter"
+    names = info.target_name + (f" ← {draft} {info.draft_name}" if info.draft_name else "")
+    ssd = " (SSD)" if params.ssd and params.uses_draft_model else ""
     how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
     lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
     base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""

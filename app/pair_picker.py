@@ -91,7 +91,7 @@ class PairPickerDialog(QDialog):
         tab = QWidget()
         layout = QVBoxLayout(tab)
         self.table = QTreeWidget()
-        self.table.setHeaderLabels(["Pair (draft → target)", "Use", "Download", "Memory", "On this computer"])
+        self.table.setHeaderLabels(["Pair (draft → target)", "Drafter", "Use", "Download", "Memory", "On this computer"])
         self.table.setRootIsDecorated(False)
         self.table.currentItemChanged.connect(self._update_buttons)
         layout.addWidget(self.table)
@@ -127,10 +127,12 @@ class PairPickerDialog(QDialog):
             pair = status.pair
             state = "downloaded" if status.downloaded else f"{status.to_download_gb:.2f} GB to download"
             fit = f"{pair.memory_gb:.1f} GB" + ("" if status.fit.fits else " (too big)")
-            item = QTreeWidgetItem([pair.short_label, pair.use_case, f"{pair.download_gb:.2f} GB", fit, state])
+            columns = [pair.short_label, pair.drafter_name, pair.use_case, f"{pair.download_gb:.2f} GB", fit, state]
+            item = QTreeWidgetItem(columns)
             item.setData(0, Qt.ItemDataRole.UserRole, pair.id)
-            item.setToolTip(0, f"draft {pair.draft}\ntarget {pair.target}\nsuggested draft length {pair.num_draft}")
-            item.setToolTip(3, status.fit.message())
+            drafts = f"draft {pair.draft}" if pair.draft else "drafts with the target's own MTP heads"
+            item.setToolTip(0, f"{drafts}\ntarget {pair.target}\nsuggested draft length {pair.num_draft}")
+            item.setToolTip(4, status.fit.message())
             self.table.addTopLevelItem(item)
             if pair.id == selected:
                 self.table.setCurrentItem(item)
@@ -207,7 +209,7 @@ class PairPickerDialog(QDialog):
         if status is None or not status.downloaded:
             return
         if confirm_fit(self, status.fit):
-            self._chosen(status.pair.target, status.pair.draft)
+            self._chosen(status.pair.target, status.pair.draft_choice)
 
     def _chosen(self, target: str, draft: str) -> None:
         self.pair_chosen.emit(target, draft)

@@ -18,7 +18,7 @@ from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
-from .pair_label import pair_label
+from .pair_label import next_drafter, pair_label
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
@@ -126,11 +126,12 @@ class ChatSession(QObject):
         self.settings.save_params(self.params)
 
     def effective_params(self, mode: str | None = None) -> GenerationParams:
-        """What the next answer runs with: the chosen settings, drafting by prompt lookup when no draft model
-        is loaded (the choice itself is kept, for the next pair that has one)."""
+        """What the next answer runs with: the chosen settings, drafting with the pair's own drafter (its draft
+        model, the target's MTP heads, a DFlash or EAGLE-3 folder) or by prompt lookup when it has none (the choice
+        itself is kept, for the next pair)."""
         params = self.params.replace(mode=mode or self.params.mode)
-        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.drafter != "lookup":
-            params = params.replace(drafter="lookup")
+        if params.mode == "speculative" and self.pair is not None:
+            params = params.replace(drafter=next_drafter(params.drafter, self.pair.drafter))
         return params
 
     def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:

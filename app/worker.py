@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.models.app_paths import data_dir
+from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.errors import LoadCancelled, SpecChatError
 from engine.events import GenerationResult
 from engine.params import GenerationParams
@@ -53,7 +54,8 @@ class PairInfo:
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
-    the target has no chat template (chats reach it as a transcript it continues).
+    the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
+    ("model", "mtp" for the target's own heads, "dflash", "eagle3"; "" without a draft).
     """
 
     target: str
@@ -66,6 +68,7 @@ class PairInfo:
     thinks: bool = False
     can_switch_thinking: bool = False
     base_model: bool = False
+    drafter: str = ""
 
 
 @dataclass
@@ -186,8 +189,11 @@ class EngineWorker(QObject):
         from engine.decoding.pair import ModelPair
 
         self._load_cancel.clear()
+        drafter = drafter_for(draft)
         try:
-            pair = ModelPair.load(target, draft or None, progress=self._load_progress)
+            pair = ModelPair.load(target, draft_model(draft), progress=self._load_progress)
+            if drafter == "mtp":
+                pair.mtp_state()  # the head loads now: a target without one is refused here, not in the first answer
         except LoadCancelled:
             self.load_cancelled.emit()
             return
@@ -201,13 +207,14 @@ class EngineWorker(QObject):
                 target=target,
                 draft=draft or None,
                 target_name=pair.target.display_name,
-                draft_name=pair.draft.display_name if pair.draft else None,
+                draft_name=pair.draft.display_name if pair.draft else shown_draft_name(draft),
                 warnings=list(pair.check.warnings),
                 context_length=pair.context_length,
                 draft_weight_share=pair.draft_weight_share,
                 thinks=pair.think_markers is not None,
                 can_switch_thinking=pair.can_switch_thinking,
                 base_model=pair.is_base_model,
+                drafter=drafter,
             )
         )
 
@@ -265,15 +272,16 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Check candidate drafts against a target by their tokenizers (cached per pair)."""
-        from engine.models.compatibility import check_pair
+        """Check candidate drafts against a target (cached per pair): draft models by their tokenizers, drafter
+        folders by their configs, the target's own MTP heads by its config."""
+        from engine.drafters.pairing import check_draft
 
         verdicts = []
         for name in candidates:
             key = (target, name)
             if key not in self._verdicts:
                 try:
-                    check = check_pair(target, name)
+                    check = check_draft(target, name)
                     self._verdicts[key] = DraftVerdict(name, check.compatible, "; ".join(check.reasons))
                 except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
                     self._verdicts[key] = DraftVerdict(name, False, readable_error(error))

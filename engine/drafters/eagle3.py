@@ -25,7 +25,8 @@ import mlx.nn as nn
 
 from ..errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from ..models.folder_kind import folder_name, read_json
-from ..models.loading import LoadedModel, REPO_ID, cached_repo_path, looks_like_path
+from ..models.draft_choice import draft_folder
+from ..models.loading import LoadedModel
 from .eagle3_model import DraftVocabulary, Eagle3Config, Eagle3Model, Eagle3Runner, Tap
 from .mtp import text_model
 from .weights import load_strictly
@@ -44,15 +45,8 @@ def is_eagle3_config(config: dict[str, Any] | None) -> bool:
 def eagle3_folder(spec: str | None) -> Path | None:
     """The local folder of an EAGLE-3 drafter named by a path or a downloaded repo id; None for anything else
     (JSON only: cheap enough to decide what `--draft` names before anything loads)."""
-    if not spec:
-        return None
-    path = Path(spec).expanduser()
-    if not path.is_dir():
-        local = cached_repo_path(spec) if REPO_ID.match(spec) and not looks_like_path(spec) else None
-        if local is None:
-            return None
-        path = local
-    return path if is_eagle3_config(read_json(path / "config.json")) else None
+    path = draft_folder(spec) if spec else None
+    return path if path is not None and is_eagle3_config(read_json(path / "config.json")) else None
 
 
 def _layer_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -118,9 +112,11 @@ def verifier_name(config: dict[str, Any]) -> str | None:
     return str(name) if name else None
 
 
-def check_target(path: Path, config: dict[str, Any], draft: Eagle3Config, target: LoadedModel, layers: int) -> None:
-    """Raise IncompatiblePairError with one line unless the drafter at `path` fits the target."""
-    text = target.config.get("text_config") or target.config
+def check_target(path: Path, config: dict[str, Any], draft: Eagle3Config, target_config: dict[str, Any],
+                 target_name: str, layers: int) -> None:
+    """Raise IncompatiblePairError with one line unless the drafter at `path` fits the target (its config, name and
+    layer count: judged before any weights load, so that the picker can say it too)."""
+    text = target_config.get("text_config") or target_config
     ids = config.get("eagle_aux_hidden_state_layer_ids") or []
     problem = None
     if int(text.get("hidden_size", draft.target_hidden_size)) != draft.target_hidden_size:
@@ -130,13 +126,13 @@ def check_target(path: Path, config: dict[str, Any], draft: Eagle3Config, target
     elif any(not 0 <= int(i) <= layers for i in ids) or (not ids and layers < 3):
         problem = f"it has {layers} layers where the drafter taps layers {ids or 'from 2 on'}"
     else:
-        problem = _name_problem(verifier_name(config), target.name)
+        problem = _name_problem(verifier_name(config), target_name)
     if problem is not None:
         named = verifier_name(config)
         pick = f"Pick {named} (or a conversion of it) as the target" if named else "Pick the target it was trained for"
         raise IncompatiblePairError(
             f"{folder_name(path)} is an EAGLE-3 drafter{f' for {named}' if named else ''} and cannot draft for "
-            f"{target.display_name}: {problem}. {pick}, or another drafter."
+            f"{target_name.rstrip('/').split('/')[-1]}: {problem}. {pick}, or another drafter."
         )
 
 
@@ -193,7 +189,7 @@ def load_eagle3(path: Path, target: LoadedModel) -> Eagle3Runner:
         raise NotAModelError(f"{folder_name(path)} is not an EAGLE-3 drafter (its config.json says otherwise).")
     draft = parse_config(config, path)
     layers = target_layer_count(target)
-    check_target(path, config, draft, target, layers)
+    check_target(path, config, draft, target.config, target.name, layers)
     weights = read_weights(path)
     vocabulary = draft_vocabulary(weights, draft, path)
     model = Eagle3Model(draft, own_embeddings="embed_tokens.weight" in weights)

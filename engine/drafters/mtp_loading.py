@@ -30,6 +30,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import UnsupportedModelError
+from ..models.draft_choice import mtp_layer_count
 from ..models.folder_kind import folder_name
 from .weights import load_strictly
 from .mtp import Concat, MTPHead, head_blocks, text_model
@@ -43,16 +44,6 @@ NORM_SUFFIXES = ("pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "i
 DELTA_ENCODINGS = {"delta", "delta_plus_one", "mlx_delta"}
 _EXPERT = re.compile(r"^(?P<layer>.+\.mlp)\.experts\.(?P<expert>\d+)\.(?P<part>\w+_proj\.(?:weight|scales|biases))$")
 DELTA_MEAN = 0.5  # mean gain below which a sidecar's norms are zero-centred (MTPLX's threshold for these norms)
-
-
-def mtp_layer_count(config: dict[str, Any]) -> int:
-    """How many MTP layers the config declares (0: none)."""
-    text = config.get("text_config") or {}
-    for key in ("mtp_num_hidden_layers", "num_nextn_predict_layers"):
-        value = text.get(key) or config.get(key)
-        if value:
-            return int(value)
-    return 0
 
 
 def load_mtp_head(path: Path, target: nn.Module, config: dict[str, Any]) -> MTPHead:

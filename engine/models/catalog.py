@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .app_paths import RESOURCES
+from .draft_choice import BUILT_IN_MTP, DRAFTER_NAMES
 from .memory import Fit, check_fit
 
 CATALOG_PATH = RESOURCES / "pairs.json"
@@ -20,11 +21,13 @@ class RecommendedPair:
     Attributes:
         id: a short stable name ("qwen2.5-0.5b-7b").
         use_case: what it is good for.
-        draft, target: Hugging Face repo ids (mlx-community conversions).
+        draft, target: Hugging Face repo ids (MLX conversions for models; a drafter repo as its authors publish
+            it); draft is "" for the target's own MTP heads.
         draft_size_gb, target_size_gb: approximate download sizes.
         memory_gb: approximate memory to load both and chat.
         num_draft: suggested draft length.
         source: where the sizes came from (measured on the repo's page, or estimated from parameters).
+        drafter: what drafts: "model" (a draft model), "mtp" (the target's built-in heads), "dflash", "eagle3".
     """
 
     id: str
@@ -36,19 +39,43 @@ class RecommendedPair:
     memory_gb: float
     num_draft: int
     source: str = ""
+    drafter: str = "model"
+
+    def __post_init__(self) -> None:
+        if self.drafter not in DRAFTER_NAMES or (self.drafter == "mtp") == bool(self.draft):
+            raise ValueError(f"pair {self.id}: drafter {self.drafter!r} with draft {self.draft!r}")
 
     @property
     def download_gb(self) -> float:
         return self.draft_size_gb + self.target_size_gb
 
     @property
+    def draft_choice(self) -> str:
+        """What the pair loads as its draft: the draft repo, or the target's own MTP heads."""
+        return self.draft or BUILT_IN_MTP
+
+    @property
+    def drafter_name(self) -> str:
+        """'draft model', 'built-in MTP drafter', 'DFlash drafter', 'EAGLE-3 drafter'."""
+        return DRAFTER_NAMES[self.drafter]
+
+    @property
+    def repos(self) -> tuple[str, ...]:
+        """The repos to download (the target alone when it drafts with its own heads)."""
+        return tuple(r for r in (self.draft, self.target) if r)
+
+    @property
     def label(self) -> str:
-        """'Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit'."""
+        """'Qwen2.5-0.5B-Instruct-4bit -> Qwen2.5-7B-Instruct-4bit'; 'Qwen3.5-4B-... (built-in MTP drafter)'."""
+        if not self.draft:
+            return f"{self.target.split('/')[-1]} ({self.drafter_name})"
         return f"{self.draft.split('/')[-1]} -> {self.target.split('/')[-1]}"
 
     @property
     def short_label(self) -> str:
         """'Qwen2.5-0.5B → Qwen2.5-7B': the model families and sizes, for narrow lists."""
+        if not self.draft:
+            return f"{_short(self.target)} (built-in MTP)"
         return f"{_short(self.draft)} → {_short(self.target)}"
 
 
@@ -86,7 +113,7 @@ def pair_statuses(available_gb: float | None = None) -> list[PairStatus]:
         statuses.append(
             PairStatus(
                 pair,
-                cached_repo_path(pair.draft) is not None,
+                not pair.draft or cached_repo_path(pair.draft) is not None,
                 cached_repo_path(pair.target) is not None,
                 check_fit(pair.memory_gb, available_gb),
             )

@@ -116,7 +116,7 @@ def _adapter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
 
 def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     """A draft head that reads its target's hidden states (DFlash, EAGLE, Medusa, MTP): it cannot run alone."""
-    family = _drafter_family(config) if config is not None else None
+    family = drafter_family(config) if config is not None else None
     if family is None:
         return None
     article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
@@ -130,7 +130,8 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     )
 
 
-def _drafter_family(config: dict[str, Any]) -> str | None:
+def drafter_family(config: dict[str, Any]) -> str | None:
+    """The drafter family a config.json is from ("DFlash", "EAGLE-3", "MTP", ...), None for any other model."""
     archs = " ".join(architectures(config)).lower()
     speculator = str(config.get("speculators_model_type") or "").lower()
     if "dflash" in archs or "dflash_config" in config:

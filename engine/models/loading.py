@@ -22,8 +22,10 @@ from .folder_kind import build_failure, check_model_type, check_not_foreign, fol
 from .memory import physical_memory_gb
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-# The files mlx-lm reads, as mlx-lm's own downloader selects them.
-MODEL_FILE_PATTERNS = ["*.json", "model*.safetensors", "*.py", "tokenizer.model", "*.tiktoken", "*.txt", "*.jinja"]
+# The files mlx-lm reads, as mlx-lm's own downloader selects them, and MTPLX's sidecar of a target's MTP head
+# (engine/drafters/mtp_loading.py), which mlx-lm's conversions drop.
+MODEL_FILE_PATTERNS = ["*.json", "model*.safetensors", "*.py", "tokenizer.model", "*.tiktoken", "*.txt", "*.jinja",
+                       "mtp.safetensors", "mtp/*.safetensors"]
 # Any of these is a tokenizer transformers can build (a fast one, SentencePiece, byte-level BPE, tiktoken).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "*.tiktoken")
 # On the CPU backend, quantized models are dequantized at load while float32 takes at most this share of RAM.

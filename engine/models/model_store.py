@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .base_model import is_base_model
+from .draft_choice import folder_drafter
 from .app_paths import data_dir, hub_cache_dir
 from ..errors import ModelNotFoundError, NotAChatModelError, NotAModelError, SpecChatError
 from .loading import check_model_path
@@ -195,9 +196,13 @@ def remembered_models() -> list[LocalModel]:
 
 def remember_model(path: Path) -> None:
     """Add a folder or GGUF file to the remembered models (moving it to the front); refuse one that is not a
-    usable model, with the reason."""
+    usable model or a drafter SpecChat drafts with, with the reason."""
     path = path.expanduser().resolve()
-    check_model_path(path)
+    try:
+        check_model_path(path)
+    except NotAChatModelError:
+        if folder_drafter(path) is None:  # a DFlash or EAGLE-3 drafter is kept: it is a draft, if not a target
+            raise
     entries = [e for e in _read_remembered() if e.get("path") != str(path)]
     entries.insert(0, {"path": str(path), "added": time.time()})
     _write_remembered(entries)

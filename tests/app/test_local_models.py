@@ -7,7 +7,12 @@ import json
 import shutil
 from pathlib import Path
 
-from engine.models.model_store import _remembered_file, remembered_models
+from app.local_models import model_label
+from engine.events import RoundEvent
+from engine.models.draft_choice import BUILT_IN_MTP
+from engine.models.model_store import _remembered_file, remember_model, remembered_models
+from tests.app.conftest import send_and_wait
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def damaged_copy(source: Path, out: Path) -> Path:
@@ -60,13 +65,13 @@ def test_a_damaged_model_is_listed_as_such_never_offered_as_a_draft_and_can_be_r
     assert str(damaged) not in rows(tab) and damaged.exists()  # gone from the list, not from the disk
 
 
-def test_a_drafter_is_refused_when_opened_listed_with_what_it_is_and_named_in_the_banner(
+def test_a_drafter_is_kept_when_opened_listed_with_what_it_is_and_named_in_the_banner(
     make_window, qtbot, fake_hub, tiny_dirs, tmp_path: Path
 ) -> None:
-    """A DFlash drafter: "Open folder…" refuses it with its line; downloaded, it is listed (greyed, with what it is)
-    and named among the drafts not offered; loaded as the draft, the banner says what it is, not a traceback."""
+    """A DFlash drafter: downloaded or opened, it is listed (greyed, with what it is: it is no target); for a
+    target it does not fit it is not offered, and the reason is its own check's, not "not a chat model"; loaded as
+    the draft, the banner says what it is, not a traceback."""
     from engine.models.downloads import download_model
-    from engine.models.model_store import remember_model
     from tests.model_folders import dflash_drafter
 
     drafter = dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16")
@@ -80,19 +85,19 @@ def test_a_drafter_is_refused_when_opened_listed_with_what_it_is_and_named_in_th
 
     tab = window.picker.on_disk
     tab.add_local(drafter)
-    assert tab.draft_note.text().startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab)")
-    window.picker.refresh()
+    assert str(drafter.resolve()) in rows(tab)
     item = tab.targets.item(rows(tab)["z-lab/Qwen3-8B-DFlash-b16"])
     assert "(0.00 GB, downloaded, DFlash drafter, not a chat model)" in item.text()
     assert item.toolTip().startswith("z-lab/Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
     tab.targets.setCurrentItem(item)
     assert tab.draft_note.text() == item.toolTip() and not tab.use_local_button.isEnabled()
     tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
-    qtbot.waitUntil(lambda: "Checking" not in tab.draft_note.text(), timeout=30_000)
-    left_out = [tab.left_out.item(i) for i in range(tab.left_out.count())]
-    [line] = [line for line in left_out if "DFlash" in line.text()]
-    assert line.text() == "z-lab/Qwen3-8B-DFlash-b16: DFlash drafter, not a chat model" and line.toolTip() == item.toolTip()
-    assert tab.drafts.count() == 1  # lookup only: the drafter is not offered
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    left_out = [tab.left_out.item(i).text() for i in range(tab.left_out.count())]
+    lines = [line for line in left_out if "DFlash" in line]
+    assert len(lines) == 2 and all("is a DFlash drafter and cannot draft for tiny-target: its vocabulary has 384 "
+                                   "tokens where the drafter has 151936" in line for line in lines), lines
+    assert drafts_offered(tab) == [""]  # lookup only: the drafter is not offered
 
 
 def test_a_base_model_is_named_as_one_in_the_picker_and_above_the_chat(make_window, qtbot, tmp_path: Path) -> None:
@@ -109,3 +114,71 @@ def test_a_base_model_is_named_as_one_in_the_picker_and_above_the_chat(make_wind
     with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
         tab.use_local_button.click()
     assert BASE_MODEL_NOTE in window.toolbar.pair_label.text()
+
+
+def drafts_offered(tab) -> list[str]:  # noqa: ANN001
+    return [tab.drafts.itemData(i) for i in range(tab.drafts.count())]
+
+
+def checked(tab) -> bool:  # noqa: ANN001
+    return "Checking" not in tab.draft_note.text()
+
+
+def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
+    make_window, qtbot, mtp_target, tiny_dirs  # noqa: F811
+) -> None:
+    """Choosing "Built-in drafter (MTP heads)" loads no draft model and drafts with the target's own heads; a target
+    whose config declares none does not offer it."""
+    mtp = mtp_target.folder("hybrid").resolve()
+    for model in (mtp, tiny_dirs[0]):
+        remember_model(model)
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    window.picker.refresh()
+    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert BUILT_IN_MTP not in drafts_offered(tab)
+    tab.targets.setCurrentRow(rows(tab)[str(mtp)])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert drafts_offered(tab)[:2] == ["", BUILT_IN_MTP] and tab.drafts.currentData() == BUILT_IN_MTP
+    assert tab.drafts.currentText() == "Built-in drafter (MTP heads)"
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        tab.use_local_button.click()
+    assert window.session.pair.drafter == "mtp" and window.session.pair.draft_name is None
+    assert window.session.settings.pair() == (str(mtp), BUILT_IN_MTP)
+    assert window.toolbar.pair_label.text() == f"{mtp.name} · speculative, built-in MTP drafter"
+    rounds: list[str] = []
+    window.session.answer_events.connect(
+        lambda answer, events: rounds.extend(e.drafter for e in events if isinstance(e, RoundEvent)))
+    send_and_wait(qtbot, window, "abc")
+    assert "mtp" in rounds and set(rounds) <= {"mtp", "none"}  # "none": a round the policy ran without drafting
+
+
+def test_an_eagle3_folder_is_offered_for_its_target_and_refused_for_another_with_the_reason(
+    make_window, qtbot, mtp_target, tmp_path: Path  # noqa: F811
+) -> None:
+    """Opened from a folder it is kept (it used to be refused as "not a chat model"); for the target its config
+    names it is a draft, loaded as the EAGLE-3 drafter; for another target it is listed with why not."""
+    from engine.fixtures.tiny_eagle3 import build_eagle3_pair
+
+    target, drafter = (p.resolve() for p in build_eagle3_pair(tmp_path, trained=False))
+    other = mtp_target.folder("dense").resolve()
+    for model in (target, other):
+        remember_model(model)
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    tab.add_local(drafter)
+    assert str(drafter) in rows(tab)
+    tab.targets.setCurrentRow(rows(tab)[str(other)])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert str(drafter) not in drafts_offered(tab)
+    [line] = [tab.left_out.item(i).text() for i in range(tab.left_out.count()) if drafter.name in tab.left_out.item(i).text()]
+    assert line.startswith(f"{model_label(str(drafter))}: {drafter.name} is an EAGLE-3 drafter for specchat/tiny-eagle3-target "
+                           "and cannot draft for tiny-mtp-dense-0: it has 3 layers where the drafter taps layers")
+    tab.targets.setCurrentRow(rows(tab)[str(target)])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert tab.drafts.currentData() == str(drafter) and tab.drafts.currentText().startswith("EAGLE-3 drafter: ")
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        tab.use_local_button.click()
+    assert window.session.pair.drafter == "eagle3"
+    assert window.toolbar.pair_label.text() == f"tiny-eagle3-target ← drafter {drafter.name} · speculative, EAGLE-3 drafter"

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine.models.catalog import default_pair, recommended_pairs
+from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import remember_model
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 @pytest.fixture
@@ -93,6 +95,27 @@ def test_a_downloaded_pair_can_be_used(make_window, qtbot, catalog_hub) -> None:
         picker.use_button.click()
     assert window.session.pair.target == "mlx-community/Qwen2.5-3B-Instruct-4bit"
     assert window.session.settings.pair() == (window.session.pair.target, window.session.pair.draft)
+
+
+def test_a_built_in_drafter_pair_downloads_its_target_alone_and_drafts_with_its_heads(
+        make_window, qtbot, fake_hub, mtp_target) -> None:  # noqa: F811
+    """The catalog's MTP row: one repo to download (no draft), its drafter named in the list, and "Use this pair"
+    loads the target with its own MTP heads as the drafter."""
+    pair = next(p for p in recommended_pairs() if p.drafter == "mtp")
+    fake_hub.add_folder(pair.target, mtp_target.folder("hybrid-sidecar"))
+    window = make_window(pair=None)
+    picker = window.picker
+    picker.refresh()
+    select_pair(picker, pair.id)
+    assert picker.table.currentItem().text(1) == "built-in MTP drafter"
+    with qtbot.waitSignal(picker.download_requested) as requested:
+        picker.download_button.click()
+    assert requested.args == [[pair.target]]
+    qtbot.waitUntil(lambda: picker.selected_status().downloaded, timeout=30_000)
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        picker.use_button.click()
+    assert window.session.pair.drafter == "mtp" and window.session.settings.pair() == (pair.target, BUILT_IN_MTP)
+    assert window.toolbar.pair_label.text().endswith("· speculative, built-in MTP drafter")
 
 
 def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_window, qtbot, isolated_home, tiny_dirs, other_tokenizer_model) -> None:

@@ -113,3 +113,13 @@ def test_other_kinds_of_model_are_listed_with_what_they_are_and_refused_when_ope
     assert (adapter.complete, adapter.kind) == (False, "LoRA adapter") and "Qwen/Qwen2.5-0.5B-Instruct" in adapter.problem
     with pytest.raises(NotAChatModelError, match="is a LoRA adapter"):
         remember_model(root / "someone" / "qwen-lora")
+
+
+def test_an_opened_drafter_folder_is_remembered_as_a_drafter_not_refused(isolated_home, tmp_path: Path) -> None:
+    """A DFlash or EAGLE-3 folder is no chat model but a draft for its target: the picker must be able to list it."""
+    from tests.model_folders import eagle3_speculator
+
+    folder = eagle3_speculator(tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3").resolve()
+    remember_model(folder)
+    [listed] = remembered_models()
+    assert (listed.path, listed.complete, listed.foreign, listed.kind) == (folder, False, True, "EAGLE-3 drafter")

@@ -1,0 +1,77 @@
+"""What a chosen draft is, told from JSON before anything loads: a draft model, a drafter folder (DFlash, EAGLE-3)
+that reads the target's hidden states, the target's own built-in MTP heads, or nothing.
+
+The picker, the saved pair and the worker pass a pair around as two strings (target, draft). A drafter that is
+not a separate model still has to travel in the draft's place, so the target's MTP heads are named by
+`BUILT_IN_MTP`, and a drafter folder by its path or repo id as any draft is. `drafter_for` says which of the
+engine's drafters (engine/params.py DRAFTERS) such a draft runs. JSON only, no MLX: the picker asks on the GUI
+thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .folder_kind import drafter_family, folder_name, read_json
+
+BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
+BUILT_IN_MTP_LABEL = "Built-in drafter (MTP heads)"
+# folder_kind's drafter families that SpecChat drafts with, and the drafter each runs.
+FOLDER_DRAFTERS = {"DFlash": "dflash", "EAGLE-3": "eagle3"}
+DRAFTER_KINDS = {f"{family} drafter" for family in FOLDER_DRAFTERS}  # their LocalModel.kind in model_store
+DRAFTER_NAMES = {"model": "draft model", "mtp": "built-in MTP drafter", "dflash": "DFlash drafter",
+                 "eagle3": "EAGLE-3 drafter"}
+
+
+def mtp_layer_count(config: dict[str, Any]) -> int:
+    """How many MTP layers the config declares (0: none): Qwen3.5/3.6's `mtp_num_hidden_layers` (in
+    `text_config` for the multimodal checkpoints), Qwen3-Next's and MiMo's `num_nextn_predict_layers`."""
+    text = config.get("text_config") or {}
+    for key in ("mtp_num_hidden_layers", "num_nextn_predict_layers"):
+        value = text.get(key) or config.get(key)
+        if value:
+            return int(value)
+    return 0
+
+
+def has_mtp_heads(folder: Path) -> bool:
+    """Whether the model in `folder` declares built-in MTP heads (its config.json says so)."""
+    return mtp_layer_count(read_json(Path(folder) / "config.json") or {}) > 0
+
+
+def draft_folder(spec: str) -> Path | None:
+    """The local folder a draft names (a path, or a downloaded repo id); None when there is none on disk."""
+    from .loading import REPO_ID, cached_repo_path, looks_like_path
+
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    return cached_repo_path(spec) if REPO_ID.match(spec) and not looks_like_path(spec) else None
+
+
+def folder_drafter(folder: Path | None) -> str | None:
+    """"dflash" or "eagle3" for a drafter folder SpecChat drafts with; None for anything else."""
+    config = read_json(folder / "config.json") if folder is not None else None
+    family = drafter_family(config) if config else None
+    return FOLDER_DRAFTERS.get(family or "")
+
+
+def drafter_for(draft: str | None) -> str:
+    """The drafter a chosen draft runs: "mtp", "dflash", "eagle3", "model" (a draft model), "" (no draft)."""
+    if not draft:
+        return ""
+    if draft == BUILT_IN_MTP:
+        return "mtp"
+    return folder_drafter(draft_folder(draft)) or "model"
+
+
+def draft_model(draft: str | None) -> str | None:
+    """What to load in the draft's place: the draft as it is, None for the target's own heads or no draft."""
+    return None if not draft or draft == BUILT_IN_MTP else draft
+
+
+def shown_draft_name(draft: str | None) -> str | None:
+    """How a window names a draft that is no draft model: a drafter folder or repo by its name, the target's own
+    heads by none (the drafter's name says it)."""
+    return None if not draft or draft == BUILT_IN_MTP else folder_name(Path(draft).expanduser())

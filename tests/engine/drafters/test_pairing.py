@@ -1,0 +1,64 @@
+"""A drafter folder is judged by its config against the target's before any weights load; the target's built-in
+MTP heads are offered only when its config declares them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from engine.drafters.pairing import check_draft
+from engine.fixtures.tiny_dflash import build_dflash_pair
+from engine.fixtures.tiny_eagle3 import build_eagle3_pair
+from engine.models.draft_choice import BUILT_IN_MTP
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
+
+
+def without_weights(folder: Path, into: Path) -> Path:
+    """The drafter's JSON alone: a verdict reached from it read no weights."""
+    into.mkdir()
+    for f in folder.glob("*.json"):
+        shutil.copy(f, into / f.name)
+    return into
+
+
+def test_an_eagle3_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(
+        tmp_path: Path, mtp_target) -> None:  # noqa: F811
+    target, drafter = build_eagle3_pair(tmp_path, trained=False)
+    drafter = without_weights(drafter, tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3")
+    assert check_draft(str(target), str(drafter)).compatible
+    refused = check_draft(str(mtp_target.folder("dense")), str(drafter))
+    assert not refused.compatible and len(refused.reasons) == 1 and "\n" not in refused.reasons[0]
+    assert refused.reasons[0].startswith("Llama-3.1-8B-Instruct-speculator.eagle3 is an EAGLE-3 drafter for "
+                                         "specchat/tiny-eagle3-target and cannot draft for tiny-mtp-dense-0: it has 3 "
+                                         "layers where the drafter taps layers [1, 2, 4]. Pick specchat/tiny-eagle3")
+
+
+def test_a_drafter_trained_for_another_model_of_the_same_shape_is_refused(tmp_path: Path) -> None:
+    target, drafter = build_eagle3_pair(tmp_path, trained=False)
+    drafter = without_weights(drafter, tmp_path / "other")
+    config = json.loads((drafter / "config.json").read_text())
+    config["speculators_config"]["verifier"]["name_or_path"] = "meta-llama/Llama-3.1-8B-Instruct"
+    (drafter / "config.json").write_text(json.dumps(config))
+    refused = check_draft(str(target), str(drafter))
+    assert not refused.compatible and "it was trained against meta-llama/Llama-3.1-8B-Instruct" in refused.reasons[0]
+
+
+def test_a_dflash_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(tmp_path: Path, tiny_dirs) -> None:
+    target, drafter = build_dflash_pair(tmp_path)
+    drafter = without_weights(drafter, tmp_path / "Qwen3-8B-DFlash-b16")
+    assert check_draft(str(target), str(drafter)).compatible
+    refused = check_draft(str(tiny_dirs[0]), str(drafter))
+    assert not refused.compatible and refused.reasons == [
+        "Qwen3-8B-DFlash-b16 is a DFlash drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
+        "where the drafter has 9. Pick the target it was trained for, or another drafter"]
+
+
+def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp_target, tiny_dirs) -> None:  # noqa: F811
+    assert check_draft(str(mtp_target.folder("hybrid")), BUILT_IN_MTP).compatible
+    refused = check_draft(str(tiny_dirs[0]), BUILT_IN_MTP)
+    assert not refused.compatible and refused.reasons[0].startswith("tiny-target has no built-in MTP heads")
+
+
+def test_a_draft_model_is_still_judged_by_its_tokenizer(tiny_dirs) -> None:
+    assert check_draft(str(tiny_dirs[0]), str(tiny_dirs[1])).compatible
