@@ -126,10 +126,11 @@ class ChatSession(QObject):
         self.settings.save_params(self.params)
 
     def effective_params(self, mode: str | None = None) -> GenerationParams:
-        """What the next answer runs with: the chosen settings, drafting by prompt lookup when no draft model
-        is loaded (the choice itself is kept, for the next pair that has one)."""
+        """What the next answer runs with: the chosen settings, drafting by prompt lookup when they ask for a draft
+        model and none is loaded (the choice itself is kept, for the next pair that has one). A drafter that needs
+        no draft model (the target's MTP head) runs as chosen."""
         params = self.params.replace(mode=mode or self.params.mode)
-        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.drafter != "lookup":
+        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.uses_draft_model:
             params = params.replace(drafter="lookup")
         return params
 
