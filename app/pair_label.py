@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from engine.events import lossy_label
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.params import GenerationParams, drafter_label
+from engine.params import GenerationParams
 
 from .worker import PairInfo
+
+DRAFTING = {"model": "draft model", "lookup": "lookup", "model+lookup": "draft model + lookup"}
 
 
 def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: bool) -> str:
@@ -16,7 +18,7 @@ def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: 
         return "Loading…" if loading else "No models loaded"
     names = info.target_name + (f" ← draft {info.draft_name}" if info.draft_name else "")
     ssd = " (SSD)" if params.ssd and params.drafter != "lookup" else ""
-    how = "standard decoding" if params.mode == "standard" else f"speculative, {drafter_label(params.drafter)}{ssd}"
+    how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
     lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
     base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""
     return f"{names}{base} · {how}{lossy}" + (" · loading another pair…" if loading else "")

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from engine.comparison import STANDARD, check_sides, side_params
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
-from engine.comparison import STANDARD, check_sides, side_params
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from .pair_label import pair_label
 from .download_worker import DownloadWorker
@@ -125,11 +125,10 @@ class ChatSession(QObject):
         self.settings.save_params(self.params)
 
     def effective_params(self, mode: str | None = None) -> GenerationParams:
-        """What the next answer runs with: the chosen settings, drafting by prompt lookup when they ask for a draft
-        model and none is loaded (the choice itself is kept, for the next pair that has one). A drafter that needs
-        no draft model (the target's MTP head) runs as chosen."""
+        """What the next answer runs with: the chosen settings, drafting by prompt lookup when no draft model
+        is loaded (the choice itself is kept, for the next pair that has one)."""
         params = self.params.replace(mode=mode or self.params.mode)
-        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.uses_draft_model:
+        if params.mode == "speculative" and self.pair is not None and not self.pair.draft and params.drafter != "lookup":
             params = params.replace(drafter="lookup")
         return params
 

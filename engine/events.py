@@ -365,14 +365,14 @@ class GenerationResult:
         return f"while thinking {s.thinking.speculation()}; while answering {s.answering.speculation()}"
 
     def summary(self) -> str:
-        """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted (drafter: MTP head), ...'."""
+        """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted (built-in MTP drafter), ...'."""
         s = self.stats
         parts = [f"{s.generation_tps:.1f} tok/s"]
         who = drafters_named(s.drafted_by, self.drafter)  # the drafter explains the numbers: name it
         if s.drafted:
             parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
         else:
-            parts.append(f"no tokens drafted ({who})" if self.mode == "speculative" else "standard decoding")
+            parts.append(f"no tokens drafted by the {who}" if self.mode == "speculative" else "standard decoding")
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")

@@ -215,24 +215,24 @@ DRAFTER_LABELS: dict[str, str] = {
     "model": "draft model",
     "lookup": "lookup",
     "model+lookup": "draft model + lookup",
-    "mtp": "MTP head",
-    "eagle3": "EAGLE-3",
-    "dflash": "DFlash",
-    "dspark": "DSpark",
+    "mtp": "built-in MTP drafter",
+    "eagle3": "EAGLE-3 drafter",
+    "dflash": "DFlash drafter",
+    "dspark": "DSpark drafter",
 }
 
 
 def drafter_label(drafter: str) -> str:
-    """A drafter's name as a person reads it ("mtp" -> "MTP head")."""
+    """A drafter's name as a person reads it ("mtp" -> "built-in MTP drafter")."""
     return DRAFTER_LABELS.get(drafter, drafter)
 
 
 def drafters_named(drafted_by: dict[str, int], asked: str) -> str:
     """Who drafted an answer's tokens (`drafted_by`: draft tokens per drafter; `asked`: the drafter asked for, named
-    when nothing was drafted): "drafter: MTP head", or with several each one's share, "drafters: lookup 62%, draft
-    model 38%"."""
+    when nothing was drafted): "built-in MTP drafter", or with several each one's share, "lookup 62%, draft model
+    38%"."""
     if len(drafted_by) < 2:
-        return f"drafter: {drafter_label(next(iter(drafted_by), asked))}"
+        return drafter_label(next(iter(drafted_by), asked))
     total = sum(drafted_by.values())
     shares = sorted(drafted_by.items(), key=lambda item: -item[1])
-    return "drafters: " + ", ".join(f"{drafter_label(name)} {n / total:.0%}" for name, n in shares)
+    return ", ".join(f"{drafter_label(name)} {n / total:.0%}" for name, n in shares)

@@ -118,7 +118,7 @@ def test_the_user_picks_two_drafters_and_sees_them_side_by_side(make_window, qtb
     assert (lookup.drafter, model.drafter) == ("lookup", "model")
     assert set(dialog.drafters["model"]) - {"none"} == {"model"} and set(dialog.drafters["lookup"]) <= {"lookup", "none"}
     assert lookup.tokens == model.tokens and dialog.views["lookup"].answer_text() == dialog.views["model"].answer_text()
-    assert "(drafter: draft model)" in dialog.speeds["model"].text()
+    assert "accepted (draft model)" in dialog.speeds["model"].text()
     ratio = model.stats.generation_tps / lookup.stats.generation_tps
     assert dialog.speedup.text().startswith(f"Lookup {lookup.stats.generation_tps:.1f} tok/s")
     assert f"draft model {ratio:.2f}x" in dialog.speedup.text()

@@ -85,18 +85,6 @@ def test_compare_events_never_reach_the_chat_answer(qtbot, session: ChatSession)
         assert compare_tokens[request] == finished[request].tokens, side
 
 
-def test_a_drafter_that_needs_no_draft_model_is_kept_without_one(session: ChatSession) -> None:
-    """Without a draft model every drafter but lookup became lookup, the target's own MTP head included: the
-    head the user chose never drafted."""
-    import dataclasses
-
-    session.pair = dataclasses.replace(session.pair, draft=None, draft_name=None)
-    session.apply_settings(GREEDY.replace(drafter="mtp"), "")
-    assert session.effective_params().drafter == "mtp"
-    session.apply_settings(GREEDY.replace(drafter="model"), "")
-    assert session.effective_params().drafter == "lookup"  # a draft model asked for and none loaded: lookup drafts
-
-
 def test_stop_ends_the_answer_and_a_stale_request_is_ignored(qtbot, session: ChatSession) -> None:
     session.apply_settings(GREEDY.replace(max_tokens=900), "")
     conversation = session.new_conversation("A long story")

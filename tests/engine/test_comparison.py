@@ -17,12 +17,12 @@ def test_every_drafter_is_a_side_and_only_the_mode_and_drafter_change() -> None:
     assert (mtp.mode, mtp.drafter) == ("speculative", "mtp")
     assert mtp.replace(drafter="model") == params  # seed, temperature and the rest are the same on both sides
     assert side_params(params, "standard") == params.replace(mode="standard")
-    assert [side_label(s) for s in ("standard", "mtp", "eagle3")] == ["standard decoding", "MTP head", "EAGLE-3"]
+    assert [side_label(s) for s in ("standard", "mtp", "eagle3")] == ["standard decoding", "built-in MTP drafter", "EAGLE-3 drafter"]
 
 
 def test_a_side_that_is_no_way_of_decoding_or_twice_the_same_is_refused() -> None:
     check_sides("eagle3", "model")
-    with pytest.raises(InvalidParameterError, match="Both sides are MTP head"):
+    with pytest.raises(InvalidParameterError, match="Both sides are built-in MTP drafter"):
         check_sides("mtp", "mtp")
     with pytest.raises(InvalidParameterError, match="cannot run 'turbo': choose one of standard, model"):
         check_sides("turbo", "model")
@@ -35,8 +35,8 @@ def _result(mode: str, tps: float, drafted: int = 0, accepted: int = 0, rounds: 
 
 def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_first() -> None:
     line = verdict("model", _result("speculative", 10.0, 20, 10), "eagle3", _result("speculative", 15.0, 30, 24))
-    assert line == ("Draft model 10.0 tok/s (2.00 tokens per pass, 50% of 20 drafted accepted), EAGLE-3 15.0 tok/s "
-                    "(3.00 tokens per pass, 80% of 30 drafted accepted): EAGLE-3 1.50x (faster than draft model)")
+    assert line == ("Draft model 10.0 tok/s (2.00 tokens per pass, 50% of 20 drafted accepted), EAGLE-3 drafter 15.0 tok/s "
+                    "(3.00 tokens per pass, 80% of 30 drafted accepted): EAGLE-3 drafter 1.50x (faster than draft model)")
     slower = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 8.0))
     assert slower.endswith("lookup 0.80x (slower than standard decoding: speculation does not pay here)")
     assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower and "(nothing drafted)" in slower

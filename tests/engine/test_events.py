@@ -36,14 +36,14 @@ def _result(mode: str, drafter: str, **drafted_by: int) -> GenerationResult:
 def test_the_stats_line_names_the_drafter_that_drafted() -> None:
     """It used to read the same whichever drafter ran ("50% of 8 drafted tokens accepted"): an MTP answer and a
     draft model's could not be told apart."""
-    assert "50% of 8 drafted tokens accepted (drafter: MTP head)" in _result("speculative", "mtp", mtp=8).summary()
-    assert "(drafter: EAGLE-3)" in _result("speculative", "eagle3", eagle3=8).summary()
-    assert "(drafter: dflash-2)" in _result("speculative", "dflash-2", **{"dflash-2": 8}).summary()  # a new name as it is
+    assert "50% of 8 drafted tokens accepted (built-in MTP drafter)" in _result("speculative", "mtp", mtp=8).summary()
+    assert "(EAGLE-3 drafter)" in _result("speculative", "eagle3", eagle3=8).summary()
+    assert "(dflash-2)" in _result("speculative", "dflash-2", **{"dflash-2": 8}).summary()  # a new name as it is
     mixed = _result("speculative", "model+lookup", lookup=6, model=2).summary()
-    assert "(drafters: lookup 75%, draft model 25%)" in mixed
+    assert "(lookup 75%, draft model 25%)" in mixed
 
 
 def test_an_answer_that_drafted_nothing_names_the_drafter_asked_for() -> None:
-    assert "no tokens drafted (drafter: MTP head)" in _result("speculative", "mtp").summary()
+    assert "no tokens drafted by the built-in MTP drafter" in _result("speculative", "mtp").summary()
     assert "standard decoding" in _result("standard", "none").summary()
     assert _result("speculative", "mtp", mtp=8).as_dict()["drafter"] == "mtp"

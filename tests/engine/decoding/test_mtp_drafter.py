@@ -80,7 +80,7 @@ def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:  # noqa: F81
     assert all(r.trace_record()["drafter"] in ("mtp", "none") for r in rounds)
     result = events[-1]
     assert result.drafter == "mtp" and result.stats.drafted_by == {"mtp": result.stats.drafted} != {"mtp": 0}
-    assert "drafted tokens accepted (drafter: MTP head)" in result.summary()
+    assert "drafted tokens accepted (built-in MTP drafter)" in result.summary()
 
 
 @pytest.mark.statistical
