@@ -13,10 +13,10 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
-from engine.comparison import STANDARD, side_label, sides, verdict
+from engine.comparison import STANDARD, side_heading, side_label, sides, verdict
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
 
@@ -75,7 +75,7 @@ class CompareDialog(QDialog):
         picker = QComboBox()
         picker.setObjectName(f"side{column}")
         for choice in sides():
-            picker.addItem(side_label(choice).capitalize() + ("" if choice == STANDARD else " (speculative)"), choice)
+            picker.addItem(side_heading(choice) + ("" if choice == STANDARD else " (speculative)"), choice)
         picker.setCurrentIndex(max(0, picker.findData(side)))
         self.grid.addWidget(picker, 1, column)
         self.grid.setColumnStretch(column, 1)  # equal halves, whatever each side's text
@@ -86,6 +86,7 @@ class CompareDialog(QDialog):
         view.setMinimumHeight(320)
         speed = QLabel("waiting…")
         speed.setWordWrap(True)
+        speed.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)  # the two sides' lines level
         self.grid.addWidget(view, 2, column)
         self.grid.addWidget(speed, 3, column)
         return view, speed

@@ -25,6 +25,12 @@ def side_label(side: str) -> str:
     return "standard decoding" if side == STANDARD else drafter_label(side)
 
 
+def side_heading(side: str) -> str:
+    """A side's label to start a sentence or head a column with ("Built-in MTP drafter": only its first letter raised)."""
+    label = side_label(side)
+    return label[:1].upper() + label[1:]
+
+
 def side_params(params: GenerationParams, side: str) -> GenerationParams:
     """The settings one side runs with: `params` with only the mode and the drafter changed."""
     if side == STANDARD:
@@ -58,5 +64,5 @@ def verdict(first: str, first_result: GenerationResult, second: str, second_resu
     outcome = f"{'faster' if ratio >= 1 else 'slower'} than {side_label(first)}"
     if ratio < 1 and first == STANDARD:
         outcome += ": speculation does not pay here"
-    return (f"{side_label(first).capitalize()} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
+    return (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
             f"{b:.1f} tok/s ({how_it_ran(second_result)}): {side_label(second)} {ratio:.2f}x ({outcome})")

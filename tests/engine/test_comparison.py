@@ -40,3 +40,5 @@ def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_fir
     slower = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 8.0))
     assert slower.endswith("lookup 0.80x (slower than standard decoding: speculation does not pay here)")
     assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower and "(nothing drafted)" in slower
+    mtp = verdict("mtp", _result("speculative", 12.0, 10, 8), "standard", _result("standard", 10.0))
+    assert mtp.startswith("Built-in MTP drafter 12.0 tok/s")  # "Built-in mtp drafter" with str.capitalize()
