@@ -1,8 +1,11 @@
-"""Compare: the same prompt decoded both ways, side by side, with the two speeds and the speedup.
+"""Compare: the same prompt decoded two ways, side by side, with the two speeds and how they compare.
 
-The comparison is fair by construction (session.compare): both runs start from an empty prompt cache and
-their order alternates between Compares; the dialog says which ran first, and sets tokens per pass and
-acceptance beside the speeds, since they explain the speedup.
+Each side is standard decoding or one drafter, picked above its column (standard against the chat's drafter at
+first; draft model against lookup, MTP against standard, EAGLE-3 against a draft model, ...); "Run" runs the pick.
+The comparison is fair by construction (session.compare): the same settings but for the drafter, both runs from an
+empty prompt cache, their order alternating between Compares; the dialog says which ran first, and sets tokens per
+pass and acceptance beside the speeds, since they explain them. A side the loaded pair cannot run (an MTP head on
+a target without one) shows the engine's one line saying why, and the other side runs still.
 """
 
 from __future__ import annotations
@@ -10,67 +13,126 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QDialog, QGridLayout, QLabel, QPushButton, QWidget
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
+from engine.comparison import STANDARD, side_heading, side_label, sides, verdict
+from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
 
 from .token_view import TokenTextView
 
 
 class CompareDialog(QDialog):
-    """Two columns (standard, speculative) filled as the two generations stream.
+    """Two columns, each a way of decoding the user picks, filled as the two generations stream.
 
     Attributes:
-        request_ids: the worker request of each side, {"standard": id, "speculative": id}.
+        sides: the two sides of the last run, left and right ("standard" or a drafter).
+        pickers: the left and right choice of side.
+        request_ids: the worker request of each side of the last run, in the order they run.
+        pending: the sides of the last run still running (Run waits for them).
         results: each side's GenerationResult once finished.
+        drafters: per side, the rounds each drafter drafted (from the RoundEvents: who actually drafted).
+        views, speeds: each side's tokens and stats line.
     """
 
-    SIDES = ("standard", "speculative")
-
-    def __init__(self, prompt: str, request_ids: dict[str, int], session: QObject, parent: QWidget | None = None) -> None:
+    def __init__(self, messages: list[dict[str, str]], conversation_id: int | None, session: QObject,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.session, self.messages, self.conversation_id = session, messages, conversation_id
         session.compare_events.connect(self.add_events)  # each dialog picks its own requests' events
         session.compare_finished.connect(self.finish)
         session.compare_failed.connect(self.fail)
-        self.setWindowTitle("Compare: standard vs speculative decoding")
-        self.resize(980, 560)
-        self.request_ids = request_ids
+        self.setWindowTitle("Compare two ways of decoding")
+        self.resize(980, 600)
+        self.sides: tuple[str, str] = session.compare_sides()
+        self.request_ids: dict[str, int] = {}
+        self.pending: set[str] = set()  # the sides of the last run still running
         self.results: dict[str, GenerationResult] = {}
-        self.drafters: dict[str, Counter] = {side: Counter() for side in self.SIDES}  # rounds per drafter
-        grid = QGridLayout(self)
-        heading = QLabel(f"<b>Prompt:</b> {html.escape(prompt[:300])}")
-        heading.setWordWrap(True)
-        grid.addWidget(heading, 0, 0, 1, 2)
-        first, second = list(request_ids)
-        self.fairness = QLabel(f"Both runs start from an empty prompt cache; {first} runs first, then {second} "
-                               "(the order alternates from one Compare to the next).")
-        self.fairness.setObjectName("fairness")
-        self.fairness.setWordWrap(True)
-        self.fairness.setStyleSheet("color: palette(mid);")
-        grid.addWidget(self.fairness, 5, 0)
+        self.drafters: dict[str, Counter] = {}
         self.views: dict[str, TokenTextView] = {}
         self.speeds: dict[str, QLabel] = {}
-        for column, side in enumerate(self.SIDES):
-            grid.addWidget(QLabel(f"<b>{side.capitalize()} decoding</b>"), 1, column)
-            view = TokenTextView(grow=False)
-            view.setMinimumHeight(320)
-            self.views[side] = view
-            grid.addWidget(view, 2, column)
-            self.speeds[side] = QLabel("waiting…")
-            self.speeds[side].setWordWrap(True)
-            self.speeds[side].setObjectName(f"speed_{side}")
-            grid.addWidget(self.speeds[side], 3, column)
-        for column in range(len(self.SIDES)):
-            grid.setColumnStretch(column, 1)  # equal halves, whatever each side's text
+        self.grid = QGridLayout(self)
+        heading = QLabel(f"<b>Prompt:</b> {html.escape(messages[-1]['content'][:300])}")
+        heading.setWordWrap(True)
+        self.grid.addWidget(heading, 0, 0, 1, 2)
+        self.pickers = [self._picker(side, column) for column, side in enumerate(self.sides)]
+        self.columns = [self._column(column) for column in range(2)]
         self.speedup = QLabel("")
         self.speedup.setObjectName("speedup")
         self.speedup.setStyleSheet("font-size: 16px; font-weight: bold;")
         self.speedup.setWordWrap(True)  # one long line grew the dialog to 1444 px, off a 1600 px screen
-        grid.addWidget(self.speedup, 4, 0, 1, 2)
+        self.grid.addWidget(self.speedup, 4, 0, 1, 2)
+        self.fairness = QLabel("")
+        self.fairness.setObjectName("fairness")
+        self.fairness.setWordWrap(True)
+        self.fairness.setStyleSheet("color: palette(mid);")
+        self.grid.addWidget(self.fairness, 5, 0)
+        self.grid.addWidget(self._buttons(), 5, 1)
+        self.run()
+
+    def _picker(self, side: str, column: int) -> QComboBox:
+        picker = QComboBox()
+        picker.setObjectName(f"side{column}")
+        for choice in sides():
+            picker.addItem(side_heading(choice) + ("" if choice == STANDARD else " (speculative)"), choice)
+        picker.setCurrentIndex(max(0, picker.findData(side)))
+        self.grid.addWidget(picker, 1, column)
+        self.grid.setColumnStretch(column, 1)  # equal halves, whatever each side's text
+        return picker
+
+    def _column(self, column: int) -> tuple[TokenTextView, QLabel]:
+        view = TokenTextView(grow=False)
+        view.setMinimumHeight(320)
+        speed = QLabel("waiting…")
+        speed.setWordWrap(True)
+        speed.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)  # the two sides' lines level
+        self.grid.addWidget(view, 2, column)
+        self.grid.addWidget(speed, 3, column)
+        return view, speed
+
+    def _buttons(self) -> QWidget:
+        box = QWidget()
+        row = QGridLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.run_button = QPushButton("Run")
+        self.run_button.setToolTip("Run the prompt again with the two ways picked above")
+        self.run_button.clicked.connect(self.run)
         close = QPushButton("Close")
         close.clicked.connect(self.close)
-        grid.addWidget(close, 5, 1)
+        row.addWidget(self.run_button, 0, 0)
+        row.addWidget(close, 0, 1)
+        return box
+
+    def run(self) -> None:
+        """Run the two sides picked; a pick that cannot run is refused in one line instead."""
+        picked = (self.pickers[0].currentData(), self.pickers[1].currentData())
+        if not self.session.ready:
+            self.speedup.setText("Compare needs loaded models and no answer in progress: wait for the answer, then Run.")
+            return
+        try:
+            request_ids = self.session.compare(self.conversation_id, self.messages, picked)
+        except SpecChatError as error:
+            self.speedup.setText(str(error))
+            return
+        self.sides, self.request_ids, self.results, self.pending = picked, request_ids, {}, set(picked)
+        self.drafters = {side: Counter() for side in picked}
+        for column, side in enumerate(picked):
+            self._reset_column(column)
+            self.views[side], self.speeds[side] = self.columns[column]
+            self.speeds[side].setObjectName(f"speed_{side}")
+        self.speedup.setText("")
+        first, second = (side_label(side) for side in request_ids)
+        self.fairness.setText(f"Both runs start from an empty prompt cache with the same settings; {first} runs first, "
+                              f"then {second} (the order alternates from one Compare to the next).")
+        self.run_button.setEnabled(False)
+
+    def _reset_column(self, column: int) -> None:
+        """Empty a column's tokens and stats line for a new run."""
+        view, speed = self.columns[column]
+        view.set_runs([], [])
+        view.show_tokens()
+        speed.setText("waiting…")
 
     def side_of(self, request_id: int) -> str | None:
         return next((s for s, r in self.request_ids.items() if r == request_id), None)
@@ -87,23 +149,23 @@ class CompareDialog(QDialog):
         if side is None:
             return
         self.results[side] = result
-        self.speeds[side].setText(result.summary() + ("\n" + drafters_line(self.drafters[side]) if side == "speculative" else ""))
+        drafted = "" if side == STANDARD else "\n" + drafters_line(self.drafters[side])
+        self.speeds[side].setText(result.summary() + drafted)
         if len(self.results) == 2:
-            standard = self.results["standard"].stats.generation_tps
-            speculative = self.results["speculative"].stats.generation_tps
-            ratio = speculative / standard if standard else 0.0
-            stats = self.results["speculative"].stats
-            how = (f"{stats.tokens_per_pass:.2f} tokens per pass, {stats.acceptance_rate:.0%} of {stats.drafted} drafted "
-                   "accepted" if stats.drafted else "nothing drafted")
-            self.speedup.setText(
-                f"Standard {standard:.1f} tok/s (1 token per pass), speculative {speculative:.1f} tok/s ({how}): "
-                f"{ratio:.2f}x " + ("faster" if ratio >= 1 else "(slower: speculation does not pay here)")
-            )
+            left, right = self.sides
+            self.speedup.setText(verdict(left, self.results[left], right, self.results[right]))
+        self._end_of(side)
 
     def fail(self, request_id: int, message: str) -> None:
         side = self.side_of(request_id)
         if side:
             self.speeds[side].setText(message)
+            self._end_of(side)
+
+    def _end_of(self, side: str) -> None:
+        """A side is done (finished or refused): once both are, the user may run another pick."""
+        self.pending.discard(side)
+        self.run_button.setEnabled(not self.pending)
 
 
 def drafters_line(rounds: Counter) -> str:

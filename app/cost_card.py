@@ -3,7 +3,9 @@
 It fits DESIGN.md's cost model to the answer's rounds (engine/decoding/cost_model.py): the measured acceptance
 a, the draft cost c and the verify cost v(K) in target steps. A plot sets the tokens per second the model
 predicts for each K (a line) against what the rounds of each K achieved (dots). Below, the same acceptance
-with a memory-bound Apple GPU's costs, labelled as the prediction it is.
+with a memory-bound Apple GPU's costs, labelled as the prediction it is; last, each drafter that reads the target's
+hidden states on an Apple GPU, from its draft cost measured here and the acceptance its authors published
+(engine/decoding/apple_prediction.py), labelled as such.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from engine.decoding.apple_prediction import LABEL, Prediction, costs_in_answer, predictions
 from engine.decoding.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel, fit
 from engine.events import RoundEvent
+from engine.params import drafter_label
 
 WAITING = ("The model needs drafted rounds with their own timings (the policy times a drafter's first three "
            "rounds, then one in eight): it appears after a few rounds of a speculative answer.")
@@ -63,6 +67,22 @@ def describe_apple_gpu(model: CostModel, draft_cost: float) -> str:
     )
 
 
+def describe_published(rows: list[Prediction]) -> str:
+    """Each drafter's predicted speedup on an Apple GPU, with the acceptance and the cost it comes from."""
+    lines = [f"<b>Each drafter on an Apple GPU</b> ({LABEL})<br>"]
+    for row in rows:
+        p = row.published
+        lines.append(f"{drafter_label(row.drafter)}: <b>{row.speedup:.2f}x</b> (published τ {p.tokens_per_verify:g} at K = "
+                     f"{p.k}; c {row.c:.2f} from {'this answer' if row.measured_here else 'the benchmark'})<br>")
+    return "".join(lines)
+
+
+def published_sources(rows: list[Prediction]) -> str:
+    """The tooltip: where each acceptance length was published and what each c was measured on."""
+    return "\n".join(f"{drafter_label(r.drafter)}: τ from {r.published.setting} ({r.published.source}); "
+                     f"c per drafter pass from {r.cost_setting}" for r in rows)
+
+
 class CostCard(QWidget):
     """The fitted model as text and a predicted-against-measured plot.
 
@@ -99,6 +119,10 @@ class CostCard(QWidget):
             label.setWordWrap(True)
             layout.addWidget(label)
         self.gpu.setObjectName("applePrediction")
+        self.published = QLabel()
+        self.published.setWordWrap(True)
+        self.published.setObjectName("publishedPrediction")
+        layout.addWidget(self.published)
         layout.addStretch()
         self._colour_axes()
         self.reset("speculative")
@@ -114,6 +138,7 @@ class CostCard(QWidget):
 
     def redraw(self) -> None:
         self.model = fit(self.rounds)
+        self._show_published()
         if self.model is None:
             self.predicted.setData([], [])
             self.measured.setData([], [])
@@ -126,6 +151,12 @@ class CostCard(QWidget):
         self.measured.setData(list(measured), list(measured.values()))
         self.here.setText(describe_here(self.model))
         self.gpu.setText(describe_apple_gpu(self.model, self.draft_cost_on_gpu))
+
+    def _show_published(self) -> None:
+        """Each drafter's Apple prediction, with the draft costs this answer measured where it drafted."""
+        rows = predictions(costs_in_answer(self.model, self.rounds) if self.model else None)
+        self.published.setText(describe_published(rows))
+        self.published.setToolTip(published_sources(rows))
 
     def _colour_axes(self) -> None:
         text = self.palette().text().color()

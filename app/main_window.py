@@ -318,7 +318,8 @@ class MainWindow(QMainWindow):
         self.show_error(message + " The message is back in the box below to shorten.")
 
     def compare(self) -> None:
-        """Run the last prompt (or the typed one) both ways and show the speeds side by side."""
+        """Run the last prompt (or the typed one) two ways (standard against the chat's drafter, until the user picks
+        others) and show the speeds side by side."""
         if not self.session.ready:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
@@ -326,8 +327,7 @@ class MainWindow(QMainWindow):
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return
-        requests = self.session.compare(self.conversation_id, history)
-        self.compare_dialog = CompareDialog(history[-1]["content"], requests, self.session, self)
+        self.compare_dialog = CompareDialog(history, self.conversation_id, self.session, self)
         self.compare_dialog.show()
 
     # --- controls and settings ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from engine.comparison import STANDARD, check_sides, side_params
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
@@ -23,8 +24,6 @@ from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
-
-
 
 
 class _Requests(QObject):
@@ -288,18 +287,23 @@ class ChatSession(QObject):
             self.answer.stopping = True
             self.busy_changed.emit(True)
 
-    def compare(self, conversation_id: int | None, messages: list[dict[str, str]]) -> dict[str, int]:
-        """Run a conversation both ways; the request id of each side, in the order they run.
+    def compare_sides(self) -> tuple[str, str]:
+        """What a Compare runs unless the user picks otherwise: standard decoding against the next answer's drafter."""
+        return STANDARD, self.effective_params("speculative").drafter
 
-        Both runs start from an empty prompt cache (otherwise the second reuses the prompt the first just read,
-        and its time to first token is not comparable), and the order alternates from one Compare to the next
-        so that neither side always runs on a machine the other has just warmed up.
-        """
-        think = self.think_for(conversation_id)
-        sides = {side: self.effective_params(side).replace(think=think) for side in ("standard", "speculative")}
-        order = ("standard", "speculative") if self._compares % 2 == 0 else ("speculative", "standard")
+    def compare(self, conversation_id: int | None, messages: list[dict[str, str]],
+                sides: tuple[str, str] | None = None) -> dict[str, int]:
+        """Run a conversation two ways (each side "standard" or a drafter, `compare_sides()` by default; equal sides are
+        refused) with the same settings otherwise; the request id of each side, in the order they run. Both start from
+        an empty prompt cache (the second would reuse the prompt the first read, and its time to first token differ),
+        and the order alternates between Compares, so that neither always runs on a machine the other warmed up."""
+        sides = sides or self.compare_sides()
+        check_sides(*sides)
+        params = self.params.replace(think=self.think_for(conversation_id))
+        order = sides if self._compares % 2 == 0 else sides[::-1]
         self._compares += 1
-        requests = {side: self._new_request(conversation_id, messages, sides[side], fresh_cache=True) for side in order}
+        requests = {side: self._new_request(conversation_id, messages, side_params(params, side), fresh_cache=True)
+                    for side in order}
         self.compare_requests = {side: request.request_id for side, request in requests.items()}
         for request in requests.values():
             self._requests.generate.emit(request)

@@ -25,7 +25,7 @@ class MainToolbar(QToolBar):
         self.speculative_action = self._action("Speculative", "On: speculative decoding. Off: standard decoding (the target alone).")
         self.speculative_action.setCheckable(True)
         self.speculative_action.setChecked(speculative)
-        self.compare_action = self._action("Compare", "Run the last prompt both ways, each from an empty prompt cache, and compare")
+        self.compare_action = self._action("Compare", "Run the last prompt two ways (standard or a drafter each side), from an empty prompt cache, and compare")
         self.markdown_action = self._action("Markdown", "Show finished answers as Markdown (off: keep the coloured tokens)")
         self.markdown_action.setCheckable(True)
         self.markdown_action.setChecked(markdown)

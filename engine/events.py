@@ -12,6 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
+from .params import drafters_named
+
 Origin = Literal["accepted", "corrected", "bonus", "target"]
 FinishReason = Literal["stop", "length", "cancelled", "context"]
 Part = Literal["answer", "reasoning", "marker"]
@@ -271,6 +273,7 @@ class GenerationStats:
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
     ended_on_eos: bool = False  # the last pass produced the end-of-sequence token (not in the answer's tokens)
+    drafted_by: dict[str, int] = field(default_factory=dict)  # draft tokens verified, per drafter that drafted them
     policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
     thinking: PartStats = field(default_factory=PartStats)  # rounds begun while reasoning; seconds: the thinking
     answering: PartStats = field(default_factory=PartStats)  # rounds begun in the answer
@@ -341,6 +344,7 @@ class GenerationResult:
     reasoning: str = ""
     parts: list[Part] = field(default_factory=list)
     stop_string: str | None = None  # the stop string that ended the text, if one did
+    drafter: str = "none"  # the drafter asked for ("mtp", "model+lookup", ...); "none" in standard decoding
 
     @property
     def lossy(self) -> bool:
@@ -361,16 +365,14 @@ class GenerationResult:
         return f"while thinking {s.thinking.speculation()}; while answering {s.answering.speculation()}"
 
     def summary(self) -> str:
-        """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted, 3.1 tokens per pass'."""
+        """One line for a person, e.g. '71.0 tok/s, 78% of 412 drafted tokens accepted (built-in MTP drafter), ...'."""
         s = self.stats
         parts = [f"{s.generation_tps:.1f} tok/s"]
+        who = drafters_named(s.drafted_by, self.drafter)  # the drafter explains the numbers: name it
         if s.drafted:
-            parts.append(f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted")
-            parts.append(f"{s.tokens_per_pass:.1f} tokens per pass")
-        elif self.mode == "speculative":
-            parts.append("no tokens drafted")
+            parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
         else:
-            parts.append("standard decoding")
+            parts.append(f"no tokens drafted by the {who}" if self.mode == "speculative" else "standard decoding")
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
@@ -387,6 +389,7 @@ class GenerationResult:
             "tokens": list(self.tokens),
             "origins": list(self.origins),
             "mode": self.mode,
+            "drafter": self.drafter,
             "finish_reason": self.finish_reason,
             "lenience": self.lenience,
             "lossy": self.lossy,

@@ -207,3 +207,32 @@ PRESETS: dict[str, GenerationParams] = {
     "creative": GenerationParams(temperature=1.0, top_p=0.95, num_draft=4),
     "conservative": GenerationParams(temperature=0.3, top_p=0.9, num_draft=3),
 }
+
+
+# How a person reads each drafter's name (the stats line, the toolbar, Compare); a drafter not listed here is shown
+# by its own name, so a new drafter needs no entry to be named everywhere.
+DRAFTER_LABELS: dict[str, str] = {
+    "model": "draft model",
+    "lookup": "lookup",
+    "model+lookup": "draft model + lookup",
+    "mtp": "built-in MTP drafter",
+    "eagle3": "EAGLE-3 drafter",
+    "dflash": "DFlash drafter",
+    "dspark": "DSpark drafter",
+}
+
+
+def drafter_label(drafter: str) -> str:
+    """A drafter's name as a person reads it ("mtp" -> "built-in MTP drafter")."""
+    return DRAFTER_LABELS.get(drafter, drafter)
+
+
+def drafters_named(drafted_by: dict[str, int], asked: str) -> str:
+    """Who drafted an answer's tokens (`drafted_by`: draft tokens per drafter; `asked`: the drafter asked for, named
+    when nothing was drafted): "built-in MTP drafter", or with several each one's share, "lookup 62%, draft model
+    38%"."""
+    if len(drafted_by) < 2:
+        return drafter_label(next(iter(drafted_by), asked))
+    total = sum(drafted_by.values())
+    shares = sorted(drafted_by.items(), key=lambda item: -item[1])
+    return ", ".join(f"{drafter_label(name)} {n / total:.0%}" for name, n in shares)

@@ -78,6 +78,8 @@ class Answer:
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
         self.stats.count_ssd(r)
+        if r.drafted:
+            self.stats.drafted_by[r.drafter] = self.stats.drafted_by.get(r.drafter, 0) + r.drafted
         (self.stats.thinking if thinking else self.stats.answering).add_round(r.drafted, r.accepted, kept)
         yield self._round_event(r, kept, thinking)
         self.stats.rounds += 1
@@ -154,4 +156,5 @@ class Answer:
         self.clock_thinking(ended=True)
         return GenerationResult("".join(self.pieces["answer"]), self.tokens, self.origins, self.params.mode, self.finish,
                                 self.stats, self.params.applied_lenience, "".join(self.pieces["reasoning"]).strip(),
-                                self.parts if self.markers else [], self.stops.matched)
+                                self.parts if self.markers else [], self.stops.matched,
+                                self.params.drafter if self.params.mode == "speculative" else "none")

@@ -18,6 +18,7 @@ def speculation(result: GenerationResult, drafter: str) -> dict[str, Any]:
     return {
         "mode": result.mode,
         "drafter": drafter if result.mode == "speculative" else "none",
+        "drafted_by": dict(s.drafted_by),  # the drafters that drafted, by tokens verified ("model+lookup": both)
         "rounds": s.rounds,
         "drafted": s.drafted,
         "accepted": s.accepted,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.comparison import side_label
 from tests.app.conftest import send_and_wait
 
 
@@ -17,14 +18,14 @@ def test_both_runs_start_from_an_empty_prompt_cache_and_take_turns_going_first(m
         first, second = dialog.request_ids
         orders.append((first, second))
         assert dialog.request_ids[first] < dialog.request_ids[second]  # sent, and so run, in this order
-        standard, speculative = dialog.results["standard"].stats, dialog.results["speculative"].stats
+        standard, speculative = dialog.results["standard"].stats, dialog.results["model"].stats
         assert standard.cached_prompt_tokens == 0 and speculative.cached_prompt_tokens == 0
         assert standard.prompt_tokens == speculative.prompt_tokens > 0
-        assert f"empty prompt cache; {first} runs first" in dialog.fairness.text()
+        assert f"with the same settings; {side_label(first)} runs first" in dialog.fairness.text()
         assert f"{speculative.tokens_per_pass:.2f} tokens per pass" in dialog.speedup.text()
         assert f"{speculative.acceptance_rate:.0%} of {speculative.drafted} drafted accepted" in dialog.speedup.text()
         dialog.close()
-    assert orders == [("standard", "speculative"), ("speculative", "standard")]
+    assert orders == [("standard", "model"), ("model", "standard")]
 
 
 def test_neither_run_drafts_from_the_other_runs_answer(make_window, qtbot) -> None:
@@ -46,7 +47,7 @@ def test_rejected_drafts_show_in_the_speculative_column(make_window, qtbot) -> N
     window.compare()
     dialog = window.compare_dialog
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
-    assert list(dialog.views["speculative"].ghost_fragments()) and not list(dialog.views["standard"].ghost_fragments())
+    assert list(dialog.views["model"].ghost_fragments()) and not list(dialog.views["standard"].ghost_fragments())
     dialog.close()
 
 
@@ -58,12 +59,12 @@ def test_compare_never_drafts_this_chat_s_saved_answer_and_says_which_drafters_r
     window.compare()
     dialog = window.compare_dialog
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
-    speculative = dialog.results["speculative"]
+    speculative = dialog.results["model+lookup"]
     assert speculative.tokens == answer.tokens  # greedy: the same text
     # Copying the saved answer, lookup drafted every round and all was accepted (32 of 32 here, 8 rounds).
-    assert speculative.stats.acceptance_rate < 0.9 and dialog.drafters["speculative"]["model"] > 0
-    assert "Drafted by model in " in dialog.speeds["speculative"].text()
-    assert dialog.speeds["speculative"].text().startswith(speculative.summary())
+    assert speculative.stats.acceptance_rate < 0.9 and dialog.drafters["model+lookup"]["model"] > 0
+    assert "Drafted by model in " in dialog.speeds["model+lookup"].text()
+    assert dialog.speeds["model+lookup"].text().startswith(speculative.summary())
     dialog.close()
 
 
@@ -87,4 +88,58 @@ def test_a_long_speedup_line_wraps_instead_of_widening_the_dialog(make_window, q
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
     dialog.speedup.setText(dialog.speedup.text() * 3)
     assert dialog.minimumSizeHint().width() < 1000
+    dialog.close()
+
+
+def _open_compare(make_window, qtbot, **generation: object):  # noqa: ANN001, ANN202
+    """A window that answered a message, and the Compare dialog it opened (running standard against its drafter)."""
+    window = make_window(**generation)
+    send_and_wait(qtbot, window, "Hello")
+    window.compare()
+    return window.compare_dialog
+
+
+def _pick_and_run(qtbot, dialog, left: str, right: str) -> None:
+    """Pick a side in each column and press Run (waiting for the run before it first)."""
+    qtbot.waitUntil(dialog.run_button.isEnabled, timeout=60_000)
+    for picker, side in zip(dialog.pickers, (left, right)):
+        picker.setCurrentIndex(picker.findData(side))
+    dialog.run_button.click()
+
+
+def test_the_user_picks_two_drafters_and_sees_them_side_by_side(make_window, qtbot) -> None:
+    """Compare used to contrast standard and speculative decoding only: two drafters could not meet on a prompt."""
+    dialog = _open_compare(make_window, qtbot, max_tokens=30)
+    assert dialog.sides == ("standard", "model")  # until the user picks: standard against the chat's drafter
+    _pick_and_run(qtbot, dialog, "lookup", "model")
+    assert not dialog.run_button.isEnabled()  # one run at a time
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    lookup, model = dialog.results["lookup"], dialog.results["model"]
+    assert (lookup.drafter, model.drafter) == ("lookup", "model")
+    assert set(dialog.drafters["model"]) - {"none"} == {"model"} and set(dialog.drafters["lookup"]) <= {"lookup", "none"}
+    assert lookup.tokens == model.tokens and dialog.views["lookup"].answer_text() == dialog.views["model"].answer_text()
+    assert "accepted (draft model)" in dialog.speeds["model"].text()
+    ratio = model.stats.generation_tps / lookup.stats.generation_tps
+    assert dialog.speedup.text().startswith(f"Lookup {lookup.stats.generation_tps:.1f} tok/s")
+    assert f"draft model {ratio:.2f}x" in dialog.speedup.text()
+    qtbot.waitUntil(dialog.run_button.isEnabled, timeout=10_000)
+    dialog.close()
+
+
+def test_a_side_the_pair_cannot_run_says_why_in_its_column(make_window, qtbot) -> None:
+    dialog = _open_compare(make_window, qtbot, max_tokens=20)
+    _pick_and_run(qtbot, dialog, "mtp", "model")
+    qtbot.waitUntil(lambda: "model" in dialog.results and dialog.run_button.isEnabled(), timeout=60_000)
+    refusal = dialog.speeds["mtp"].text()
+    assert "no built-in MTP head" in refusal and "\n" not in refusal and "Traceback" not in refusal
+    assert "mtp" not in dialog.results and dialog.speedup.text() == ""
+    dialog.close()
+
+
+def test_one_way_against_itself_is_refused_in_one_line(make_window, qtbot) -> None:
+    dialog = _open_compare(make_window, qtbot, max_tokens=20)
+    before = dict(dialog.request_ids)
+    _pick_and_run(qtbot, dialog, "lookup", "lookup")
+    assert dialog.speedup.text() == "Both sides are lookup: choose two different ways to compare."
+    assert dialog.request_ids == before and dialog.run_button.isEnabled()
     dialog.close()

@@ -54,3 +54,26 @@ def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None
     assert "(lookup 0.00 for 57% of draft tokens; model 1.10 for 43% of draft tokens)" in card.here.text()
     assert "lookup drafts for free" not in card.gpu.text()
     assert "0.30, for the 43% of draft tokens it drafted; lookup's are free" in card.gpu.text()
+
+
+def test_the_card_predicts_each_drafter_from_published_acceptance_labelled_as_such(qtbot) -> None:
+    """Issue 23: the card predicted only the draft model, from the acceptance measured here."""
+    from dataclasses import replace
+
+    from engine.decoding.apple_prediction import PUBLISHED, predicted_speedup, predictions
+    from tests.engine.decoding.test_cost_model import round_event
+
+    card = CostCard()
+    qtbot.addWidget(card)
+    text = card.published.text()
+    assert "prediction from published acceptance, not measured here" in text
+    for row in predictions():  # before any answer: every drafter, with the benchmark's c
+        assert f"{row.speedup:.2f}x" in text and f"published τ {row.published.tokens_per_verify:g} at K = {row.published.k}" in text
+    assert "built-in MTP drafter" in text and "EAGLE-3 drafter" in text and "DFlash drafter" in text
+    assert PUBLISHED["eagle3"].source in card.published.toolTip()
+    card.add([round_event(i, 0, 0, 0.0, 0.010) for i in range(4)]
+             + [replace(round_event(4 + i, 4, 2, 0.008, 0.012), drafter="eagle3") for i in range(4)])
+    card.redraw()
+    eagle3 = predicted_speedup(PUBLISHED["eagle3"], 0.008 / 4 / 0.010)  # c: 2 ms per draft token over 10 ms steps
+    assert f"EAGLE-3 drafter: <b>{eagle3:.2f}x</b> (published τ 2.77 at K = 7; c 0.20 from this answer)" in (
+        card.published.text())

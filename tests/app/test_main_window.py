@@ -130,12 +130,12 @@ def test_compare_runs_both_ways_and_shows_the_speedup(make_window, qtbot) -> Non
     window.compare()
     dialog = window.compare_dialog
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
-    standard, speculative = dialog.results["standard"], dialog.results["speculative"]
+    standard, speculative = dialog.results["standard"], dialog.results["model"]
     assert standard.mode == "standard" and speculative.mode == "speculative"
     assert standard.tokens == speculative.tokens  # greedy: the same answer either way
     ratio = speculative.stats.generation_tps / standard.stats.generation_tps
     assert f"{ratio:.2f}x" in dialog.speedup.text()
-    assert dialog.views["speculative"].answer_text() == speculative.text
+    assert dialog.views["model"].answer_text() == speculative.text
     dialog.close()
 
 

@@ -7,9 +7,12 @@ import pytest
 
 from app.session import ChatSession
 from app.settings import AppSettings
+from engine.errors import InvalidParameterError
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
 from tests.app.conftest import start_streaming
+from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
+from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
@@ -77,7 +80,7 @@ def test_compare_events_never_reach_the_chat_answer(qtbot, session: ChatSession)
     requests = session.compare(None, [{"role": "user", "content": "Hello"}])
     qtbot.waitUntil(lambda: len(finished) == 2, timeout=60_000)
     assert chat_batches == [] and not session.busy
-    assert finished[requests["standard"]].mode == "standard" and finished[requests["speculative"]].mode == "speculative"
+    assert finished[requests["standard"]].mode == "standard" and finished[requests["model"]].mode == "speculative"
     for side, request in requests.items():
         assert compare_tokens[request] == finished[request].tokens, side
 
@@ -196,3 +199,63 @@ def test_a_thinking_answer_is_saved_apart_from_its_reasoning_with_every_batch(qt
         assert [run[3] if len(run) == 4 else "answer" for run in stored.runs].count("reasoning") > 0
     finally:
         session.shutdown()
+
+
+def _compare(qtbot, session: ChatSession, sides: tuple[str, str]) -> tuple[dict, dict, dict, dict]:
+    """Run a Compare of `sides`; each side's result or failure message, and the drafters its rounds named."""
+    finished: dict[str, object] = {}
+    failed: dict[str, str] = {}
+    drafters: dict[int, set[str]] = {}
+    session.compare_events.connect(
+        lambda request, events: drafters.setdefault(request, set()).update(e.drafter for e in events if isinstance(e, RoundEvent)))
+    session.compare_finished.connect(lambda request, result: finished.__setitem__(request, result))
+    session.compare_failed.connect(lambda request, message: failed.__setitem__(request, message))
+    requests = session.compare(None, [{"role": "user", "content": "abcabd"}], sides)
+    qtbot.waitUntil(lambda: len(finished) + len(failed) == 2, timeout=120_000)
+    by_side = {side: finished.get(request) for side, request in requests.items()}
+    return by_side, {side: failed.get(request) for side, request in requests.items()}, \
+        {side: drafters.get(request, set()) for side, request in requests.items()}, requests
+
+
+def _load(qtbot, session: ChatSession, target: object, draft: object = "") -> None:
+    with qtbot.waitSignal(session.pair_loaded, timeout=60_000):
+        session.load_pair(str(target), str(draft))
+
+
+@pytest.mark.parametrize("pair, sides", [
+    ("tiny", ("model", "lookup")),
+    ("mtp", ("mtp", "standard")),
+    ("eagle3", ("eagle3", "lookup")),
+])
+def test_compare_runs_each_side_with_the_drafter_asked_for(qtbot, session: ChatSession, pair: str, sides, mtp_target,  # noqa: F811
+                                                           eagle3_pair) -> None:  # noqa: F811
+    """Compare used to run standard against the chat's drafter only: two drafters could not meet on one prompt."""
+    if pair == "mtp":
+        _load(qtbot, session, mtp_target.folder("hybrid"))
+    elif pair == "eagle3":
+        _load(qtbot, session, *eagle3_pair.folders())
+    results, failed, drafters, _ = _compare(qtbot, session, sides)
+    assert failed == {side: None for side in sides}
+    for side in sides:
+        result = results[side]
+        assert result.drafter == (side if side != "standard" else "none")
+        assert drafters[side] - {"none"} == ({side} if side != "standard" else set()), side
+        assert set(result.stats.drafted_by) == (drafters[side] - {"none"})
+    speculative = [side for side in sides if side not in ("standard", "lookup")]
+    assert all(results[side].stats.drafted > 0 for side in speculative)  # the drafter asked for really drafted
+    first, second = (results[side] for side in sides)
+    assert first.tokens == second.tokens and first.text == second.text  # greedy: the same answer whoever drafts
+
+
+def test_a_drafter_the_pair_cannot_run_is_refused_in_one_line_and_the_other_side_runs(qtbot, session: ChatSession) -> None:
+    results, failed, _, _ = _compare(qtbot, session, ("model", "mtp"))
+    assert results["model"] is not None and results["model"].stats.drafted > 0
+    assert failed["model"] is None and "no built-in MTP head" in failed["mtp"]
+    assert "\n" not in failed["mtp"] and "Traceback" not in failed["mtp"]
+
+
+def test_a_compare_of_one_way_against_itself_is_refused(session: ChatSession) -> None:
+    with pytest.raises(InvalidParameterError, match="Both sides are lookup: choose two different ways"):
+        session.compare(None, [{"role": "user", "content": "Hello"}], ("lookup", "lookup"))
+    with pytest.raises(InvalidParameterError, match="Compare cannot run 'turbo'"):
+        session.compare(None, [{"role": "user", "content": "Hello"}], ("standard", "turbo"))

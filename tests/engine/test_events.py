@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.events import RoundEvent, split_rounds
+from engine.events import GenerationResult, GenerationStats, RoundEvent, split_rounds
 
 
 def round_record(index: int, drafted: int, accepted: int, reasoning: bool) -> dict:
@@ -25,3 +25,25 @@ def test_rounds_saved_before_reasoning_was_known_count_as_the_answers() -> None:
     del record["reasoning"]
     thinking, answering = split_rounds([record])
     assert thinking.rounds == 0 and answering.drafted == 2
+
+
+def _result(mode: str, drafter: str, **drafted_by: int) -> GenerationResult:
+    stats = GenerationStats(generated_tokens=8, rounds=4, drafted=sum(drafted_by.values()), accepted=4, generation_s=1.0)
+    stats.drafted_by.update(drafted_by)
+    return GenerationResult("", [1] * 8, ["accepted"] * 8, mode, "length", stats, drafter=drafter)  # type: ignore[arg-type]
+
+
+def test_the_stats_line_names_the_drafter_that_drafted() -> None:
+    """It used to read the same whichever drafter ran ("50% of 8 drafted tokens accepted"): an MTP answer and a
+    draft model's could not be told apart."""
+    assert "50% of 8 drafted tokens accepted (built-in MTP drafter)" in _result("speculative", "mtp", mtp=8).summary()
+    assert "(EAGLE-3 drafter)" in _result("speculative", "eagle3", eagle3=8).summary()
+    assert "(dflash-2)" in _result("speculative", "dflash-2", **{"dflash-2": 8}).summary()  # a new name as it is
+    mixed = _result("speculative", "model+lookup", lookup=6, model=2).summary()
+    assert "(lookup 75%, draft model 25%)" in mixed
+
+
+def test_an_answer_that_drafted_nothing_names_the_drafter_asked_for() -> None:
+    assert "no tokens drafted by the built-in MTP drafter" in _result("speculative", "mtp").summary()
+    assert "standard decoding" in _result("standard", "none").summary()
+    assert _result("speculative", "mtp", mtp=8).as_dict()["drafter"] == "mtp"

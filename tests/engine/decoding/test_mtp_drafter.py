@@ -78,6 +78,9 @@ def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:  # noqa: F81
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     assert {r.drafter for r in rounds if r.drafted} == {"mtp"}
     assert all(r.trace_record()["drafter"] in ("mtp", "none") for r in rounds)
+    result = events[-1]
+    assert result.drafter == "mtp" and result.stats.drafted_by == {"mtp": result.stats.drafted} != {"mtp": 0}
+    assert "drafted tokens accepted (built-in MTP drafter)" in result.summary()
 
 
 @pytest.mark.statistical

@@ -1,0 +1,68 @@
+"""Compare: one prompt decoded two ways, each side standard decoding or one drafter, and what the two runs say.
+
+A side is "standard" or a drafter's name from `params.DRAFTERS`, so a drafter added there can be compared at once.
+Both sides run with the same settings (prompt, seed, temperature, every sampling setting); only the mode and the
+drafter differ. Whether a drafter can run with the loaded pair (an MTP head on a target that ships none, a draft
+model with none loaded) is the engine's to say when its side starts, in the one line it says it everywhere else.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidParameterError
+from .events import GenerationResult
+from .params import DRAFTERS, GenerationParams, drafter_label
+
+STANDARD = "standard"
+
+
+def sides() -> tuple[str, ...]:
+    """What each side of a Compare can be: standard decoding, or speculation with any drafter."""
+    return (STANDARD, *DRAFTERS)
+
+
+def side_label(side: str) -> str:
+    """A side as a person reads it: "standard decoding", "draft model", "MTP head", ..."""
+    return "standard decoding" if side == STANDARD else drafter_label(side)
+
+
+def side_heading(side: str) -> str:
+    """A side's label to start a sentence or head a column with ("Built-in MTP drafter": only its first letter raised)."""
+    label = side_label(side)
+    return label[:1].upper() + label[1:]
+
+
+def side_params(params: GenerationParams, side: str) -> GenerationParams:
+    """The settings one side runs with: `params` with only the mode and the drafter changed."""
+    if side == STANDARD:
+        return params.replace(mode="standard")
+    return params.replace(mode="speculative", drafter=side)
+
+
+def check_sides(first: str, second: str) -> None:
+    """Refuse a Compare that would not compare anything, or a side that is no way of decoding."""
+    for side in (first, second):
+        if side not in sides():
+            raise InvalidParameterError(f"Compare cannot run {side!r}: choose one of {', '.join(sides())}.")
+    if first == second:
+        raise InvalidParameterError(f"Both sides are {side_label(first)}: choose two different ways to compare.")
+
+
+def how_it_ran(result: GenerationResult) -> str:
+    """What explains a side's speed: tokens per pass and acceptance (standard decoding: one token per pass)."""
+    s = result.stats
+    if result.mode == STANDARD:
+        return "1 token per pass"
+    if not s.drafted:
+        return "nothing drafted"
+    return f"{s.tokens_per_pass:.2f} tokens per pass, {s.acceptance_rate:.0%} of {s.drafted} drafted accepted"
+
+
+def verdict(first: str, first_result: GenerationResult, second: str, second_result: GenerationResult) -> str:
+    """Both sides' speeds, what explains them, and how fast the second side ran against the first."""
+    a, b = first_result.stats.generation_tps, second_result.stats.generation_tps
+    ratio = b / a if a else 0.0
+    outcome = f"{'faster' if ratio >= 1 else 'slower'} than {side_label(first)}"
+    if ratio < 1 and first == STANDARD:
+        outcome += ": speculation does not pay here"
+    return (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
+            f"{b:.1f} tok/s ({how_it_ran(second_result)}): {side_label(second)} {ratio:.2f}x ({outcome})")

@@ -1,0 +1,44 @@
+"""Compare's sides: standard decoding or any drafter, the same settings on both, and the line that compares them."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.comparison import check_sides, side_label, side_params, sides, verdict
+from engine.errors import InvalidParameterError
+from engine.events import GenerationResult, GenerationStats
+from engine.params import DRAFTERS, GenerationParams
+
+
+def test_every_drafter_is_a_side_and_only_the_mode_and_drafter_change() -> None:
+    assert sides() == ("standard", *DRAFTERS)
+    params = GenerationParams(temperature=0.7, seed=3, drafter="model")
+    mtp = side_params(params, "mtp")
+    assert (mtp.mode, mtp.drafter) == ("speculative", "mtp")
+    assert mtp.replace(drafter="model") == params  # seed, temperature and the rest are the same on both sides
+    assert side_params(params, "standard") == params.replace(mode="standard")
+    assert [side_label(s) for s in ("standard", "mtp", "eagle3")] == ["standard decoding", "built-in MTP drafter", "EAGLE-3 drafter"]
+
+
+def test_a_side_that_is_no_way_of_decoding_or_twice_the_same_is_refused() -> None:
+    check_sides("eagle3", "model")
+    with pytest.raises(InvalidParameterError, match="Both sides are built-in MTP drafter"):
+        check_sides("mtp", "mtp")
+    with pytest.raises(InvalidParameterError, match="cannot run 'turbo': choose one of standard, model"):
+        check_sides("turbo", "model")
+
+
+def _result(mode: str, tps: float, drafted: int = 0, accepted: int = 0, rounds: int = 10) -> GenerationResult:
+    stats = GenerationStats(generated_tokens=int(tps * 2), rounds=rounds, drafted=drafted, accepted=accepted, generation_s=2.0)
+    return GenerationResult("", [], [], mode, "length", stats)  # type: ignore[arg-type]
+
+
+def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_first() -> None:
+    line = verdict("model", _result("speculative", 10.0, 20, 10), "eagle3", _result("speculative", 15.0, 30, 24))
+    assert line == ("Draft model 10.0 tok/s (2.00 tokens per pass, 50% of 20 drafted accepted), EAGLE-3 drafter 15.0 tok/s "
+                    "(3.00 tokens per pass, 80% of 30 drafted accepted): EAGLE-3 drafter 1.50x (faster than draft model)")
+    slower = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 8.0))
+    assert slower.endswith("lookup 0.80x (slower than standard decoding: speculation does not pay here)")
+    assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower and "(nothing drafted)" in slower
+    mtp = verdict("mtp", _result("speculative", 12.0, 10, 8), "standard", _result("standard", 10.0))
+    assert mtp.startswith("Built-in MTP drafter 12.0 tok/s")  # "Built-in mtp drafter" with str.capitalize()
