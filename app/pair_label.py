@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from engine.events import lossy_label
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.models.draft_choice import DRAFTER_NAMES
-from engine.params import GenerationParams
+from engine.params import GenerationParams, drafter_label
 
 from .worker import PairInfo
-
-DRAFTING = {**DRAFTER_NAMES, "lookup": "lookup", "model+lookup": "draft model + lookup"}
 
 
 def next_drafter(chosen: str, pair_drafter: str) -> str:
@@ -31,7 +28,7 @@ def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: 
     draft = "draft" if info.drafter in ("", "model") else "drafter"
     names = info.target_name + (f" ← {draft} {info.draft_name}" if info.draft_name else "")
     ssd = " (SSD)" if params.ssd and params.uses_draft_model else ""
-    how = "standard decoding" if params.mode == "standard" else f"speculative, {DRAFTING[params.drafter]}{ssd}"
+    how = "standard decoding" if params.mode == "standard" else f"speculative, {drafter_label(params.drafter)}{ssd}"
     lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
     base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""
     return f"{names}{base} · {how}{lossy}" + (" · loading another pair…" if loading else "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..params import drafter_label
 from .folder_kind import drafter_family, folder_name, read_json
 
 BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
@@ -20,8 +21,8 @@ BUILT_IN_MTP_LABEL = "Built-in drafter (MTP heads)"
 # folder_kind's drafter families that SpecChat drafts with, and the drafter each runs.
 FOLDER_DRAFTERS = {"DFlash": "dflash", "EAGLE-3": "eagle3"}
 DRAFTER_KINDS = {f"{family} drafter" for family in FOLDER_DRAFTERS}  # their LocalModel.kind in model_store
-DRAFTER_NAMES = {"model": "draft model", "mtp": "built-in MTP drafter", "dflash": "DFlash drafter",
-                 "eagle3": "EAGLE-3 drafter"}
+# The drafters a catalog row may name, as people read them (the labels are params' one list).
+DRAFTER_NAMES = {name: drafter_label(name) for name in ("model", "mtp", "dflash", "eagle3")}
 
 
 def mtp_layer_count(config: dict[str, Any]) -> int:
