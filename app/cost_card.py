@@ -48,23 +48,33 @@ def drafter_mix(model: CostModel) -> str:
 
 
 def describe_apple_gpu(model: CostModel, draft_cost: float) -> str:
-    """The predicted half: the same acceptance, a memory-bound GPU's costs (`draft_cost`: the draft model's step
-    there; lookup's drafts are free, so a mix pays it for the model's share of the draft tokens only)."""
-    model_share = sum(share for d, share in model.drafter_shares.items() if d != "lookup")
-    k, speedup = model.apple_gpu(draft_cost * model_share)
-    if model_share == 0:
-        source = "lookup drafts for free"
-    elif model_share < 1:
-        source = (f"a draft model step costs its weights' share, {draft_cost:.2f}, for the {model_share:.0%} of draft "
-                  "tokens it drafted; lookup's are free")
-    else:
-        source = f"a draft step costs its weights' share, {draft_cost:.2f}"
+    """The predicted half: the same acceptance, a memory-bound GPU's costs. A draft model's step costs `draft_cost`
+    there (its share of the weights), lookup's drafts are free, and a drafter that reads the target's hidden states
+    (MTP, EAGLE-3, DFlash) costs what it measured in this answer: it has no weights share of its own to go by."""
+    costs = {d: draft_cost if d == "model" else 0.0 if d == "lookup" else model.drafter_token_s.get(d, 0.0) / model.step_s
+             for d in model.drafter_shares}
+    k, speedup = model.apple_gpu(sum(share * costs[d] for d, share in model.drafter_shares.items()))
     verdict = f"best K = {k}, {speedup:.2f}x standard decoding" if k else "speculation would not pay (K = 0)"
     return (
         "<b>Prediction for an Apple GPU</b> (not a measurement)<br>"
-        f"verify reads the weights once: v(K) = 1 + {APPLE_GPU_VERIFY_SLOPE}·K; {source}.<br>"
+        f"verify reads the weights once: v(K) = 1 + {APPLE_GPU_VERIFY_SLOPE}·K; {draft_costs(model, costs)}.<br>"
         f"With a = {model.acceptance:.0%}: {verdict}."
     )
+
+
+def draft_costs(model: CostModel, costs: dict[str, float]) -> str:
+    """Where each drafter's cost on the GPU comes from, for the drafters of this answer."""
+    def one(drafter: str) -> str:
+        if drafter == "lookup":
+            return "lookup drafts for free"
+        if drafter == "model":
+            return f"a draft model step costs its weights' share, {costs[drafter]:.2f}"
+        return f"{drafter_label(drafter)} tokens cost {costs[drafter]:.2f} each, as measured in this answer"
+
+    shares = sorted(model.drafter_shares.items(), key=lambda item: -item[1])
+    if len(shares) == 1:
+        return one(shares[0][0])
+    return "; ".join(f"{one(d)} ({share:.0%} of draft tokens)" for d, share in shares)
 
 
 def describe_published(rows: list[Prediction]) -> str:
