@@ -25,6 +25,7 @@ from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for, target_layers
 from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
+from tests.dflash_pairs import reference_drafter
 
 PROMPT = "abcab"
 TOKENS = 40
@@ -36,12 +37,6 @@ IDS = ["dense-dflash", "dense-dflash2", "hybrid-dflash", "hybrid-dflash2", "dens
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dflash")
-
-
-def reference_draft(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """z-lab's load_draft on a local folder (it only knows hub ids)."""
-    monkeypatch.setattr(ref, "snapshot_download", lambda *args, **kwargs: str(folder))
-    return ref.load_draft("z-lab/local-test-drafter")
 
 
 @dataclass
@@ -69,7 +64,7 @@ class Recorded:
 def run_reference(target_dir: Path, drafter_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], Recorded]:
     """The reference's greedy stream (tokens, tokens per round) with every draft call recorded."""
     model, tokenizer = load(str(target_dir))
-    draft = reference_draft(drafter_dir, monkeypatch)
+    draft = reference_drafter(drafter_dir, monkeypatch)
     recorded = Recorded()
     monkeypatch.setattr(ref.DFlashDraftModel, "__call__", recorded.record_v1(ref.DFlashDraftModel.__call__))
     monkeypatch.setattr(ref.DFlash2DraftModel, "propose", recorded.record_v2(ref.DFlash2DraftModel.propose))
@@ -113,7 +108,7 @@ def test_our_drafter_drafts_what_the_reference_drafted_in_each_round_of_its_stre
 def test_draft_logits_match_the_reference_on_random_hidden_states(root: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
     target, _ = load(str(target_dir))
-    theirs = reference_draft(drafter_dir, monkeypatch).bind(target)
+    theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     ours = DFlashDrafter(load_dflash(drafter_dir), target)
     their_cache = theirs.make_cache()
     mx.random.seed(3)
@@ -189,7 +184,7 @@ def test_sampled_blocks_return_the_q_the_reference_samples_from(root: Path, monk
     temperature = 0.7
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
     target, _ = load(str(target_dir))
-    theirs = reference_draft(drafter_dir, monkeypatch).bind(target)
+    theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     monkeypatch.setattr(ref, "_sample_probs", second_choice)
     ours = DFlashDrafter(load_dflash(drafter_dir), target)
     hidden = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(5))
