@@ -14,7 +14,7 @@ import pytest
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
-from engine.events import GenerationResult, RoundEvent
+from engine.events import GenerationResult, PrefillEvent, RoundEvent
 from engine.params import GenerationParams
 from tests.dflash_pairs import dflash_pairs, reference_drafter  # noqa: F401 - a fixture
 from tests.helpers import assert_sampling_is_exact
@@ -162,3 +162,16 @@ def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, 
     the drafter's own warped distribution at each block position (DFlash2: along its selector's path)."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="dflash")
     assert_sampling_is_exact(dflash_pairs.pair(kind, version=version), params)
+
+
+def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pairs) -> None:  # noqa: F811
+    """Prefill chunks are written into the drafter's cache as they come, not queued until the first draft (a long
+    prompt's tapped states, several layers wide, would otherwise all be held at once)."""
+    pair = dflash_pairs.pair("qwen3")
+    state = pair.dflash_state()
+    params = GREEDY.replace(max_tokens=4, prefill_step_size=16, num_draft=3, adaptive=False)
+    for event in generate_stream(pair, "abcdefg" * 30, params):
+        if isinstance(event, PrefillEvent) and event.processed >= event.total - 1:  # the last chunk is in
+            break
+    assert state.drafter.cache[0].offset >= event.total - 3  # all but the latest position, in the cache
+    assert state.store.end - state.store.start <= 2
