@@ -88,7 +88,8 @@ class RoundEvent:
         drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
-        drafter: "model", "mtp" (the target's built-in MTP head), "eagle3" (an EAGLE-3 drafter), "lookup" or "none".
+        drafter: "model", "mtp" (the target's built-in MTP head), "eagle3" (an EAGLE-3 drafter), "dflash" (a DFlash
+            block drafter), "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.
@@ -191,7 +192,8 @@ class PolicyBelief:
     Attributes:
         drafter: the drafter ("model", "lookup", "lookup+copying", ...).
         acceptance: its estimated per-token acceptance rate.
-        draft_cost_steps: its draft cost per token in target steps (None before one was measured).
+        draft_cost_steps: its draft cost per token in target steps, a block drafter's (DFlash) per pass (None
+            before one was measured).
         predicted_tps: predicted tokens per second for each K from 0 (plain steps) up, in a steady run of drafts.
         chosen_k: the K those predictions choose now (0: plain steps, the drafter only probed).
         reason: why, in one sentence.

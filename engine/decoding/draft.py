@@ -3,8 +3,9 @@
 A draft is what one round proposes: up to K token ids and, for a draft model, the warped distributions q they
 were sampled from (the acceptance rule needs q; prompt lookup proposes without one, so its q is a point mass).
 The drafters: a draft model (`draft_model.py`), the target's built-in MTP head (`mtp_drafter.py`), an EAGLE-3
-drafter (`eagle3_drafter.py`) and prompt lookup (`prompt_lookup.py`). The speculative round asks them in order
-and verifies the first draft offered; a round nobody drafts for is a plain target step.
+drafter (`eagle3_drafter.py`), a DFlash block drafter (`dflash_drafter.py`) and prompt lookup
+(`prompt_lookup.py`). The speculative round asks them in order and verifies the first draft offered; a round
+nobody drafts for is a plain target step.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class Draft:
         count: K, known on the host.
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
-        source: the policy's name for where it came from: "model", "mtp", "eagle3", "lookup", "lookup+copying", or
+        source: the policy's name for where it came from: "model", "mtp", "eagle3", "dflash", "lookup", "lookup+copying", or
             "none".
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
@@ -71,7 +72,7 @@ class Draft:
 
     @property
     def drafter(self) -> str:
-        """What a RoundEvent calls the drafter: "model", "mtp", "eagle3", "lookup" or "none"."""
+        """What a RoundEvent calls the drafter: "model", "mtp", "eagle3", "dflash", "lookup" or "none"."""
         return "lookup" if self.source.startswith("lookup") else "model" if self.source.startswith("model") else self.source
 
 

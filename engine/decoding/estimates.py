@@ -9,12 +9,28 @@ from __future__ import annotations
 import random
 import statistics
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Sequence
 
 PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5  # a prior mean of 0.25: unproven drafts must earn their rounds
 DECAY = 0.99  # per round, on the acceptance counts
 EVIDENCE = 48  # the most draft tokens an acceptance estimate weighs: older evidence is scaled away
 SAMPLES = 9  # measurements kept per cost, of which the median is used
+PULL = 2.0  # draft tokens' worth of a drafter's pooled rate that each block position's estimate starts from
+
+
+def expected_tokens(acceptance: float | Sequence[float], k: int) -> float:
+    """E(K): tokens a round emits on average, the correction/bonus token included. `acceptance`: one rate for every
+    draft token, or each position's rate given the tokens before it were accepted (`PositionalAcceptance`)."""
+    if isinstance(acceptance, (int, float)):
+        if acceptance >= 1.0:
+            return float(k + 1)
+        return (1.0 - acceptance ** (k + 1)) / (1.0 - acceptance)
+    total = run = 1.0
+    for rate in acceptance[:k]:
+        run *= rate
+        total += run
+    return total
 
 
 class RecentCost:
@@ -61,3 +77,40 @@ class AcceptanceEstimate:
     def sample(self, rng: random.Random) -> float:
         """A plausible acceptance rate: a draw from the Beta posterior."""
         return rng.betavariate(PRIOR_ACCEPTED + self.accepted, PRIOR_REJECTED + self.rejected)
+
+
+@dataclass
+class PositionalAcceptance:
+    """A block drafter's acceptance at each position of its block: position i's rate is "token i is accepted, given
+    the tokens before it were", counted like `AcceptanceEstimate` (DECAY a round, EVIDENCE tokens' worth at most)
+    and starting from the drafter's pooled rate with PULL tokens' weight, so that positions seldom or never
+    verified take that rate until they are. A DFlash block is drafted in parallel: its later positions are
+    usually worse than its first, which one rate for all of them cannot say."""
+
+    accepted: list[float] = field(default_factory=list)
+    rejected: list[float] = field(default_factory=list)
+
+    def add(self, accepted: int, drafted: int) -> None:
+        """Count a round: positions 1..accepted accepted, the next one rejected (unless all were accepted)."""
+        while len(self.accepted) < drafted:
+            self.accepted.append(0.0)
+            self.rejected.append(0.0)
+        for i in range(accepted):
+            self.accepted[i] += 1
+        if accepted < drafted:
+            self.rejected[accepted] += 1
+        for i in range(drafted):
+            total = self.accepted[i] + self.rejected[i]
+            if total > EVIDENCE:
+                self.accepted[i] *= EVIDENCE / total
+                self.rejected[i] *= EVIDENCE / total
+
+    def decay(self) -> None:
+        self.accepted = [a * DECAY for a in self.accepted]
+        self.rejected = [r * DECAY for r in self.rejected]
+
+    def rates(self, pooled: float, positions: int) -> list[float]:
+        """Each of the first `positions` positions' estimated rate, given the drafter's pooled rate."""
+        counts = list(zip(self.accepted, self.rejected))[:positions]
+        counts += [(0.0, 0.0)] * (positions - len(counts))
+        return [(a + PULL * pooled) / (a + r + PULL) for a, r in counts]

@@ -24,10 +24,11 @@ from .constraint import Constraint
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
+from .dflash_drafter import DFlashBlockDrafter
 from .eagle3_drafter import eagle3_drafter
 from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
-from .pair import ModelPair
+from .pair import DRAFTER_NAMES, ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder
@@ -54,17 +55,18 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     if params.mode != "speculative":
         return
     if params.uses_draft_model and pair.draft is None:
-        if pair.eagle3_loaded:
+        loaded = pair.drafter_loaded
+        if loaded is not None:
             raise InvalidParameterError(
-                "Speculative decoding with a draft model needs a draft model, and the draft loaded is an EAGLE-3 "
-                "drafter: draft with it (--drafter eagle3), or load a draft model (--draft MODEL)."
+                f"Speculative decoding with a draft model needs a draft model, and the draft loaded is "
+                f"{DRAFTER_NAMES[loaded]}: draft with it (--drafter {loaded}), or load a draft model (--draft MODEL)."
             )
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
-    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (EAGLE-3: none loaded)
+    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (EAGLE-3, DFlash: none loaded)
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -143,6 +145,8 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
         drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
     if params.drafter == "eagle3":
         drafters.append(eagle3_drafter(pair.eagle3_state(), warper, policy))
+    if params.drafter == "dflash":
+        drafters.append(DFlashBlockDrafter(pair.dflash_state(), warper, policy))
     if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
         if params.ssd and constraint is None:
@@ -207,7 +211,7 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
 
 @contextmanager
 def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
-    """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3) hears every target pass
+    """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3, DFlash) hears every target pass
     (the prefill's included); afterwards, caches fed ids an interrupted answer never read start over."""
     listener = pair.hidden_listener(params.drafter) if params.mode == "speculative" else None
     if listener is not None:

@@ -30,12 +30,15 @@ import bisect
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Protocol, Sequence
 
 import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import UnsupportedModelError
+
+if TYPE_CHECKING:
+    from .cached_model import CachedModel
 
 
 @dataclass(frozen=True)
@@ -216,3 +219,27 @@ class HiddenStore:
 
     def clear(self) -> None:
         self._segments = []
+
+
+class AttachedStates:
+    """What a drafter's side of a chat that hears the target's passes keeps: the target's cache it listens to, the
+    states heard and not read yet, and whether it missed passes (an answer that ran without it).
+
+    Args:
+        target: the target's cache, whose passes it hears while attached.
+    """
+
+    def __init__(self, target: "CachedModel") -> None:
+        self.target = target
+        self.store = HiddenStore()
+        self.heard_passes = target.passes
+
+    def attach(self) -> None:
+        """Hear the target's passes from now on; states stored before passes it did not hear are dropped."""
+        if self.target.passes != self.heard_passes:
+            self.store.clear()
+        self.target.listener = self  # type: ignore[assignment] - subclasses are HiddenStateListeners
+
+    def detach(self) -> None:
+        if self.target.listener is self:
+            self.target.listener = None

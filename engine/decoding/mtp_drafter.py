@@ -28,7 +28,7 @@ from ..drafters.mtp import MTPRunner
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter, draft_steps
-from .hidden_states import LAST_POST_NORM, HiddenStore, LayerTap
+from .hidden_states import LAST_POST_NORM, AttachedStates, LayerTap
 from .policy import DraftPolicy
 from .sampling import Warper
 
@@ -39,7 +39,7 @@ SOURCE = "mtp"
 KEPT_STATES = 4096
 
 
-class MTPState:
+class MTPState(AttachedStates):
     """The head's cache, what it was built from, and the target states not read yet: a chat's MTP side.
 
     Args:
@@ -50,11 +50,9 @@ class MTPState:
     """
 
     def __init__(self, runner: MTPRunner, target: CachedModel, hidden: LayerTap = LAST_POST_NORM) -> None:
+        super().__init__(target)
         self.runner = runner
-        self.target = target
         self.taps = (hidden,)
-        self.store = HiddenStore()
-        self.heard_passes = target.passes
         self.reset()
 
     def read(self, hidden: LayerTap) -> None:
@@ -72,16 +70,6 @@ class MTPState:
         self._last: tuple[int, mx.array] | None = None  # (entry position, its output) of the latest entry fed
 
     # --- listening to the target -------------------------------------------------------------------------
-
-    def attach(self) -> None:
-        """Hear the target's passes from now on; states stored before passes it did not hear are dropped."""
-        if self.target.passes != self.heard_passes:
-            self.store.clear()
-        self.target.listener = self
-
-    def detach(self) -> None:
-        if self.target.listener is self:
-            self.target.listener = None
 
     def heard(self, position: int, states: list[mx.array]) -> None:
         """Keep a pass's states; when its ids are known (a prefill chunk, a plain step) read them right away."""

@@ -16,6 +16,7 @@ import mlx.core as mx
 from .cached_model import CachedModel
 from .chat import Message, is_base_model, prompt_token_ids
 from .history import DraftHistory
+from .dflash_drafter import DFlashState
 from .eagle3_drafter import Eagle3State
 from .mtp_drafter import MTPState
 from .policy import DraftPolicy
@@ -27,8 +28,11 @@ from ..models.memory import weight_bytes
 
 LoadProgress = Callable[[str, int, int], None]
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
+State = TypeVar("State")  # a drafter state the pair holds (EAGLE-3, DFlash)
 REMEMBERED_ANSWERS = 64
 KEPT_POLICIES = 8  # adaptive policies kept per pair, one per combination of drafter and sampling settings
+DRAFTER_NAMES = {"eagle3": "an EAGLE-3 drafter", "dflash": "a DFlash drafter"}  # drafters loaded as the draft
+CHECKPOINTS = {"eagle3": "a speculators-format EAGLE-3 checkpoint", "dflash": "a z-lab DFlash or DFlash2 checkpoint"}
 
 
 class ModelPair:
@@ -55,6 +59,7 @@ class ModelPair:
         self.history = DraftHistory()
         self._mtp: MTPState | None = None
         self._eagle3: Eagle3State | None = None
+        self._dflash: DFlashState | None = None
         self.set_draft(draft)
 
     @classmethod
@@ -64,14 +69,14 @@ class ModelPair:
         def stage(name: str) -> Callable[[int, int], None] | None:
             return (lambda done, total: progress(name, done, total)) if progress else None
 
-        from ..drafters.eagle3 import eagle3_folder
+        from ..drafters.draft_folder import hidden_drafter
 
         target_model = load_model(target, progress=stage(f"Importing {target}"))
-        eagle3 = eagle3_folder(draft)
-        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and eagle3 is None else None
+        drafter = hidden_drafter(draft)  # an EAGLE-3 or DFlash folder: no draft model, a drafter of the target
+        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
-        if eagle3 is not None:
-            pair.set_eagle3(eagle3)
+        if drafter is not None:
+            {"eagle3": pair.set_eagle3, "dflash": pair.set_dflash}[drafter[0]](drafter[1])
         return pair
 
     def set_draft(self, draft: LoadedModel | None) -> None:
@@ -157,7 +162,7 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
-        for state in (self._mtp, self._eagle3):
+        for state in (self._mtp, self._eagle3, self._dflash):
             if state is not None:
                 state.reset()
 
@@ -185,18 +190,33 @@ class ModelPair:
     def eagle3_loaded(self) -> bool:
         return self._eagle3 is not None
 
+    @property
+    def drafter_loaded(self) -> str | None:
+        """The drafter loaded as the pair's draft ("eagle3", "dflash"), None for none (or a draft model)."""
+        return "eagle3" if self._eagle3 is not None else "dflash" if self._dflash is not None else None
+
     def eagle3_state(self) -> Eagle3State:
         """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
-        if self._eagle3 is None:
-            raise InvalidParameterError(
-                "The eagle3 drafter needs an EAGLE-3 drafter: pass its folder as the draft (--draft PATH, a "
-                "speculators-format EAGLE-3 checkpoint for this target), or pick another drafter."
-            )
-        return self._eagle3
+        return _loaded("eagle3", self._eagle3)
 
-    def hidden_listener(self, drafter: str) -> MTPState | None:
+    def set_dflash(self, path: Path | None) -> None:
+        """Draft with the DFlash drafter in `path` (`--drafter dflash`), or with none; one line if it does not fit
+        the target (`drafters/dflash_pairing.py`)."""
+        self.forget_policies()
+        self._dflash = None
+        if path is not None:
+            from ..drafters.dflash import load_drafter_for
+
+            drafter = load_drafter_for(path, self.target.model, self.target.config, self.target.display_name)
+            self._dflash = DFlashState(drafter, self.target_cache)
+
+    def dflash_state(self) -> DFlashState:
+        """The pair's DFlash drafter with its cache, or one line saying none is loaded."""
+        return _loaded("dflash", self._dflash)
+
+    def hidden_listener(self, drafter: str) -> MTPState | DFlashState | None:
         """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
-        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state}
+        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state, "dflash": self.dflash_state}
         return states[drafter]() if drafter in states else None
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
@@ -261,3 +281,13 @@ class ModelPair:
         self._answers.move_to_end(text)
         while len(self._answers) > REMEMBERED_ANSWERS:
             self._answers.popitem(last=False)
+
+
+def _loaded(kind: str, state: State | None) -> State:
+    """A drafter loaded as the pair's draft, or one line saying that `--drafter kind` needs one."""
+    if state is None:
+        raise InvalidParameterError(
+            f"The {kind} drafter needs {DRAFTER_NAMES[kind]}: pass its folder as the draft (--draft PATH, "
+            f"{CHECKPOINTS[kind]} for this target), or pick another drafter."
+        )
+    return state

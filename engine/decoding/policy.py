@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..events import PolicyBelief
-from .estimates import DECAY, AcceptanceEstimate, RecentCost
+from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
@@ -48,18 +48,14 @@ GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4
 MAX_PROBE_SHARE = 0.06  # and never more than this
 FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
 RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
-# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, an EAGLE-3 drafter.
-PERSISTENT_SOURCES = ("model", "mtp", "eagle3")
+# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, EAGLE-3 and DFlash.
+PERSISTENT_SOURCES = ("model", "mtp", "eagle3", "dflash")
+# Drafters that draft a whole block in one pass (DFlash): a round costs one pass whatever K, so their draft cost
+# is per pass, and their acceptance falls along the block, so it is estimated position by position.
+BLOCK_SOURCES = ("dflash",)
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
-
-
-def expected_tokens(acceptance: float, k: int) -> float:
-    """E(K): tokens a round emits on average, the correction/bonus token included."""
-    if acceptance >= 1.0:
-        return float(k + 1)
-    return (1.0 - acceptance ** (k + 1)) / (1.0 - acceptance)
 
 
 @dataclass
@@ -162,14 +158,22 @@ class AdaptiveDraftLength:
     _probing: str | None = None  # the drafter the last `choose` granted a probe
     _verified: dict[str, int] = field(default_factory=dict)  # draft tokens each drafter has had verified, ever
     _runway: int = 1  # rounds the drafter being asked about can go on drafting (see `_round_time`)
+    _per_pass: bool = False  # the drafter being asked about drafts a block: its cost is per pass, not per token
+    _positions: dict[str, PositionalAcceptance] = field(default_factory=dict)  # block drafters' acceptance by position
     _rng: random.Random = field(default_factory=lambda: random.Random(0))  # plausible acceptances, for probes
 
     def acceptance(self, source: str) -> float:
         """The current estimate of the per-token acceptance rate of a drafter."""
         return self._acceptance.setdefault(source, AcceptanceEstimate()).mean
 
+    def acceptance_along(self, source: str, positions: int) -> float | list[float]:
+        """What `expected_tokens` takes for a drafter: its rate, or a block drafter's rate at each position."""
+        if not source.startswith(BLOCK_SOURCES):
+            return self.acceptance(source)
+        return self._positions.setdefault(source, PositionalAcceptance()).rates(self.acceptance(source), positions)
+
     def draft_cost(self, source: str) -> float | None:
-        """Seconds per drafted token of a drafter (None before a timed round measured it)."""
+        """Seconds per drafted token of a drafter, per pass of a block drafter (None before a timed round measured it)."""
         recent = self._draft_cost.get(source)
         return recent.median if recent else None
 
@@ -224,8 +228,9 @@ class AdaptiveDraftLength:
         if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
         self._runway = RUNWAY if source.startswith(PERSISTENT_SOURCES) else 1  # lookup: a match may end after one round
+        self._per_pass = source.startswith(BLOCK_SOURCES)
         plain = 1.0 / self._line()[0]
-        best_k, best_rate = self._best(self.acceptance(source), limit, cost)
+        best_k, best_rate = self._best(self.acceptance_along(source, limit), limit, cost)
         if best_rate < MARGIN * plain:
             best_k = 0
         self.last_prediction = (best_rate if best_k else plain, plain)
@@ -233,7 +238,7 @@ class AdaptiveDraftLength:
             return self._probe(source, limit, cost, plain)
         return best_k
 
-    def _best(self, acceptance: float, limit: int, cost: float) -> tuple[int, float]:
+    def _best(self, acceptance: float | list[float], limit: int, cost: float) -> tuple[int, float]:
         """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`."""
         best_k, best_rate, previous = 0, 0.0, 0.0
         for k in range(1, limit + 1):
@@ -285,18 +290,12 @@ class AdaptiveDraftLength:
         """
         base, slope = self._line()
         split = base / (runway or self._runway) if self.split_pass else 0.0
-        return k * cost + base + slope * (k + self._refed) + split
+        return (cost if self._per_pass else k * cost) + base + slope * (k + self._refed) + split
 
     def _round_loss(self, k: int, cost: float, emitted: float) -> float:
         """Predicted seconds a round of K drafted tokens costs beyond `emitted` plain steps, a switch from plain
         steps paid whole (a rejected probe ends its run)."""
         return max(0.0, self._round_time(k, cost, runway=1) - emitted * self._line()[0])
-
-    def _may_probe(self, source: str, k: int, cost: float) -> bool:
-        """Whether a K-token probe of a drafter fits the probe budget even if all of it is rejected."""
-        if self._since_draft.get(source, 0) < PROBE_GAP:
-            return False
-        return self._probe_loss_s + self._round_loss(k, cost, 1) <= PROBE_SHARE * self._plain_s
 
     def beliefs(self) -> list[PolicyBelief]:
         return [self.belief(source) for source in self._acceptance]
@@ -315,26 +314,32 @@ class AdaptiveDraftLength:
         if not self._verify or cost is None:
             return PolicyBelief(source, a, None, [], self.first_draft, "learning: nothing measured yet", since, verified)
         base = self._line()[0]
-        split, self.split_pass = self.split_pass, False  # a steady run of drafts: no switch from plain steps to pay
+        split, per_pass = self.split_pass, self._per_pass
+        self.split_pass, self._per_pass = False, source.startswith(BLOCK_SOURCES)  # a steady run: no switch to pay
         try:
-            predicted = [1.0 / base] + [expected_tokens(a, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
+            rates = self.acceptance_along(source, self.max_draft)
+            predicted = [1.0 / base] + [expected_tokens(rates, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
             best_possible = self._best(1.0, self.max_draft, cost)[1]
         finally:
-            self.split_pass = split
+            self.split_pass, self._per_pass = split, per_pass
         chosen = max(range(len(predicted)), key=predicted.__getitem__)
         chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
-        reason = _reason(a, predicted, chosen, verified, cost / base, best_possible)
+        unit = "a block pass" if source.startswith(BLOCK_SOURCES) else "a draft token"
+        reason = _reason(a, predicted, chosen, verified, f"{cost / base:.2f} steps {unit}", best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
     def observe(self, costs: RoundCosts) -> None:
-        for estimate in self._acceptance.values():
+        for estimate in [*self._acceptance.values(), *self._positions.values()]:
             estimate.decay()
         self._account(costs)
+        block = costs.source.startswith(BLOCK_SOURCES)
         if costs.drafted:
             estimate = self._acceptance.setdefault(costs.source, AcceptanceEstimate())
             estimate.add(costs.accepted, 1 if costs.accepted < costs.drafted else 0)
+            if block:
+                self._positions.setdefault(costs.source, PositionalAcceptance()).add(costs.accepted, costs.drafted)
         if costs.drafted and costs.draft_token_s is not None:
-            self._draft_cost.setdefault(costs.source, RecentCost()).add(costs.draft_token_s)
+            self._draft_cost.setdefault(costs.source, RecentCost()).add(costs.draft_token_s * (costs.drafted if block else 1))
         if costs.verify_s is not None:
             self._verify.setdefault(costs.pass_width, RecentCost()).add(costs.verify_s)
             self._fitted = None
@@ -358,19 +363,19 @@ class AdaptiveDraftLength:
         self._probing = None
 
 
-def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost_steps: float,
+def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost: str,
             best_possible: float) -> str:
-    """One sentence on why the policy drafts K tokens, or none (`best_possible`: the best rate with every draft
-    token accepted)."""
+    """One sentence on why the policy drafts K tokens, or none (`cost`: "0.30 steps a draft token";
+    `best_possible`: the best rate with every draft token accepted)."""
     plain = predicted[0]
     if chosen:
         return f"drafts K = {chosen}: {predicted[chosen] / plain:.2f}x plain steps predicted at {acceptance:.0%} acceptance"
     if best_possible < MARGIN * plain:
         return (f"K = 0: even with every draft token accepted, drafting predicts at most {best_possible / plain:.2f}x "
-                f"plain steps (a draft token costs {cost_steps:.2f} steps); not probed")
+                f"plain steps (a draft cost of {cost}); not probed")
     if verified < FIRST_EVIDENCE:
         return (f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified; K = 0 until an acceptance "
                 f"it finds plausible would pay")
     best = max(range(1, len(predicted)), key=predicted.__getitem__)
     return (f"K = 0: the best K ({best}) predicts {predicted[best] / plain:.2f}x plain steps at {acceptance:.0%} "
-            f"acceptance and a draft cost of {cost_steps:.2f} steps a token; probing now and then")
+            f"acceptance and a draft cost of {cost}; probing now and then")

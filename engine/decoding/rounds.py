@@ -21,7 +21,7 @@ class Round:
         origins: one per token (see `round_origins`).
         drafted: draft tokens verified (0 for a plain step).
         accepted: of those, how many the target accepted.
-        drafter: "model", "mtp", "eagle3", "lookup" or "none".
+        drafter: "model", "mtp", "eagle3", "dflash", "lookup" or "none".
         draft_s, verify_s: host seconds spent drafting and verifying.
         draft_ids: every token the drafter proposed, rejected ones included (empty for a plain step).
         p, q: per draft token, the target's and the draft's probability of it after warping (empty when the

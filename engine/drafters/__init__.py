@@ -7,8 +7,9 @@ library (`engine/models`): they know mlx-lm's target models, never the round its
 
 
 def default_drafter(draft: str | None) -> str:
-    """The drafter a `--draft` folder means when none is named: lookup without one, the EAGLE-3 drafter for a
-    speculators folder, a draft model otherwise (so a user never has to say twice what the folder is)."""
-    from .eagle3 import eagle3_folder
+    """The drafter a `--draft` folder means when none is named: lookup without one, the EAGLE-3 or DFlash drafter
+    its folder holds, a draft model otherwise (so a user never has to say twice what the folder is)."""
+    from .draft_folder import hidden_drafter
 
-    return "lookup" if not draft else "eagle3" if eagle3_folder(draft) else "model"
+    found = hidden_drafter(draft)
+    return "lookup" if not draft else found[0] if found else "model"

@@ -23,9 +23,11 @@ block, as z-lab does; the cache holds only context, never the block, so a round'
 `draft(..., choose=None)` is greedy; with `choose` (the engine's `Warper.choose`: (logits, position) -> (ids,
 log q)) it samples and returns q: for DFlash all 15 positions at once, for DFlash2 one step at a time along the
 selector's path (q of step i depends on the token drawn at i - 1, which is still an exact proposal); `choose`
-gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply. The target
-side is a function argument (`Tap`); `layer_tap` is a stand-in built on layer wrappers until the round's own
-capture (`engine/decoding/hidden_states.py`) hands the verify pass's states over.
+gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply; `position` says which context
+index the first drafted token has (coupled sampling's noise). `absorb()` writes queued context into the cache
+without drafting (a prompt's prefill chunks). In the round, the target side is the target's own passes
+(`engine/decoding/dflash_drafter.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
+a `Tap` built on layer wrappers, serves the parity tests and the cost benchmark.
 """
 
 from __future__ import annotations
@@ -42,10 +44,10 @@ from ..models.folder_kind import folder_name, read_json
 from .weights import load_strictly
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
 from .dflash_pairing import check_target
+from .draft_folder import dflash_version, hidden_drafter
 
 # (ids (1, L), the target's cache) -> (logits (1, L, V), tapped layer outputs concatenated (1, L, n_taps * H)).
 Tap = Callable[[mx.array, Any], tuple[mx.array, mx.array]]
-ARCHITECTURES = {"DFlashDraftModel": 1, "DFlash2DraftModel": 2}
 # Published torch checkpoints store DFlash2's codebooks as bare tensors; MLX's Embedding names them `.weight`.
 CODEBOOKS = ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook")
 
@@ -68,13 +70,10 @@ class BlockDraft:
 # --- the published format -----------------------------------------------------------------------------------
 
 
-def dflash_version(config: dict[str, Any]) -> int | None:
-    """1 for a DFlash drafter's config, 2 for DFlash2, None for anything else."""
-    names = config.get("architectures") or []
-    versions = [ARCHITECTURES[n] for n in ([names] if isinstance(names, str) else names) if n in ARCHITECTURES]
-    if versions:
-        return versions[0]
-    return 1 if isinstance(config.get("dflash_config"), dict) else None
+def dflash_folder(spec: str | None) -> Path | None:
+    """The local folder of a DFlash drafter named by a path or a downloaded repo id; None for anything else."""
+    found = hidden_drafter(spec)
+    return found[1] if found is not None and found[0] == "dflash" else None
 
 
 def read_dflash_config(path: Path) -> DFlashConfig:
@@ -266,13 +265,15 @@ class DFlashDrafter:
         self._pending.append(hidden if hidden.ndim == 3 else hidden[None])
 
     def draft(self, last_token: int, hidden: mx.array | None = None, block_size: int | None = None,
-              choose: Chooser | None = None) -> BlockDraft:
+              choose: Chooser | None = None, position: int | None = None) -> BlockDraft:
         """Draft the block after `last_token` (the token at context position `length`, not yet fed), feeding
-        `hidden` first if given. Greedy without `choose`; otherwise sampled with it, q returned."""
+        `hidden` first if given. Greedy without `choose`; otherwise sampled with it, q returned. `position`: the
+        context index of the first drafted token, for `choose` (default length + 1: the drafter holds the
+        context from its start)."""
         if hidden is not None:
             self.feed(hidden)
         size = block_size or self.config.block_size
-        position = self.length + 1
+        position = self.length + 1 if position is None else position
         block = mx.array([[last_token] + [self.config.mask_token_id] * (size - 1)])
         hidden_out = self.model(self.head.embed(block), self._take_pending(), self.cache)
         logits = self.head.logits(hidden_out)
@@ -283,6 +284,11 @@ class DFlashDrafter:
         else:
             ids, logq = choose(logits[0], position)
         return BlockDraft(ids, logits[0], None if logq is None else mx.exp(logq))
+
+    def absorb(self) -> None:
+        """Write the queued context into the cache now, without drafting (so that queued states stay few)."""
+        if self._pending:
+            self.model.absorb(self._take_pending(), self.cache)
 
     def _take_pending(self) -> mx.array:
         width = len(self.config.target_layer_ids) * self.config.hidden_size

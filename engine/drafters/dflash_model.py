@@ -90,20 +90,27 @@ class DFlashAttention(nn.Module):
         self.k_norm = nn.RMSNorm(head, eps=config.rms_norm_eps)
 
     def __call__(self, x: mx.array, context: mx.array, rope: nn.Module, cache: Any) -> mx.array:
-        context = self._within_window(context, cache)
         B, L, _ = x.shape
-        S = context.shape[1]
-        queries = self.q_norm(self.q_proj(x).reshape(B, L, self.n_heads, -1)).transpose(0, 2, 1, 3)
-        context_keys, context_values = self._keys_values(context)
-        block_keys, block_values = self._keys_values(x)
-        queries = rope(queries, offset=cache.offset + S)
-        block_keys = rope(block_keys, offset=cache.offset + S)
-        keys, values = cache.update_and_fetch(rope(context_keys, offset=cache.offset), context_values)
+        keys, values = self.remember(context, rope, cache)
         held = keys.shape[2]
+        queries = self.q_norm(self.q_proj(x).reshape(B, L, self.n_heads, -1)).transpose(0, 2, 1, 3)
+        block_keys, block_values = self._keys_values(x)
+        queries = rope(queries, offset=cache.offset)
+        block_keys = rope(block_keys, offset=cache.offset)
         keys = mx.concatenate([keys, block_keys], axis=2)
         values = mx.concatenate([values, block_values], axis=2)
         out = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=self.scale, mask=self._mask(L, held))
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(B, L, -1))
+
+    def remember(self, context: mx.array, rope: nn.Module, cache: Any) -> tuple[mx.array, mx.array]:
+        """Add the context's keys and values to the cache (they depend on the context alone, never on a block);
+        returns the keys and values the cache holds now."""
+        context = self._within_window(context, cache)
+        keys, values = self._keys_values(context)
+        keys = rope(keys, offset=cache.offset)
+        if isinstance(cache, RotatingKVCache) and keys.shape[2] == 1 and _rewound_window(cache):
+            return cache._update_concat(keys, values)
+        return cache.update_and_fetch(keys, values)
 
     def _within_window(self, context: mx.array, cache: Any) -> mx.array:
         """A sliding layer never needs more than window - 1 context positions: skip the older ones."""
@@ -130,6 +137,13 @@ class DFlashAttention(nn.Module):
         if self.causal:
             block = block & (key <= query)
         return context | block
+
+
+def _rewound_window(cache: RotatingKVCache) -> bool:
+    """Whether a window holds fewer positions than it could after a rewind (`dflash._trim`): mlx-lm's one-position
+    update assumes a window that short is still filling from position 0, and fails on it; its many-position
+    update (which keeps the window in temporal order) does not."""
+    return cache.keys is not None and cache.keys.shape[2] < min(cache.offset, cache.max_size)
 
 
 class DFlashLayer(nn.Module):
@@ -220,7 +234,8 @@ class CandidateSelector(nn.Module):
             else:
                 full = mx.put_along_axis(mx.full(logits[:, i].shape, -mx.inf), candidates[:, i], scores, axis=-1)
                 predecessor, logq = choose(full, position + i)
-                rows.append(logq)
+                if logq is not None:  # None: a greedy chooser (one that applies a repetition penalty)
+                    rows.append(logq)
             path.append(predecessor)
         return mx.concatenate(path).astype(mx.uint32), (mx.concatenate(rows) if rows else None)
 
@@ -260,3 +275,10 @@ class DFlashModel(nn.Module):
         for layer, layer_cache in zip(self.layers, cache):
             h = layer(h, context, self._rope, layer_cache)
         return self.norm(h[:, 1:])
+
+    def absorb(self, context: mx.array, cache: list[Any]) -> None:
+        """Write the tapped target states (1, S, n*H) of S context positions into `cache` without drafting: what a
+        block pass would have cached, for positions read while no block is drafted (a prompt's prefill chunks)."""
+        context = self.hidden_norm(self.fc(context))
+        for layer, layer_cache in zip(self.layers, cache):
+            layer.self_attn.remember(context, self._rope, layer_cache)

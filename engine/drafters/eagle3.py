@@ -25,8 +25,8 @@ import mlx.nn as nn
 
 from ..errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from ..models.folder_kind import folder_name, read_json
-from ..models.draft_choice import draft_folder
 from ..models.loading import LoadedModel
+from .draft_folder import hidden_drafter, is_eagle3_config
 from .eagle3_model import DraftVocabulary, Eagle3Config, Eagle3Model, Eagle3Runner, Tap
 from .mtp import text_model
 from .weights import load_strictly
@@ -34,19 +34,11 @@ from .weights import load_strictly
 LAYER_TYPES = {"llama": False, "qwen3": True}  # transformer_layer_config.model_type -> q/k norms
 
 
-def is_eagle3_config(config: dict[str, Any] | None) -> bool:
-    """Whether a config.json is an EAGLE-3 drafter's (speculators' or the original layout)."""
-    if not config:
-        return False
-    names = " ".join(str(n) for n in (config.get("architectures") or [])).lower()
-    return str(config.get("speculators_model_type", "")).lower() == "eagle3" or "eagle3" in names
-
-
 def eagle3_folder(spec: str | None) -> Path | None:
     """The local folder of an EAGLE-3 drafter named by a path or a downloaded repo id; None for anything else
     (JSON only: cheap enough to decide what `--draft` names before anything loads)."""
-    path = draft_folder(spec) if spec else None
-    return path if path is not None and is_eagle3_config(read_json(path / "config.json")) else None
+    found = hidden_drafter(spec)
+    return found[1] if found is not None and found[0] == "eagle3" else None
 
 
 def _layer_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -46,16 +46,16 @@ CLI_MODES = MODES + ("ssd",)
 
 def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
-    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3 drafter's folder")
+    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3 or DFlash drafter's folder")
     p.add_argument(
         "--preset", choices=PRESETS, default=preset, help=f"starting point for every option not given (default: {preset})"
     )
-    p.add_argument("--num-draft", type=int, help="draft length K (adaptive: of the first round)")
+    p.add_argument("--num-draft", type=int, help="draft length K (adaptive: of the first round; DFlash: tokens of its block verified)")
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
         "--drafter", choices=DRAFTERS,
-        help="where drafts come from (default: model with --draft, eagle3 with an EAGLE-3 --draft, else lookup)"
+        help="where drafts come from (default: model with --draft, eagle3/dflash with such a --draft, else lookup)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from engine.decoding.estimates import DECAY, EVIDENCE, AcceptanceEstimate, RecentCost
+from engine.decoding.estimates import DECAY, EVIDENCE, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
 
 def test_an_acceptance_estimate_weighs_at_most_evidence_tokens() -> None:
@@ -41,3 +41,23 @@ def test_a_recent_cost_is_the_median_of_the_latest_samples() -> None:
     for seconds in (0.05, 0.05, 2.0, 0.05):
         cost.add(seconds)
     assert cost.median == 0.05
+
+
+def test_acceptance_by_position_counts_the_accepted_run_and_the_one_rejection() -> None:
+    estimate = PositionalAcceptance()
+    estimate.add(2, 5)  # positions 1 and 2 accepted, 3 rejected, 4 and 5 not reached
+    estimate.add(5, 5)  # all five accepted
+    assert estimate.accepted[:5] == [2, 2, 1, 1, 1] and estimate.rejected[:5] == [0, 0, 1, 0, 0]
+
+
+def test_positions_without_evidence_take_the_pooled_rate_and_evidence_pulls_away_from_it() -> None:
+    estimate = PositionalAcceptance()
+    for _ in range(40):
+        estimate.add(1, 3)  # position 1 always accepted, position 2 always rejected, 3 never reached
+    first, second, third, fourth = estimate.rates(0.5, 4)
+    assert first > 0.9 and second < 0.1 and third == fourth == pytest.approx(0.5)
+
+
+def test_expected_tokens_by_position_multiply_along_the_block() -> None:
+    assert expected_tokens([1.0, 0.5, 0.0], 3) == pytest.approx(1 + 1 + 0.5)
+    assert expected_tokens([0.5, 0.5], 2) == pytest.approx(expected_tokens(0.5, 2))

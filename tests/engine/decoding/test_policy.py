@@ -283,3 +283,42 @@ def test_stale_history_drafts_are_turned_off_within_a_few_rounds() -> None:
         policy.observe(RoundCosts("lookup" if k else "none", k, 0, 0.0 if k else None, 0.05 * (1 + 0.2 * k)))
         drafted.append(k)
     assert sum(drafted[:40]) <= FIRST_EVIDENCE + 3 and sum(1 for k in drafted[40:] if k) <= 8
+
+
+def block_rounds(policy: AdaptiveDraftLength, rounds: int, k: int, accepted: int, pass_s: float, verify: dict[int, float]) -> None:
+    """Rounds of a DFlash drafter: one block pass of `pass_s` seconds, K of its tokens verified (the round reports
+    draft seconds per verified token, as for every drafter)."""
+    for _ in range(rounds):
+        policy.observe(RoundCosts("dflash", k, accepted, pass_s / k, verify[k + 1]))
+
+
+def test_a_block_drafter_pays_one_pass_whatever_k_it_verifies() -> None:
+    """A block pass as dear as a target step: a per-token drafter at that cost never pays, a block drafter whose
+    block is accepted verifies the whole of it."""
+    flat = {w: 0.050 + 0.001 * (w - 1) for w in range(1, 17)}
+    block, per_token = AdaptiveDraftLength(15), AdaptiveDraftLength(15)
+    block_rounds(block, 30, 1, 1, pass_s=0.05, verify=flat)
+    feed(per_token, 30, 1, 1, draft_s=0.05, verify=flat)
+    assert block.draft_cost("dflash") == pytest.approx(0.05)
+    assert block.choose("dflash", 15) == 15
+    assert per_token.choose("model", 15) <= 1
+
+
+def test_a_block_drafter_verifies_as_far_as_its_block_is_accepted_by_position() -> None:
+    """Positions 1-6 always accepted, position 7 never: one rate for all positions (6/7) would verify further,
+    to tokens that are never accepted; the estimate by position stops at 6."""
+    verify = {w: 0.050 + 0.004 * (w - 1) for w in range(1, 17)}
+    policy = AdaptiveDraftLength(15)
+    block_rounds(policy, 60, 12, 6, pass_s=0.005, verify=verify)
+    rates = policy.acceptance_along("dflash", 8)
+    assert min(rates[:6]) > 0.9 and rates[6] < 0.1
+    assert policy.choose("dflash", 15) == 6 and policy.belief("dflash").chosen_k == 6
+
+
+def test_a_block_drafters_cost_is_said_per_pass() -> None:
+    flat = {w: 0.050 + 0.001 * (w - 1) for w in range(1, 17)}
+    policy = AdaptiveDraftLength(15)
+    block_rounds(policy, 30, 4, 0, pass_s=0.5, verify=flat)
+    feed(policy, 9, 0, 0, draft_s=0.0, verify=flat)  # plain steps: one target step is 0.05 s
+    belief = policy.belief("dflash")
+    assert belief.chosen_k == 0 and "a draft cost of 10.00 steps a block pass" in belief.reason

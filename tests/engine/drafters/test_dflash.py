@@ -25,6 +25,7 @@ from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for, target_layers
 from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
+from tests.dflash_pairs import reference_drafter
 
 PROMPT = "abcab"
 TOKENS = 40
@@ -36,12 +37,6 @@ IDS = ["dense-dflash", "dense-dflash2", "hybrid-dflash", "hybrid-dflash2", "dens
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dflash")
-
-
-def reference_draft(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """z-lab's load_draft on a local folder (it only knows hub ids)."""
-    monkeypatch.setattr(ref, "snapshot_download", lambda *args, **kwargs: str(folder))
-    return ref.load_draft("z-lab/local-test-drafter")
 
 
 @dataclass
@@ -69,7 +64,7 @@ class Recorded:
 def run_reference(target_dir: Path, drafter_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int], Recorded]:
     """The reference's greedy stream (tokens, tokens per round) with every draft call recorded."""
     model, tokenizer = load(str(target_dir))
-    draft = reference_draft(drafter_dir, monkeypatch)
+    draft = reference_drafter(drafter_dir, monkeypatch)
     recorded = Recorded()
     monkeypatch.setattr(ref.DFlashDraftModel, "__call__", recorded.record_v1(ref.DFlashDraftModel.__call__))
     monkeypatch.setattr(ref.DFlash2DraftModel, "propose", recorded.record_v2(ref.DFlash2DraftModel.propose))
@@ -113,7 +108,7 @@ def test_our_drafter_drafts_what_the_reference_drafted_in_each_round_of_its_stre
 def test_draft_logits_match_the_reference_on_random_hidden_states(root: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
     target, _ = load(str(target_dir))
-    theirs = reference_draft(drafter_dir, monkeypatch).bind(target)
+    theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     ours = DFlashDrafter(load_dflash(drafter_dir), target)
     their_cache = theirs.make_cache()
     mx.random.seed(3)
@@ -189,7 +184,7 @@ def test_sampled_blocks_return_the_q_the_reference_samples_from(root: Path, monk
     temperature = 0.7
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
     target, _ = load(str(target_dir))
-    theirs = reference_draft(drafter_dir, monkeypatch).bind(target)
+    theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     monkeypatch.setattr(ref, "_sample_probs", second_choice)
     ours = DFlashDrafter(load_dflash(drafter_dir), target)
     hidden = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(5))
@@ -285,3 +280,37 @@ def test_tapping_leaves_the_target_as_it_was_and_a_second_tap_replaces_the_first
     assert mx.array_equal(logits, plain) and set(dict(tree_flatten(target.parameters()))) == names
     assert taps.shape == (1, ids.shape[1], 64)
     assert type(target_layers(target)[2]).__bases__ == (kinds[2],)  # replaced, not stacked
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_context_absorbed_before_the_block_drafts_as_context_fed_with_it(root: Path, version: int) -> None:
+    """A prompt's states go into the cache chunk by chunk as they are heard (`absorb`), the latest one with the
+    block: the block is the one drafted with the whole context fed at once. (Not so for a full sliding window
+    given one position with the block: mlx-lm's one-position update rotates the window, as in z-lab's own loop.)"""
+    target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
+    target, _ = load(str(target_dir))
+    model = load_dflash(drafter_dir)
+    hidden = mx.random.normal((1, 11, 2 * 64), key=mx.random.key(2))
+    whole, chunked = DFlashDrafter(model, target), DFlashDrafter(model, target)
+    for start, end in ((0, 4), (4, 7), (7, 10)):
+        chunked.feed(hidden[:, start:end])
+        chunked.absorb()
+    expected = whole.draft(5, hidden)
+    got = chunked.draft(5, hidden[:, 10:])
+    assert got.ids.tolist() == expected.ids.tolist()
+    assert mx.max(mx.abs(got.logits - expected.logits)).item() < 1e-5
+
+
+def test_a_rewound_sliding_window_takes_one_position_at_a_time(root: Path) -> None:
+    """After a rewind the window holds fewer positions than it could; mlx-lm's one-position update took such a
+    window for one still filling from position 0 and failed (negative dimensions)."""
+    target_dir, drafter_dir = build_dflash_pair(root, "qwen3", 1, True)
+    target, _ = load(str(target_dir))
+    drafter = DFlashDrafter(load_dflash(drafter_dir), target)
+    hidden = mx.random.normal((1, 12, 2 * 64), key=mx.random.key(4))
+    drafter.draft(1, hidden[:, :10])
+    drafter.rewind(8)  # a Regenerate
+    for position in (8, 9, 10):
+        block = drafter.draft(2, hidden[:, position : position + 1])
+        mx.eval(block.ids)
+    assert drafter.length == 11

@@ -31,7 +31,7 @@ def test_a_dflash_drafter_is_named_instead_of_a_model_args_traceback(tmp_path: P
     error = refusal(model_folders.dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16"))
     assert error.kind == "DFlash drafter"
     assert str(error).startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
-    assert "Pick its target model as the target" in str(error) and "cannot draft with DFlash drafters yet" in str(error)
+    assert "Pick its target model as the target, and this folder as its draft (--draft " in str(error)
 
 
 def test_an_eagle3_drafter_in_the_speculators_format_names_its_target(tmp_path: Path) -> None:

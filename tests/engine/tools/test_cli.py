@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import main
+from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
@@ -287,16 +288,17 @@ def test_generate_drafts_from_the_apps_saved_chats_unless_told_not_to(tiny_dirs,
     assert with_history["stats"]["tokens_per_pass"] > without["stats"]["tokens_per_pass"]
 
 
-def test_a_drafter_folder_given_as_the_draft_is_one_line_naming_it(tiny_dirs, tmp_path, capsys) -> None:
-    """z-lab's DFlash drafter as --draft used to end in mlx-lm's whole TypeError traceback."""
+def test_a_dflash_drafter_for_another_target_given_as_the_draft_is_one_line_naming_why(tiny_dirs, tmp_path, capsys) -> None:
+    """z-lab's DFlash drafter as --draft used to end in mlx-lm's whole TypeError traceback; now it is read as a
+    DFlash drafter, and one for another model is refused with the reason."""
     from tests.model_folders import dflash_drafter
 
     drafter = dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16")
     code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--draft", str(drafter), "--prompt", "hi"])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1, err
-    assert err.startswith("error: Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
-    assert "Pick its target model as the target" in err
+    assert err.startswith(f"error: Qwen3-8B-DFlash-b16 is a DFlash drafter and cannot draft for {tiny_dirs[0].name}: ")
+    assert "its vocabulary has" in err and "Pick the target it was trained for" in err
 
 
 def test_models_says_what_a_downloaded_drafter_is(fake_hub, tmp_path) -> None:
@@ -351,6 +353,12 @@ def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp
     """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in eagle3_pair.folders())
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"eagle3"}
+
+
+def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+    """`--draft` names a z-lab DFlash folder: no draft model loads, the DFlash drafter drafts, the trace names it."""
+    target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dflash"}
 
 
 def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsys) -> None:

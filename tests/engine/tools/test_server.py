@@ -19,6 +19,7 @@ from engine.errors import SpecChatError
 from engine.params import GenerationParams
 from engine.tools.generation_queue import EngineThread, GenerationJob
 from engine.tools.server import RunningServer, bind, check_host, create_app
+from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 QUESTION = [{"role": "user", "content": "Tell me about the sea."}]
@@ -316,3 +317,23 @@ def test_unknown_routes_answer_in_the_shape_of_the_api_they_are_under(server) ->
     assert count.status_code == 404 and count.json()["error"]["type"] == "not_found_error"
     wrong = httpx.get(url(server, "/v1/responses"))
     assert wrong.status_code == 405 and wrong.json()["error"]["message"] and "type" not in wrong.json()
+
+
+def test_a_request_drafts_with_the_dflash_drafter_loaded_as_the_draft(dflash_pairs) -> None:  # noqa: F811
+    """`serve --draft DFLASH_FOLDER`: a request naming drafter "dflash" drafts with it, and the text is the target's."""
+    target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
+    engine = EngineThread(lambda: ModelPair.load(target, drafter), target)
+    engine.start()
+    server = RunningServer(create_app(RecordingRunner(engine), GREEDY), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0)
+        response = client.chat.completions.create(model="tiny-qwen3_5", messages=[{"role": "user", "content": "abcabd"}],
+                                                  max_tokens=30, temperature=0, extra_body={"drafter": "dflash"})
+    finally:
+        server.stop()
+        engine.stop()
+    expected = generate("abcabd", ModelPair(dflash_pairs.target("qwen3_5")), GREEDY.replace(mode="standard", max_tokens=30))
+    assert response.choices[0].message.content == expected.text
+    spec = response.model_extra["speculation"]
+    assert spec["drafter"] == "dflash" and spec["drafted"] > 0

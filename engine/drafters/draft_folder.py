@@ -1,0 +1,52 @@
+"""Which drafter a `--draft` folder holds (EAGLE-3, DFlash), told from its config.json before anything loads.
+
+`--draft`, the server and the app take a draft model or a drafter that reads the target's hidden states in the
+same place; what the folder holds decides which is loaded and which drafter the round runs by default. JSON
+only: cheap enough to decide before the target loads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..models.draft_choice import draft_folder
+from ..models.folder_kind import read_json
+
+DFLASH_ARCHITECTURES = {"DFlashDraftModel": 1, "DFlash2DraftModel": 2}
+
+
+def is_eagle3_config(config: dict[str, Any] | None) -> bool:
+    """Whether a config.json is an EAGLE-3 drafter's (speculators' or the original layout)."""
+    if not config:
+        return False
+    names = " ".join(str(n) for n in (config.get("architectures") or [])).lower()
+    return str(config.get("speculators_model_type", "")).lower() == "eagle3" or "eagle3" in names
+
+
+def dflash_version(config: dict[str, Any] | None) -> int | None:
+    """1 for a DFlash drafter's config, 2 for DFlash2, None for anything else."""
+    if not config:
+        return None
+    names = config.get("architectures") or []
+    found = [DFLASH_ARCHITECTURES[n] for n in ([names] if isinstance(names, str) else names) if n in DFLASH_ARCHITECTURES]
+    if found:
+        return found[0]
+    return 1 if isinstance(config.get("dflash_config"), dict) else None
+
+
+def local_folder(spec: str | None) -> Path | None:
+    """The local folder a path or a downloaded repo id names; None when there is none."""
+    return draft_folder(spec) if spec else None
+
+
+def hidden_drafter(spec: str | None) -> tuple[str, Path] | None:
+    """("eagle3" or "dflash", its folder) when `spec` names a drafter of that kind; None for anything else (a
+    draft model, a missing folder)."""
+    path = local_folder(spec)
+    config = read_json(path / "config.json") if path is not None else None
+    if is_eagle3_config(config):
+        return "eagle3", path  # type: ignore[return-value]
+    if dflash_version(config) is not None:
+        return "dflash", path  # type: ignore[return-value]
+    return None
