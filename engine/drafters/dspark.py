@@ -161,17 +161,19 @@ class DSparkDrafter(DFlashDrafter):
     def max_draft(self) -> int:
         return self.dspark.max_draft
 
-    def draft(self, last_token: int, hidden: mx.array | None = None, count: int | None = None,
+    def draft(self, last_token: int, hidden: mx.array | None = None, block_size: int | None = None,
               choose: Chooser | None = None) -> DSparkDraft:
-        """Draft up to `count` tokens (the block's most by default) after `last_token` (at context position
-        `length`, not yet fed), feeding `hidden` first if given: one backbone pass over the whole block, then
-        the Markov head one position at a time. Greedy without `choose`; sampled with it, q returned."""
+        """Draft after `last_token` (at context position `length`, not yet fed), feeding `hidden` first if given:
+        one backbone pass over the whole block, then the Markov head one position at a time. As for DFlash, a
+        `block_size` asks for block_size - 1 tokens (at most `max_draft`), but the backbone always runs its full
+        block: it sees the block bidirectionally and was trained at that width. Greedy without `choose`; sampled
+        with it, q returned."""
         if hidden is not None:
             self.feed(hidden)
         config = self.config
         block = mx.array([[last_token] + [config.mask_token_id] * (config.block_size - 1)])
         states = self.model(self.head.embed(block), self._take_pending(), self.cache)[0]
-        states = states[: count or self.max_draft]
+        states = states[: min(self.max_draft, block_size - 1) if block_size else self.max_draft]
         base = self.head.logits(states)
         ids, rows, logq = self._markov_steps(base, last_token, choose, self.length + 1)
         previous = mx.concatenate([mx.array([last_token], dtype=ids.dtype), ids[:-1]])

@@ -20,6 +20,7 @@ from typing import Any
 import mlx.core as mx
 import pytest
 from mlx_dspark import generate as ref_generate
+from mlx_dspark import sampling as ref_sampling
 from mlx_dspark.load import load_drafter as ref_load_drafter
 from mlx_dspark.target import Target
 from mlx_lm import load
@@ -28,7 +29,7 @@ from engine.drafters.dflash import dflash_version
 from engine.drafters.dspark import DSparkDrafter, confident_length, load_dspark, load_dspark_drafter_for
 from engine.errors import IncompatiblePairError, NotAModelError
 from engine.fixtures.tiny_dspark import build_dspark_pair, specforge_layout
-from tests.engine.drafters.test_dflash import plain_greedy
+from tests.engine.drafters.test_dflash import greedy_loop, plain_greedy
 
 PROMPT = "abcab"
 TOKENS = 40
@@ -194,3 +195,73 @@ def test_a_config_missing_a_setting_is_a_broken_download(root: Path, tmp_path: P
     with pytest.raises(NotAModelError, match=r"^dspark's config.json is not a complete DSpark config \(it has no "
                                              r"target_layer_ids\)\. Download it again\.$"):
         load_dspark(folder)
+
+
+def greedy_dspark(target_dir: Path, drafter_dir: Path, threshold: float) -> tuple[list[int], list[tuple[list[int], int]]]:
+    """Our drafter and our tap (DFlash's `layer_tap`) in mlx-dspark's greedy loop, the confidence head cutting
+    each draft: the stream, and each round's drafted ids and how many of them were verified."""
+    rounds: list[tuple[list[int], int]] = []
+
+    def propose(drafter: DSparkDrafter, last: int, hidden: mx.array, wanted: int) -> list[int]:
+        draft = drafter.draft(last, hidden)
+        ids = draft.ids.tolist()
+        rounds.append((ids, confident_length(draft.confidence.tolist(), threshold) if threshold else len(ids)))
+        return ids[: rounds[-1][1]]
+
+    tokens, _ = greedy_loop(target_dir, drafter_dir, lambda path, target: DSparkDrafter(load_dspark(path), target), propose)
+    return tokens, rounds
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "qwen3_5"])
+def test_our_drafter_and_tap_in_the_greedy_loop_reproduce_mlx_dsparks_stream(root: Path, kind: str) -> None:
+    target_dir, drafter_dir = build_dspark_pair(root, kind)
+    tokens, recorder = run_reference(target_dir, drafter_dir, THRESHOLD)
+    ours, rounds = greedy_dspark(target_dir, drafter_dir, THRESHOLD)
+    assert ours == tokens
+    assert rounds == [(r.ids, r.verified) for r in recorder.rounds]
+
+
+def second_choice(distribution: mx.array) -> mx.array:
+    """A deterministic stand-in for a random draw that both sides can make: each row's second most likely id."""
+    return mx.argsort(-distribution, axis=-1)[..., 1]
+
+
+def reference_block_logits(drafter: Any, last: int, context: mx.array) -> mx.array:
+    """mlx-dspark's block logits (before the Markov head) after a fresh context, as its round computes them."""
+    caches = drafter.make_ctx_cache()
+    drafter.update_context(context, ctx_offset=0, ctx_caches=caches)
+    block = mx.array([[last] + [drafter.mask_token_id] * (drafter.block_size - 1)])
+    hidden = drafter.backbone(drafter.embed(block), context.shape[1], caches)
+    return drafter.compute_logits(drafter.head_slice(hidden, drafter.max_draft))[0]
+
+
+def test_sampled_drafts_return_the_q_mlx_dspark_samples_from(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At T > 0 each position's q depends on the token drawn before it (the Markov head): drawn here as the second
+    choice on both sides, so that q of every step is conditioned on the same, non-greedy path."""
+    temperature = 0.7
+    target_dir, drafter_dir = build_dspark_pair(root, "qwen3")
+    target, _ = load(str(target_dir))
+    theirs, _ = ref_load_drafter(str(drafter_dir), quantize=False)
+    monkeypatch.setattr(ref_sampling, "sample_probs", second_choice)
+    context = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(5))
+    ids, q = theirs.sample_block_probs(reference_block_logits(theirs, 2, context), 2, temperature)
+
+    def choose(logits: mx.array, position: int) -> tuple[mx.array, mx.array]:
+        logq = logits / temperature - mx.logsumexp(logits / temperature, axis=-1, keepdims=True)
+        return second_choice(logq).astype(mx.uint32), logq
+
+    got = DSparkDrafter(load_dspark(drafter_dir), target).draft(2, context, choose=choose)
+    assert got.ids.tolist() == ids.tolist()
+    assert mx.max(mx.abs(got.probs - q)).item() < TOLERANCE
+
+
+def test_a_shorter_block_drafts_the_first_tokens_of_the_full_one(root: Path) -> None:
+    """The backbone always runs its whole (bidirectional) block; a smaller `block_size` only stops the heads."""
+    target_dir, drafter_dir = build_dspark_pair(root, "qwen3")
+    target, _ = load(str(target_dir))
+    model = load_dspark(drafter_dir)
+    context = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(2))
+    full = DSparkDrafter(model, target).draft(4, context)
+    short = DSparkDrafter(model, target).draft(4, context, block_size=4)
+    assert full.ids.shape == (7,) and short.ids.tolist() == full.ids[:3].tolist()
+    assert mx.max(mx.abs(short.logits - full.logits[:3])).item() < 1e-5
