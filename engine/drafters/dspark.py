@@ -162,12 +162,14 @@ class DSparkDrafter(DFlashDrafter):
         return self.dspark.max_draft
 
     def draft(self, last_token: int, hidden: mx.array | None = None, block_size: int | None = None,
-              choose: Chooser | None = None) -> DSparkDraft:
+              choose: Chooser | None = None, position: int | None = None) -> DSparkDraft:
         """Draft after `last_token` (at context position `length`, not yet fed), feeding `hidden` first if given:
         one backbone pass over the whole block, then the Markov head one position at a time. As for DFlash, a
         `block_size` asks for block_size - 1 tokens (at most `max_draft`), but the backbone always runs its full
         block: it sees the block bidirectionally and was trained at that width. Greedy without `choose`; sampled
-        with it, q returned."""
+        with it, q returned (None when `choose` returns none: a greedy chooser). `position`: the context index of
+        the first drafted token, for `choose` (default length + 1)."""
+        position = self.length + 1 if position is None else position
         if hidden is not None:
             self.feed(hidden)
         config = self.config
@@ -175,14 +177,14 @@ class DSparkDrafter(DFlashDrafter):
         states = self.model(self.head.embed(block), self._take_pending(), self.cache)[0]
         states = states[: min(self.max_draft, block_size - 1) if block_size else self.max_draft]
         base = self.head.logits(states)
-        ids, rows, logq = self._markov_steps(base, last_token, choose, self.length + 1)
+        ids, rows, logq = self._markov_steps(base, last_token, choose, position)
         previous = mx.concatenate([mx.array([last_token], dtype=ids.dtype), ids[:-1]])
         confidence = self.model.survival(states, previous)
-        probs = None if choose is None else mx.exp(mx.concatenate(logq))
+        probs = mx.exp(mx.concatenate(logq)) if logq and all(q is not None for q in logq) else None
         return DSparkDraft(ids, mx.concatenate(rows), probs, confidence)
 
     def _markov_steps(self, base: mx.array, last_token: int, choose: Chooser | None,
-                      position: int) -> tuple[mx.array, list[mx.array], list[mx.array]]:
+                      position: int) -> tuple[mx.array, list[mx.array], list[mx.array | None]]:
         """Each step's logits (base plus the Markov bias of the token before it) and the id drawn from them."""
         previous = mx.array([last_token], dtype=mx.uint32)
         ids, rows, logq = [], [], []

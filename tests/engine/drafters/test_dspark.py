@@ -265,3 +265,21 @@ def test_a_shorter_block_drafts_the_first_tokens_of_the_full_one(root: Path) -> 
     short = DSparkDrafter(model, target).draft(4, context, block_size=4)
     assert full.ids.shape == (7,) and short.ids.tolist() == full.ids[:3].tolist()
     assert mx.max(mx.abs(short.logits - full.logits[:3])).item() < 1e-5
+
+
+def test_the_chooser_sees_each_steps_context_position_and_may_return_no_q(root: Path) -> None:
+    """As DFlash's round calls it: `position` is the first drafted token's index (the engine's coupled sampling
+    draws each position with its own noise), and a greedy chooser (one applying a penalty) returns no q."""
+    target_dir, drafter_dir = build_dspark_pair(root, "qwen3")
+    target, _ = load(str(target_dir))
+    seen: list[int] = []
+
+    def greedy(logits: mx.array, position: int) -> tuple[mx.array, None]:
+        seen.append(position)
+        return mx.argmax(logits, axis=-1).astype(mx.uint32), None
+
+    context = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(4))
+    model = load_dspark(drafter_dir)
+    got = DSparkDrafter(model, target).draft(1, context, block_size=5, choose=greedy, position=40)
+    assert seen == [40, 41, 42, 43] and got.probs is None
+    assert got.ids.tolist() == DSparkDrafter(model, target).draft(1, context).ids[:4].tolist()
