@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@# Test-only references the parity tests compare our drafters with; their pins are strict, hence --no-deps.
-	@# mlx-vlm's EAGLE-3 drafter imports its package, which needs pillow (requests comes with huggingface-hub).
-	$(BIN)/python -m pip install --quiet --no-deps dflash==0.1.0 mtplx==2.12.2 mlx-vlm==0.7.10 pillow==13.0.0
+	@# mlx-vlm's EAGLE-3 drafter imports its package, which needs pillow (requests comes with huggingface-hub);
+	@# mlx-dspark's DSpark drafter imports mlx-vlm's rope helpers.
+	$(BIN)/python -m pip install --quiet --no-deps dflash==0.1.0 mtplx==2.12.2 mlx-vlm==0.7.10 pillow==13.0.0 \
+		mlx-dspark==0.20.3
 	touch $(STAMP)
 
 # On Linux, Qt's window plugin needs X11 libraries pip cannot install: app/system_check.py installs them (root

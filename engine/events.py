@@ -88,13 +88,11 @@ class RoundEvent:
         drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
-        drafter: "model", "mtp" (the target's built-in MTP head), "eagle3" (an EAGLE-3 drafter), "dflash" (a DFlash
-            block drafter), "lookup" or "none".
+        drafter: one of params.DRAFTERS that drafted it ("model", "lookup", "mtp", "eagle3", "dflash"...) or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.
-        draft, draft_text: every token the drafter proposed (the K chosen), rejected ones included, and each
-            one's text.
+        draft, draft_text: every token the drafter proposed (the K chosen), rejected ones included, and its text.
         p, q: per draft token, the target's and the draft's probability of it after warping (q is 1 for prompt
             lookup's point mass; greedy: p is 1 for the target's argmax, else 0).
         next_token: the correction, bonus or plain token the round ended with.
@@ -105,8 +103,7 @@ class RoundEvent:
             it had been pre-drafted for other outcomes (a miss), None when nothing was pre-drafted for it.
         predrafted: tokens SSD pre-drafted for the next round while this round's verify ran.
         predraft_wasted: pre-drafted tokens this round's outcome left unused.
-        hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (measured synchronous
-            cost per token x K).
+        hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (sync cost per token x K).
         reasoning: the round began while the model was thinking (its drafts guessed reasoning, not the answer).
     """
 

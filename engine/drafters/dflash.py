@@ -85,13 +85,19 @@ def read_dflash_config(path: Path) -> DFlashConfig:
             f"{folder_name(path)} is not a DFlash drafter: its config.json names neither DFlashDraftModel nor "
             "DFlash2DraftModel. Pick a folder downloaded from a DFlash repo such as z-lab/Qwen3-8B-DFlash-b16."
         )
+    return parsed_or_refused(path, "DFlash", lambda: parse_config(config, version))
+
+
+def parsed_or_refused(path: Path, family: str, parse: Callable[[], Any]) -> Any:
+    """What `parse()` reads from a drafter's config, or one line saying the config is incomplete (a KeyError
+    names the missing key): a broken download, not a traceback."""
     try:
-        return parse_config(config, version)
+        return parse()
     except KeyError as e:
         problem = f"it has no {e.args[0]}"
     except (TypeError, ValueError) as e:
         problem = f"{type(e).__name__}: {e}"
-    raise NotAModelError(f"{folder_name(path)}'s config.json is not a complete DFlash config ({problem}). Download it again.")
+    raise NotAModelError(f"{folder_name(path)}'s config.json is not a complete {family} config ({problem}). Download it again.")
 
 
 def parse_config(config: dict[str, Any], version: int) -> DFlashConfig:

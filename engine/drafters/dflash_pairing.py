@@ -41,8 +41,9 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_target(path: Path, draft: DFlashConfig, target_config: dict[str, Any], target_layers: int,
-                 target_name: str) -> None:
-    """Raise IncompatiblePairError with one line unless the drafter at `path` fits the target."""
+                 target_name: str, family: str = "DFlash") -> None:
+    """Raise IncompatiblePairError with one line unless the drafter at `path` (of `family`: DSpark shares
+    DFlash's backbone) fits the target."""
     named = named_target(path, read_json(path / "config.json") or {})
     problem = _shape_problem(draft, _text_config(target_config), target_layers) or _name_problem(named, target_name)
     if problem is None:
@@ -50,7 +51,7 @@ def check_target(path: Path, draft: DFlashConfig, target_config: dict[str, Any],
     trained_for = f" for {named}" if named else ""
     pick = f"Pick {named} (or a conversion of it) as the target" if named else "Pick the target it was trained for"
     raise IncompatiblePairError(
-        f"{folder_name(path)} is a DFlash drafter{trained_for} and cannot draft for {target_name}: {problem}. "
+        f"{folder_name(path)} is a {family} drafter{trained_for} and cannot draft for {target_name}: {problem}. "
         f"{pick}, or another drafter."
     )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models.draft_choice import draft_folder
-from ..models.folder_kind import read_json
+from ..models.folder_kind import is_dspark_config, read_json
 
 DFLASH_ARCHITECTURES = {"DFlashDraftModel": 1, "DFlash2DraftModel": 2}
 
@@ -25,8 +25,8 @@ def is_eagle3_config(config: dict[str, Any] | None) -> bool:
 
 
 def dflash_version(config: dict[str, Any] | None) -> int | None:
-    """1 for a DFlash drafter's config, 2 for DFlash2, None for anything else."""
-    if not config:
+    """1 for a DFlash drafter's config, 2 for DFlash2, None for anything else (DSpark's share `dflash_config`)."""
+    if not config or is_dspark_config(config):
         return None
     names = config.get("architectures") or []
     found = [DFLASH_ARCHITECTURES[n] for n in ([names] if isinstance(names, str) else names) if n in DFLASH_ARCHITECTURES]

@@ -130,10 +130,23 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     )
 
 
+def is_dspark_config(config: dict[str, Any]) -> bool:
+    """A DSpark drafter's config in any of its packagings: DeepSpec's `Qwen3DSparkModel`, SpecForge's
+    `DSparkDraftModel` (a DFlash-style `dflash_config` tagged `projector_type: dspark`), speculators' `dspark`."""
+    nested = config.get("dflash_config")
+    return (
+        "dspark" in " ".join(architectures(config)).lower()
+        or (isinstance(nested, dict) and nested.get("projector_type") == "dspark")
+        or str(config.get("speculators_model_type") or "").lower() == "dspark"
+    )
+
+
 def drafter_family(config: dict[str, Any]) -> str | None:
     """The drafter family a config.json is from ("DFlash", "EAGLE-3", "MTP", ...), None for any other model."""
     archs = " ".join(architectures(config)).lower()
     speculator = str(config.get("speculators_model_type") or "").lower()
+    if is_dspark_config(config):
+        return "DSpark"
     if "dflash" in archs or "dflash_config" in config:
         return "DFlash"
     if "eagle3" in archs or speculator == "eagle3" or "draft_vocab_size" in config:

@@ -70,7 +70,7 @@ def test_a_drafter_is_kept_when_opened_listed_with_what_it_is_and_named_in_the_b
 ) -> None:
     """A DFlash drafter: downloaded or opened, it is listed (greyed, with what it is: it is no target); for a
     target it does not fit it is not offered, and the reason is its own check's, not "not a chat model"; loaded as
-    the draft, the banner says what it is, not a traceback."""
+    the draft of a target it does not fit, the banner gives that reason, not a traceback."""
     from engine.models.downloads import download_model
     from tests.model_folders import dflash_drafter
 
@@ -80,7 +80,7 @@ def test_a_drafter_is_kept_when_opened_listed_with_what_it_is_and_named_in_the_b
     download_model("z-lab/Qwen3-8B-DFlash-b16")
     window = make_window(pair=(str(tiny_dirs[0]), str(drafter)))
     banner = window.error_banner.text()
-    assert banner.startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ") and "\n" not in banner
+    assert banner.startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter and cannot draft for tiny-target: ") and "\n" not in banner
     assert "Something went wrong" not in banner and "TypeError" not in banner
 
     tab = window.picker.on_disk

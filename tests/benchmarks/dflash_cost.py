@@ -49,8 +49,9 @@ def seconds(run: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def costs(target: Any, drafter: DFlashDrafter, repeats: int) -> tuple[float, float]:
-    """(c, v(16)): a block pass and a 16-token verify, each over one target step, at a fixed context."""
+def costs(target: Any, drafter: DFlashDrafter, repeats: int, verify_width: int = 16) -> tuple[float, float]:
+    """(c, v(width)): a block pass and a verify of `verify_width` tokens (a whole DFlash block: 16), each over one
+    target step, at a fixed context."""
     tap = layer_tap(target, drafter.config.target_layer_ids)
     cache = make_prompt_cache(target)
     _, hidden = tap(mx.array([[1 + i % 7 for i in range(CONTEXT)]]), cache)
@@ -58,7 +59,7 @@ def costs(target: Any, drafter: DFlashDrafter, repeats: int) -> tuple[float, flo
     times: dict[str, list[float]] = {"step": [], "block": [], "verify": []}
     runs = {
         "step": (lambda: target(mx.array([[3]]), cache=cache), lambda: [c.trim(1) for c in cache]),
-        "verify": (lambda: target(mx.array([[3] * 16]), cache=cache), lambda: [c.trim(16) for c in cache]),
+        "verify": (lambda: target(mx.array([[3] * verify_width]), cache=cache), lambda: [c.trim(verify_width) for c in cache]),
         "block": (lambda: drafter.draft(2, hidden[:, -1:]).ids, lambda: drafter.rewind(CONTEXT - 1)),
     }
     for i in range(repeats + 10):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import dflash.model_mlx as ref
 import mlx.core as mx
@@ -131,19 +131,23 @@ def test_our_tap_gives_the_reference_its_hidden_states(root: Path, monkeypatch: 
     assert mx.max(mx.abs(taps - recorded.calls[0][2])).item() < 1e-5
 
 
-def greedy_dflash(target_dir: Path, drafter_dir: Path) -> tuple[list[int], list[list[int]]]:
+# (our drafter, the last token, the tapped states not fed yet, tokens still wanted) -> the ids to verify
+Propose = Callable[[Any, int, mx.array, int], list[int]]
+
+
+def greedy_loop(target_dir: Path, drafter_dir: Path, make_drafter: Callable[[Path, Any], Any],
+                propose: Propose) -> tuple[list[int], list[list[int]]]:
     """Our drafter and our tap in the reference's greedy loop (the target rolled back by trimming, or for a
-    recurrent one by prefilling the accepted context again): the stream and every block's ids."""
+    recurrent one by prefilling the accepted context again): the stream and every verified block's ids."""
     target, tokenizer = load(str(target_dir))
-    drafter = DFlashDrafter(load_dflash(drafter_dir), target)
+    drafter = make_drafter(drafter_dir, target)
     tap = layer_tap(target, drafter.config.target_layer_ids)
     prompt = tokenizer.encode(PROMPT)
     cache = make_prompt_cache(target)
     logits, hidden = tap(mx.array([prompt]), cache)
     tokens, blocks = [int(mx.argmax(logits[0, -1]).item())], []
     while len(tokens) < TOKENS:
-        size = min(drafter.config.block_size, TOKENS - len(tokens) + 1)  # the reference's last block is shorter
-        block = drafter.draft(tokens[-1], hidden, block_size=size).ids.tolist()
+        block = propose(drafter, tokens[-1], hidden, TOKENS - len(tokens))
         blocks.append(block)
         logits, hidden = tap(mx.array([tokens[-1:] + block]), cache)
         choices = mx.argmax(logits[0], axis=-1).tolist()
@@ -156,6 +160,14 @@ def greedy_dflash(target_dir: Path, drafter_dir: Path) -> tuple[list[int], list[
             cache = make_prompt_cache(target)
             tap(mx.array([prompt + tokens[:-1]]), cache)
     return tokens, blocks
+
+
+def greedy_dflash(target_dir: Path, drafter_dir: Path) -> tuple[list[int], list[list[int]]]:
+    def propose(drafter: DFlashDrafter, last: int, hidden: mx.array, wanted: int) -> list[int]:
+        size = min(drafter.config.block_size, wanted + 1)  # the reference's last block is shorter
+        return drafter.draft(last, hidden, block_size=size).ids.tolist()
+
+    return greedy_loop(target_dir, drafter_dir, lambda path, target: DFlashDrafter(load_dflash(path), target), propose)
 
 
 def cache_trim(cache: list[Any], n: int) -> None:

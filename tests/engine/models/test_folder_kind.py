@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import NotAChatModelError
+from engine.fixtures.tiny_dspark import build_dspark_pair, specforge_layout
 from engine.models.compatibility import check_pair
 from engine.models.folder_kind import folder_name, foreign_kind
 from engine.models.loading import load_model
@@ -32,6 +33,17 @@ def test_a_dflash_drafter_is_named_instead_of_a_model_args_traceback(tmp_path: P
     assert error.kind == "DFlash drafter"
     assert str(error).startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
     assert "Pick its target model as the target, and this folder as its draft (--draft " in str(error)
+
+
+@pytest.mark.parametrize("packaging", ["deepseek", "specforge"])
+def test_a_dspark_drafter_is_named_in_either_packaging(tmp_path: Path, packaging: str) -> None:
+    """DeepSeek's `Qwen3DSparkModel` says model_type qwen3 (mlx-lm would build a Qwen3 from it); SpecForge's
+    `DSparkDraftModel` carries a `dflash_config` and must not be taken for a DFlash drafter."""
+    _, drafter = build_dspark_pair(tmp_path, "qwen3")
+    if packaging == "specforge":
+        drafter = specforge_layout(drafter, tmp_path / "Qwen3.8-27B-DSpark")
+    error = refusal(drafter)
+    assert error.kind == "DSpark drafter" and f"{drafter.name} is a DSpark drafter, not a chat model" in str(error)
 
 
 def test_an_eagle3_drafter_in_the_speculators_format_names_its_target(tmp_path: Path) -> None:
