@@ -425,7 +425,8 @@ def test_regenerate_waits_while_an_answer_streams(make_window, qtbot) -> None:
     window.apply_settings(window.session.params.replace(max_tokens=30), "")
     send_and_wait(qtbot, window, "Hello")
     window.apply_settings(window.session.params.replace(max_tokens=900), "")
-    start_long_answer(qtbot, window)
+    # After "Hello" the tiny pair ends "Write a poem" at 33 tokens, which a busy machine let finish before the check.
+    start_long_answer(qtbot, window, text="Write a long poem")  # 900 tokens in this context
     previous_answer = window.chat.messages[1]
     assert previous_answer.regenerate_button.isHidden() or not previous_answer.regenerate_button.isEnabled()
     assert all(not m.delete_button.isEnabled() and not m.edit_button.isEnabled() for m in window.chat.messages)
