@@ -126,3 +126,12 @@ def test_across_two_macs(across_two, qtbot) -> None:
     send_and_wait(qtbot, window, "Tell me about the sea.")
     assert all(r["network_s"] is None for r in answered(window)[1])
     assert not window.stats._form.isRowVisible(window.stats.values["network"])
+
+
+@pytest.mark.distributed
+def test_quitting_says_goodbye_to_every_mac(across_two, qtbot) -> None:
+    window, _, _ = across_two
+    send_and_wait(qtbot, window, "Tell me about the sea.")
+    followers = window.session.engine.cluster.followers
+    window.close()  # the window's own shutdown: the worker stops the pipeline before its thread ends
+    assert [process.wait(timeout=30) for process in followers.processes.values()] == [0]  # a goodbye, not "lost the head"
