@@ -54,14 +54,13 @@ class AcrossMacsField(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.path, 1)
         row.addWidget(self.choose)
-        note = QLabel("A target too big for this Mac: its layers are split across the Macs of the hostfile by their "
-                      "free memory; this Mac drafts and runs the last ones. Each Mac needs SpecChat and the model at "
-                      "the same paths, and ssh from this one without a password.")
-        note.setWordWrap(True)
-        note.setStyleSheet("color: palette(mid); font-size: 11px;")
+        self.note = QLabel("For a target too big for this Mac: its layers are split across the Macs of the hostfile by "
+                           "their free memory; this Mac drafts and runs the last ones. Each Mac needs SpecChat and the "
+                           "model at the same paths, and ssh from this one without a password.")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: palette(mid); font-size: 11px;")
         layout.addWidget(self.switch)
         layout.addLayout(row)
-        layout.addWidget(note)
         self.switch.toggled.connect(self._enable)
         self._enable(self.switch.isChecked())
 
@@ -138,6 +137,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.think)
         self.across_macs = AcrossMacsField(hosts)
         form.addRow("Target", self.across_macs)
+        form.addRow("", self.across_macs.note)  # a row of its own: wrapped in the field, it was cut off
         self.error = QLabel()
         self.error.setStyleSheet("color: #b00020;")
         self.error.setWordWrap(True)

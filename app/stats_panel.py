@@ -140,7 +140,8 @@ class StatsPanel(QFrame):
         for widget, name, note in (
             (self.timeline, "Rounds", "One bar per round (target pass): draft time (the quieter blue) under verify time. Below it "
              "the round's tokens: accepted drafts, then its correction, bonus or plain token, then the drafts the "
-             "correction threw away (hollow). Hover a bar for its numbers."),
+             "correction threw away (hollow). With the target across Macs, the orange top of a bar is the network's part. "
+             "Hover a bar for its numbers."),
             (self.histogram, "Positions", "Draft tokens verified (pale) and accepted (filled) at each position of a "
              "draft; above each bar, the acceptance there among drafts that got that far."),
             (self.cost_card, "Cost", ""),

@@ -54,8 +54,8 @@ class PairInfo:
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
     the target has no chat template (chats reach it as a transcript it continues). `macs`: how many Macs the target
-    runs across (1: this one alone), `layout` which Mac runs which layers; `weights_gb`: the pair's weights on disk
-    (whether it would fit this Mac alone).
+    runs across (1: this one alone), `layout` which Mac runs which layers (a sentence); `weights_gb`: the pair's
+    weights on disk (whether it would fit this Mac alone).
     """
 
     target: str
@@ -233,7 +233,7 @@ class EngineWorker(QObject):
             can_switch_thinking=pair.can_switch_thinking,
             base_model=pair.is_base_model,
             macs=self.cluster.macs if self.cluster else 1,
-            layout=self.cluster.session.describe() if self.cluster else "",
+            layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
         )
 

@@ -80,6 +80,7 @@ def test_across_two_macs(across_two, qtbot) -> None:
     window, target, params = across_two
     session, alone = window.session, Alone(target, params)
     assert session.pair.macs == 2 and "target across 2 Macs" in window.toolbar.pair_label.text()
+    assert session.pair.layout.startswith("The target runs across 2 Macs: 127.0.0.1 (rank 1) layers 0-")
 
     first = send_and_wait(qtbot, window, "Tell me about the sea.")
     history, trace = answered(window)
