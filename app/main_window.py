@@ -121,7 +121,7 @@ class MainWindow(QMainWindow):
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
-            (s.busy_changed, self._update_controls),
+            (s.busy_changed, self._update_controls), (s.kept_error, self.show_error),
             (s.storage_failed, self.show_error),
         ):
             signal.connect(slot)
@@ -136,21 +136,18 @@ class MainWindow(QMainWindow):
 
     def _on_loading(self, message: str) -> None:
         self.statusBar().showMessage(message)
-        self._update_pair_label()
         self._update_controls()
 
     def _on_loaded(self, info: PairInfo) -> None:
         self.hide_error()
-        self._update_pair_label()
-        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
-        self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {warnings}", 10000)
         self._update_controls()
+        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
+        self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {info.layout} {warnings}", 10000)
 
     def _on_load_failed(self, message: str) -> None:
         kept = " The models loaded before are still in use." if self.session.pair else ""
         self.statusBar().showMessage("Could not load the models." + kept, 10000)
         self.show_error(message + kept)
-        self._update_pair_label()
         self._update_controls()
 
     def _update_pair_label(self) -> None:
@@ -333,6 +330,7 @@ class MainWindow(QMainWindow):
     # --- controls and settings ----------------------------------------------------------------------------
 
     def _update_controls(self, *_: object) -> None:
+        self._update_pair_label()
         busy = self.session.busy
         stopping = busy and self.session.answer.stopping
         self.send_button.setText("Stopping…" if stopping else ("Stop" if busy else "Send"))
@@ -366,9 +364,10 @@ class MainWindow(QMainWindow):
         """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
         info = self.session.pair
         dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
-                                can_switch_thinking=bool(info and info.can_switch_thinking))
+                                can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
+            self.session.across.choose(dialog.across_macs.hosts())
 
     def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
         """Use new settings from the next answer on, and remember them."""

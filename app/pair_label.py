@@ -31,4 +31,5 @@ def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: 
     how = "standard decoding" if params.mode == "standard" else f"speculative, {drafter_label(params.drafter)}{ssd}"
     lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
     base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""
-    return f"{names}{base} · {how}{lossy}" + (" · loading another pair…" if loading else "")
+    across = f" · target across {info.macs} Macs" if info.macs > 1 else ""
+    return f"{names}{base}{across} · {how}{lossy}" + (" · loading another pair…" if loading else "")

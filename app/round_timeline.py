@@ -1,7 +1,8 @@
 """The round timeline: every round of the answer as one bar, live and scrollable.
 
 A round is one target pass. Its bar has two halves on one axis: above it, the round's time (draft time stacked
-under verify time, on a scale that the slowest rounds do not flatten); below it, the tokens the round decided
+under verify time, on a scale that the slowest rounds do not flatten; with the target across Macs, the part of the
+verify time spent on the network is the top of it, in its own colour); below it, the tokens the round decided
 on, one cell each: the accepted draft tokens, then the round's own token (a correction, a bonus, or a plain
 target token), then the other draft tokens the correction threw away, hollow. So the cells below a bar are the
 K the policy chose (K + 1 when every draft token was accepted), and their colours say how the round went.
@@ -35,6 +36,11 @@ def time_colours(dark: bool) -> tuple[QColor, QColor]:
     return (QColor("#a9c9e6"), QColor("#4c78a8")) if not dark else (QColor("#3d5f82"), QColor("#8fbbe8"))
 
 
+def network_colour(dark: bool) -> QColor:
+    """The network's part of a round's time (the target across Macs): warm, apart from the two blues."""
+    return QColor("#f58518") if not dark else QColor("#ffab5e")
+
+
 def round_cells(event: RoundEvent) -> list[str]:
     """The cells under a round's bar, top down: "accepted" per accepted draft token, the round's own token's
     origin, then "rejected" per draft token after the one its correction replaced."""
@@ -52,6 +58,8 @@ def describe_round(event: RoundEvent) -> str:
         lines.append("nothing drafted: one plain target token")
     timing = "measured apart" if event.timed else "draft queued, its device time mostly in verify"
     lines.append(f"draft {event.draft_s * 1000:.1f} ms, verify {event.verify_s * 1000:.1f} ms ({timing})")
+    if event.network_s is not None:
+        lines.append(f"network {event.network_s * 1000:.1f} ms of it: the head's message and the hops between the Macs")
     if event.predicted_tps is not None:
         plain = f", K = 0: {event.predicted_tps_plain:.1f}" if event.predicted_tps_plain is not None else ""
         lines.append(f"policy predicted {event.predicted_tps:.1f} tok/s with this K{plain}")
@@ -104,6 +112,15 @@ class TimelineCanvas(QWidget):
         verify_h = min(self._height(event.draft_s + event.verify_s), TIME_H) - draft_h
         return QRect(x, axis - draft_h, COLUMN_W, draft_h), QRect(x, axis - draft_h - verify_h, COLUMN_W, verify_h)
 
+    def network_rect(self, index: int) -> QRect:
+        """The network's part of a round's time: the top of its verify bar (empty on one machine)."""
+        event = self.rounds[index]
+        verify = self.bar_rects(index)[1]
+        if not event.network_s or not event.verify_s:
+            return QRect(verify.x(), verify.y(), COLUMN_W, 0)
+        height = round(verify.height() * min(event.network_s / event.verify_s, 1.0))
+        return QRect(verify.x(), verify.y(), COLUMN_W, height)
+
     def _height(self, seconds: float) -> int:
         return min(int(round(TIME_H * seconds / self._scale_s)), TIME_H) if self._scale_s else 0
 
@@ -128,6 +145,7 @@ class TimelineCanvas(QWidget):
             draft_rect, verify_rect = self.bar_rects(index)
             painter.fillRect(draft_rect, draft_colour)
             painter.fillRect(verify_rect, verify_colour)
+            painter.fillRect(self.network_rect(index), network_colour(dark))
             self._paint_cells(painter, index)
         painter.end()
 

@@ -14,23 +14,24 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.comparison import STANDARD, check_sides, side_params
+from engine.comparison import STANDARD, check_sides, compare_messages, side_params
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
-
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from .pair_label import next_drafter, pair_label
 from .download_worker import DownloadWorker
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
+from .across_macs import AcrossMacs, loading_line
 
 
 class _Requests(QObject):
     """Signals from the session to the engine worker (queued into its thread)."""
 
-    load = Signal(str, str)
+    load = Signal(str, str, str)
     generate = Signal(object)
+    release = Signal()
 
 
 class ChatSession(QObject):
@@ -54,6 +55,7 @@ class ChatSession(QObject):
             for the two requests of a Compare, by request id.
         busy_changed(bool): whether an answer is being generated.
         storage_failed(str): conversations are kept in memory from now on; the message says how to fix it.
+        kept_error(str): an error shown again after a pair loaded in the place of one across Macs (a Mac left).
     """
 
     pair_loading = Signal(str)
@@ -72,6 +74,7 @@ class ChatSession(QObject):
     compare_failed = Signal(int, str)
     busy_changed = Signal(bool)
     storage_failed = Signal(str)
+    kept_error = Signal(str)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +86,7 @@ class ChatSession(QObject):
         self.pair: PairInfo | None = None
         self.loading = False
         self.answer: StreamingAnswer | None = None
+        self.across = AcrossMacs(self)
         self.compare_requests: dict[str, int] = {}
         self._compares = 0
         self._next_request = 0
@@ -92,16 +96,13 @@ class ChatSession(QObject):
         self.engine_thread = start_in_thread(self.engine, "engine")
         self.download_thread = start_in_thread(self.downloads, "downloads")
         self._requests = _Requests()
-        self._requests.load.connect(self.engine.load)
-        self._requests.generate.connect(self.engine.generate)
-        self.engine.load_finished.connect(self._on_loaded)
-        self.engine.load_errored.connect(self._on_load_failed)
-        self.engine.load_progress.connect(self._on_load_progress)
-        self.engine.load_cancelled.connect(self._on_load_cancelled)
-        self.engine.generation_started.connect(self._on_started)
-        self.engine.generation_yielded.connect(self._on_events)
-        self.engine.generation_finished.connect(self._on_finished)
-        self.engine.generation_errored.connect(self._on_error)
+        r, e = self._requests, self.engine
+        for signal, slot in ((r.load, e.load), (r.generate, e.generate), (r.release, e.release_cluster),
+                             (e.load_finished, self._on_loaded), (e.load_errored, self._on_load_failed),
+                             (e.load_progress, self._on_load_progress), (e.load_cancelled, self._on_load_cancelled),
+                             (e.generation_started, self._on_started), (e.generation_yielded, self._on_events),
+                             (e.generation_finished, self._on_finished), (e.generation_errored, self._on_error)):
+            signal.connect(slot)
 
     # --- state ---------------------------------------------------------------------------------------------
 
@@ -149,20 +150,12 @@ class ChatSession(QObject):
         reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
         if conversation_id is None:
             return []
-        return [
-            {"role": m.role, "content": m.content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
-            for m in self.store.messages(conversation_id)
-            if m.content or m.role == "user"
-        ]
+        return [{"role": m.role, "content": m.content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
+                for m in self.store.messages(conversation_id) if m.content or m.role == "user"]
 
     def compare_messages(self, conversation_id: int | None, typed: str) -> list[dict[str, str]]:
-        """What Compare runs: the conversation up to its last question, or with the typed text as a new one."""
-        history = self.history(conversation_id)
-        if typed:
-            history.append({"role": "user", "content": typed})
-        while history and history[-1]["role"] != "user":
-            history.pop()
-        return history
+        """What Compare runs from this conversation (`engine.comparison.compare_messages`)."""
+        return compare_messages(self.history(conversation_id), typed)
 
     def think_for(self, conversation_id: int | None) -> bool:
         """Whether a thinking model thinks in this chat: its own Think switch, or the default from Settings."""
@@ -184,11 +177,12 @@ class ChatSession(QObject):
     # --- models --------------------------------------------------------------------------------------------
 
     def load_pair(self, target: str, draft: str) -> None:
-        """Load a pair on the engine worker, stopping a running answer first; the loaded pair works until then."""
+        """Load a pair on the engine worker (across Macs when the setting is on), stopping a running answer first;
+        the loaded pair works until then."""
         self.stop()
         self.loading = True
-        self.pair_loading.emit(f"Loading {target}" + (f" with draft {draft}" if draft else "") + "…")
-        self._requests.load.emit(target, draft)
+        self.pair_loading.emit(loading_line(target, draft, self.across.hosts))
+        self._requests.load.emit(target, draft, self.across.hosts)
 
     def _on_loaded(self, info: PairInfo) -> None:
         if self._closed:
@@ -196,11 +190,12 @@ class ChatSession(QObject):
         self.pair, self.loading = info, False
         self.settings.save_pair(info.target, info.draft)
         self.pair_loaded.emit(info)
+        self.across.loaded()
 
     def _on_load_failed(self, message: str) -> None:
         if not self._closed:
             self.loading = False
-            self.pair_failed.emit(message)
+            self.pair_failed.emit(self.across.load_failed(message))
 
     def cancel_load(self) -> None:
         """Stop the running load (a GGUF import) at its next step; called directly, not queued behind it."""
@@ -362,6 +357,8 @@ class ChatSession(QObject):
             self._save(answer, "error", "(interrupted by an error)")
         else:
             self.store.delete_message(answer.message_id)
+        if kind == "DistributedError":
+            message = self.across.mac_left(message)
         self._idle()
         self.answer_failed.emit(answer, message)
         if kind == "PromptError" and not answer.text:
@@ -391,6 +388,7 @@ class ChatSession(QObject):
             return
         self.engine.cancel(self._next_request)
         self.downloads.cancel()
+        self._requests.release.emit()  # the other Macs of a pipeline leave with a goodbye, not a lost head
         stop_thread(self.engine_thread)
         stop_thread(self.download_thread)
         QCoreApplication.sendPostedEvents(self)

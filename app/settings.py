@@ -102,3 +102,11 @@ class AppSettings:
     def save_show_rejected(self, on: bool) -> None:
         self.store.setValue("view/rejected", on)
         self.store.sync()
+
+    def cluster_hosts(self) -> str:
+        """The mlx.launch hostfile the target runs across ("": this Mac alone)."""
+        return str(self.store.value("cluster/hosts", "") or "")
+
+    def save_cluster_hosts(self, path: str) -> None:
+        self.store.setValue("cluster/hosts", path)
+        self.store.sync()

@@ -1,6 +1,9 @@
-"""The generation settings a user can change: draft length, adaptive speculation, sampling, length, system prompt."""
+"""The settings a user can change: draft length, adaptive speculation, sampling, length, system prompt, and whether
+the target runs across Macs (an mlx.launch hostfile)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -8,14 +11,20 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
+    QPushButton,
     QSpinBox,
+    QVBoxLayout,
     QWidget,
 )
 
-from engine.errors import InvalidParameterError
+from engine.distributed.hostfile import read_hostfile
+from engine.errors import DistributedError, InvalidParameterError
 from engine.params import RANGES, GenerationParams
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
@@ -29,11 +38,58 @@ def whole_number_box(name: str, value: int) -> QSpinBox:
     return QSpinBox(minimum=low, maximum=UNBOUNDED if high is None else high, value=value)
 
 
+class AcrossMacsField(QWidget):
+    """"Run the target across Macs": a switch and the mlx.launch hostfile that names the Macs (this one first)."""
+
+    def __init__(self, hosts: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.switch = QCheckBox("Run the target across Macs…")
+        self.switch.setChecked(bool(hosts))
+        self.path = QLineEdit(hosts)
+        self.path.setPlaceholderText("mlx.launch hostfile (hosts.json): this Mac first")
+        self.choose = QPushButton("Choose…")
+        self.choose.clicked.connect(self._choose)
+        row = QHBoxLayout()
+        row.addWidget(self.path, 1)
+        row.addWidget(self.choose)
+        self.note = QLabel("For a target too big for this Mac: its layers are split across the Macs of the hostfile by "
+                           "their free memory; this Mac drafts and runs the last ones. Each Mac needs SpecChat and the "
+                           "model at the same paths, and ssh from this one without a password.")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: palette(mid); font-size: 11px;")
+        layout.addWidget(self.switch)
+        layout.addLayout(row)
+        self.switch.toggled.connect(self._enable)
+        self._enable(self.switch.isChecked())
+
+    def _enable(self, on: bool) -> None:
+        self.path.setEnabled(on)
+        self.choose.setEnabled(on)
+
+    def _choose(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The Macs to run the target across", self.path.text(), "Hostfile (*.json)")
+        if path:
+            self.path.setText(path)
+
+    def hosts(self) -> str:
+        """The hostfile chosen ("" when the target runs on this Mac alone)."""
+        return self.path.text().strip() if self.switch.isChecked() else ""
+
+    def check(self) -> None:
+        """Refuse a hostfile that cannot drive a ring (DistributedError with the one line that says why)."""
+        if self.switch.isChecked() and not self.hosts():
+            raise DistributedError("Choose the hostfile that names the Macs (Choose…), or switch running across Macs off.")
+        if self.hosts():
+            read_hostfile(Path(self.hosts()))
+
+
 class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
     def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True,
-                 can_switch_thinking: bool = False) -> None:
+                 can_switch_thinking: bool = False, hosts: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -79,18 +135,24 @@ class SettingsDialog(QDialog):
                               "to answer at once (its template's no-think prompt). Only for models that can switch.")
         self.think.setVisible(can_switch_thinking)
         form.addRow("", self.think)
+        self.across_macs = AcrossMacsField(hosts)
+        form.addRow("Target", self.across_macs)
+        form.addRow("", self.across_macs.note)  # a row of its own: wrapped in the field, it was cut off
         self.error = QLabel()
         self.error.setStyleSheet("color: #b00020;")
         self.error.setWordWrap(True)
         form.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        form.addRow(self._buttons())
         self.adaptive.toggled.connect(self._adaptive_toggled)
         self._adaptive_toggled(params.adaptive)
         self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft))
         self._show_drafter_note(has_draft)
+
+    def _buttons(self) -> QDialogButtonBox:
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        return buttons
 
     def _build_sampling_fields(self, params: GenerationParams) -> None:
         """The warp, the length limit, the repetition penalty and the KV cache's precision."""
@@ -162,7 +224,8 @@ class SettingsDialog(QDialog):
     def accept(self) -> None:
         try:
             self.params()
-        except InvalidParameterError as e:
+            self.across_macs.check()
+        except (InvalidParameterError, DistributedError) as e:
             self.error.setText(str(e))
             return
         super().accept()

@@ -113,7 +113,8 @@ class StatsPanel(QFrame):
         self.values: dict[str, QLabel] = {}
         for key, label in [("mode", "Mode"), ("tps", "Tokens / s"), ("per_pass", "Tokens per pass"), ("drafted", "Drafted"),
                            ("accepted", "Accepted"), ("draft_k", "Last draft length"), ("ttft", "First token after"),
-                           ("memory", "Peak memory"), ("prefill", "Prompt"), ("ssd", "SSD"), ("policy", "Policy")]:
+                           ("memory", "Peak memory"), ("prefill", "Prompt"), ("network", "Network"), ("ssd", "SSD"),
+                           ("policy", "Policy")]:
             self.values[key] = QLabel("–")
             self.values[key].setObjectName(f"stat_{key}")
             self.values[key].setWordWrap(True)
@@ -122,6 +123,8 @@ class StatsPanel(QFrame):
                                       "verified this one. Ready: rounds whose outcome was guessed (a fan-out hit); unused: "
                                       "pre-drafted tokens for outcomes that did not happen; hidden: drafting time saved.")
         self.values["ttft"].setToolTip(FIRST_TOKEN_MEANING)
+        self.values["network"].setToolTip("The target runs across Macs: the share of the rounds' time the head spent "
+                                          "on the network (its message to the other Macs, the hops, waiting on them).")
         self.values["policy"].setToolTip("What the adaptive policy believes after this answer, per drafter: why it drafts "
                                          "K tokens or none, and (hover) its predicted tokens per second for each K.")
         self._form = form
@@ -137,7 +140,8 @@ class StatsPanel(QFrame):
         for widget, name, note in (
             (self.timeline, "Rounds", "One bar per round (target pass): draft time (the quieter blue) under verify time. Below it "
              "the round's tokens: accepted drafts, then its correction, bonus or plain token, then the drafts the "
-             "correction threw away (hollow). Hover a bar for its numbers."),
+             "correction threw away (hollow). With the target across Macs, the orange top of a bar is the network's part. "
+             "Hover a bar for its numbers."),
             (self.histogram, "Positions", "Draft tokens verified (pale) and accepted (filled) at each position of a "
              "draft; above each bar, the acceptance there among drafts that got that far."),
             (self.cost_card, "Cost", ""),
@@ -193,6 +197,8 @@ class StatsPanel(QFrame):
         self._accept_rates: list[float] = []
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
         self.ssd = GenerationStats()  # only its SSD counts are used
+        self.network_s = self.round_s = 0.0
+        self._form.setRowVisible(self.values["network"], False)
         self._form.setRowVisible(self.values["ssd"], False)
         self._form.setRowVisible(self.values["policy"], False)
         self._first_token: float | None = None
@@ -230,6 +236,7 @@ class StatsPanel(QFrame):
                 self.accepted += event.accepted
                 self.values["draft_k"].setText(f"{event.drafted} ({event.drafter})")
                 self._count_ssd(event)
+                self._count_network(event)
                 if self.drafted:
                     self._accept_times.append(now)
                     self._accept_rates.append(100.0 * self.accepted / self.drafted)
@@ -257,6 +264,17 @@ class StatsPanel(QFrame):
             ready = f"{s.fanout_hit_rate:.0%}" if s.ssd_checked else "–"
             self.values["ssd"].setText(f"{ready} of drafts ready · {s.predraft_wasted} of {s.predrafted} pre-drafted "
                                        f"tokens unused · {s.hidden_draft_s:.2f} s drafting hidden")
+
+    def _count_network(self, event: RoundEvent) -> None:
+        """The network's share of the rounds so far, shown once a round spent time on it (the target across Macs)."""
+        self.round_s += event.draft_s + event.verify_s
+        self.network_s += event.network_s or 0.0
+        if self.network_s and self.round_s:
+            self._show_network(min(self.network_s / self.round_s, 1.0), self.network_s)
+
+    def _show_network(self, share: float, seconds: float) -> None:
+        self._form.setRowVisible(self.values["network"], True)
+        self.values["network"].setText(f"{share:.0%} of the time ({seconds:.2f} s), across Macs")
 
     def _redraw_plots(self, now: float) -> None:
         self._last_plot = now
@@ -289,6 +307,8 @@ class StatsPanel(QFrame):
         cached = f", {s.cached_prompt_tokens} cached" if s.cached_prompt_tokens else ""
         self.values["prefill"].setText(f"{s.prompt_tokens} tokens{cached}")
         self._show_policy(s.policy)
+        if s.network_share:
+            self._show_network(s.network_share, s.network_s or 0.0)
 
     def _show_policy(self, beliefs: list[PolicyBelief]) -> None:
         """The adaptive policy's reason per drafter, when it last drafted, and its predictions in the tooltip."""

@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.models.app_paths import data_dir
 from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
-from engine.errors import LoadCancelled, SpecChatError
+from engine.errors import DistributedError, LoadCancelled, SpecChatError
 from engine.events import GenerationResult
 from engine.params import GenerationParams
 
@@ -55,7 +55,9 @@ class PairInfo:
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
     the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
-    ("model", "mtp" for the target's own heads, "dflash", "eagle3"; "" without a draft).
+    ("model", "mtp" for the target's own heads, "dflash", "eagle3"; "" without a draft). `macs`: how many Macs the
+    target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence); `weights_gb`: the
+    pair's weights on disk (whether it would fit this Mac alone).
     """
 
     target: str
@@ -69,6 +71,9 @@ class PairInfo:
     can_switch_thinking: bool = False
     base_model: bool = False
     drafter: str = ""
+    macs: int = 1
+    layout: str = ""
+    weights_gb: float = 0.0
 
 
 @dataclass
@@ -144,6 +149,7 @@ class EngineWorker(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.pair = None  # engine.decoding.pair.ModelPair, only ever touched on this worker's thread
+        self.cluster = None  # engine.distributed.app_head.AppHead while the target runs across Macs
         self._cancel_up_to = -1
         self._server_jobs = 0  # Local server jobs handed to this worker and not yet done
         self._lock = threading.Lock()
@@ -181,17 +187,17 @@ class EngineWorker(QObject):
         with self._lock:
             self._server_jobs += change
 
-    @Slot(str, str)
-    def load(self, target: str, draft: str) -> None:
-        """Load a pair beside the current one, which keeps working if the new one fails to load."""
+    @Slot(str, str, str)
+    def load(self, target: str, draft: str, hosts: str = "") -> None:
+        """Load a pair beside the current one, which keeps working if the new one fails to load; with `hosts` (an
+        mlx.launch hostfile), the target across those Macs (the pair before is let go once the new one runs)."""
         from engine.conversations import saved_chats
         from engine.decoding.history import start_indexing
-        from engine.decoding.pair import ModelPair
 
         self._load_cancel.clear()
         drafter = drafter_for(draft)
         try:
-            pair = ModelPair.load(target, draft_model(draft), progress=self._load_progress)
+            pair, cluster = self._load_pair(target, draft, hosts)
             if drafter == "mtp":
                 pair.mtp_state()  # the head loads now: a target without one is refused here, not in the first answer
         except LoadCancelled:
@@ -200,23 +206,52 @@ class EngineWorker(QObject):
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             self.load_errored.emit(readable_error(error))
             return
-        self.pair = pair
+        self.release_cluster()
+        self.pair, self.cluster = pair, cluster
         self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats)
-        self.load_finished.emit(
-            PairInfo(
-                target=target,
-                draft=draft or None,
-                target_name=pair.target.display_name,
-                draft_name=pair.draft.display_name if pair.draft else shown_draft_name(draft),
-                warnings=list(pair.check.warnings),
-                context_length=pair.context_length,
-                draft_weight_share=pair.draft_weight_share,
-                thinks=pair.think_markers is not None,
-                can_switch_thinking=pair.can_switch_thinking,
-                base_model=pair.is_base_model,
-                drafter=drafter,
-            )
+        self.load_finished.emit(self._describe(pair, target, draft))
+
+    def _load_pair(self, target: str, draft: str, hosts: str):  # noqa: ANN202 - (ModelPair, AppHead | None)
+        from engine.decoding.pair import ModelPair
+
+        if not hosts:
+            return ModelPair.load(target, draft_model(draft), progress=self._load_progress), None
+        from pathlib import Path
+
+        from engine.distributed.app_head import start_head
+
+        self.load_progress.emit("Starting SpecChat on the other Macs", 0, 0)
+        cluster = start_head(Path(hosts), target, draft_model(draft))
+        return cluster.session.pair, cluster
+
+    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # noqa: ANN001 - ModelPair
+        from engine.models.memory import folder_size_gb
+
+        return PairInfo(
+            target=target,
+            draft=draft or None,
+            target_name=pair.target.display_name,
+            draft_name=pair.draft.display_name if pair.draft else shown_draft_name(draft),
+            warnings=list(pair.check.warnings),
+            context_length=pair.context_length,
+            draft_weight_share=pair.draft_weight_share,
+            thinks=pair.think_markers is not None,
+            can_switch_thinking=pair.can_switch_thinking,
+            base_model=pair.is_base_model,
+            drafter=drafter_for(draft),
+            macs=self.cluster.macs if self.cluster else 1,
+            layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
+            weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
         )
+
+    @Slot()
+    def release_cluster(self) -> None:
+        """Stop the other Macs of a pair across Macs (its pair goes with them); nothing on one Mac."""
+        cluster, self.cluster = self.cluster, None
+        if cluster is not None:
+            if self.pair is cluster.session.pair:
+                self.pair = None
+            cluster.close()
 
     @Slot(object)
     def generate(self, request: GenerationRequest) -> None:
@@ -255,6 +290,8 @@ class EngineWorker(QObject):
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             if batch:
                 self.generation_yielded.emit(request.request_id, batch)
+            if isinstance(error, DistributedError):
+                self.release_cluster()  # a Mac left: the pipeline cannot carry another pass
             self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
     @Slot(object)

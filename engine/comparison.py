@@ -66,3 +66,12 @@ def verdict(first: str, first_result: GenerationResult, second: str, second_resu
         outcome += ": speculation does not pay here"
     return (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
             f"{b:.1f} tok/s ({how_it_ran(second_result)}): {side_label(second)} {ratio:.2f}x ({outcome})")
+
+
+def compare_messages(history: list[dict[str, str]], typed: str) -> list[dict[str, str]]:
+    """What Compare runs: the conversation up to its last question, or with the typed text as a new one (an answer
+    after the last question would be compared against itself)."""
+    messages = [*history, {"role": "user", "content": typed}] if typed else list(history)
+    while messages and messages[-1]["role"] != "user":
+        messages.pop()
+    return messages

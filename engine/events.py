@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
 from .params import drafters_named
+from .part_stats import PartStats, split_rounds  # noqa: F401 - where the views read them from
 
 Origin = Literal["accepted", "corrected", "bonus", "target"]
 FinishReason = Literal["stop", "length", "cancelled", "context"]
@@ -105,6 +106,8 @@ class RoundEvent:
         predraft_wasted: pre-drafted tokens this round's outcome left unused.
         hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (sync cost per token x K).
         reasoning: the round began while the model was thinking (its drafts guessed reasoning, not the answer).
+        network_s: with the target across Macs, the seconds of this round the head spent in the pipeline's
+            collectives (its message, the hops, waiting on the other Macs); None on one machine.
     """
 
     round: int
@@ -127,6 +130,7 @@ class RoundEvent:
     predraft_wasted: int = 0
     hidden_draft_s: float = 0.0
     reasoning: bool = False
+    network_s: float | None = None
 
     @property
     def next_origin(self) -> Origin:
@@ -169,6 +173,7 @@ class RoundEvent:
             "predraft_wasted": self.predraft_wasted,
             "hidden_draft_s": self.hidden_draft_s,
             "reasoning": self.reasoning,
+            "network_s": self.network_s,
         }
 
 
@@ -209,49 +214,6 @@ class PolicyBelief:
 
 
 @dataclass
-class PartStats:
-    """The speculation of one part of a thinking model's output (its reasoning, or its answer): the rounds that
-    began in it, what they drafted and accepted, the tokens of that part, and (reasoning) how long it took."""
-
-    rounds: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    emitted: int = 0
-    tokens: int = 0
-    seconds: float = 0.0
-
-    def add_round(self, drafted: int, accepted: int, emitted: int) -> None:
-        self.rounds += 1
-        self.drafted += drafted
-        self.accepted += accepted
-        self.emitted += emitted
-
-    @property
-    def acceptance_rate(self) -> float:
-        return self.accepted / self.drafted if self.drafted else 0.0
-
-    @property
-    def tokens_per_pass(self) -> float:
-        return self.emitted / self.rounds if self.rounds else 0.0
-
-    def speculation(self) -> str:
-        """e.g. '64% of 120 drafted accepted, 2.1 tokens per pass' (or 'nothing drafted')."""
-        if not self.drafted:
-            return "nothing drafted"
-        return f"{self.acceptance_rate:.0%} of {self.drafted} drafted accepted, {self.tokens_per_pass:.1f} tokens per pass"
-
-
-def split_rounds(records: list[dict]) -> tuple[PartStats, PartStats]:
-    """(thinking, answering): the speculation of a saved answer's rounds (trace records), by the part each round
-    began in, so that acceptance while thinking and while answering can be read apart."""
-    thinking, answering = PartStats(), PartStats()
-    for record in records:
-        part = thinking if record.get("reasoning") else answering
-        part.add_round(int(record["verified"]), int(record["accepted"]), int(record["emitted"]))
-    return thinking, answering
-
-
-@dataclass
 class GenerationStats:
     """What a generation did and how fast, as DESIGN.md defines the numbers."""
 
@@ -273,6 +235,7 @@ class GenerationStats:
     hidden_draft_s: float = 0.0
     ended_on_eos: bool = False  # the last pass produced the end-of-sequence token (not in the answer's tokens)
     drafted_by: dict[str, int] = field(default_factory=dict)  # draft tokens verified, per drafter that drafted them
+    network_s: float | None = None  # across Macs: the rounds' seconds in the pipeline's collectives (None: one machine)
     policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
     thinking: PartStats = field(default_factory=PartStats)  # rounds begun while reasoning; seconds: the thinking
     answering: PartStats = field(default_factory=PartStats)  # rounds begun in the answer
@@ -305,6 +268,13 @@ class GenerationStats:
         return self.generated_tokens / self.generation_s if self.generation_s > 0 else 0.0
 
     @property
+    def network_share(self) -> float | None:
+        """The share of the generation's time the head spent waiting on the network (None on one machine)."""
+        if self.network_s is None or self.generation_s <= 0:
+            return None
+        return min(self.network_s / self.generation_s, 1.0)
+
+    @property
     def prompt_tps(self) -> float:
         processed = self.prompt_tokens - self.cached_prompt_tokens
         return processed / self.prompt_s if self.prompt_s > 0 else 0.0
@@ -318,6 +288,7 @@ class GenerationStats:
             generation_tps=self.generation_tps,
             prompt_tps=self.prompt_tps,
             fanout_hit_rate=self.fanout_hit_rate,
+            network_share=self.network_share,
         )
         return out
 
@@ -375,6 +346,8 @@ class GenerationResult:
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
+        if s.network_share:
+            parts.append(f"network {s.network_share:.0%} of the time ({s.network_s:.2f} s)")
         if self.lossy:
             parts.append(lossy_label(self.lenience))
         if self.reasoning and s.drafted:

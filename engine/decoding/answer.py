@@ -11,7 +11,7 @@ import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import mlx.core as mx
 
@@ -28,7 +28,8 @@ class Answer:
 
     A thinking model's tokens are split as they come (`reasoning.py`): each token's part is kept beside it, each
     part's text apart, and every round counted in the part it began in, so that acceptance while thinking and
-    while answering can be read apart; the time spent thinking is measured round by round.
+    while answering can be read apart; the time spent thinking is measured round by round. With the target across
+    Macs, `network` reads the head's seconds in the pipeline's collectives so far, and each round is given its share.
     """
 
     context: list[int]
@@ -43,6 +44,7 @@ class Answer:
     parts: list[Part] = field(default_factory=list)
     pieces: dict[str, list[str]] = field(default_factory=lambda: {"answer": [], "reasoning": []})
     finish: FinishReason = "length"
+    network: Callable[[], float] | None = None
 
     def __post_init__(self) -> None:
         self.eos = self.tokenizer.eos_token_ids
@@ -50,6 +52,22 @@ class Answer:
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None
         self._logprobs: deque = deque()  # the target's logprobs of tokens pushed, waiting for their events
+        self._network_mark = 0.0
+
+    def start_rounds(self) -> None:
+        """The rounds begin: the network's time counts from here (the prefill's is the prompt's, not a round's)."""
+        if self.network is not None:
+            self._network_mark = self.network()
+            self.stats.network_s = 0.0
+
+    def _network_s(self) -> float | None:
+        """The head's seconds in collectives since the last round ended (None on one machine)."""
+        if self.network is None:
+            return None
+        now = self.network()
+        spent, self._network_mark = now - self._network_mark, now
+        self.stats.network_s = (self.stats.network_s or 0.0) + spent
+        return spent
 
     def budget(self) -> int:
         """Tokens the next round may emit; 0 (with the reason set) when the answer must end."""
@@ -111,6 +129,7 @@ class Answer:
             predraft_wasted=r.predraft_wasted,
             hidden_draft_s=r.hidden_draft_s,
             reasoning=thinking,
+            network_s=self._network_s(),
         )
 
     def _with_logprobs(self, events: list[TokenEvent]) -> list[TokenEvent]:

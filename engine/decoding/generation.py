@@ -160,6 +160,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
 
 def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:
     """Run rounds until something ends the generation."""
+    answer.start_rounds()
     decoder.start(answer.context)
     answer.clock_thinking()
     while answer.finish != "stop":
@@ -265,7 +266,8 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers)
+    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
+                    network=pair.network_clock())
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
         stats.prompt_s = time.perf_counter() - answer.start

@@ -135,6 +135,11 @@ class ModelPair:
             return 0.0
         return weight_bytes(self.draft.model) / max(weight_bytes(self.target.model), 1)
 
+    def network_clock(self) -> Callable[[], float] | None:
+        """The head's seconds in the pipeline's collectives so far, for a target across Macs (None on one machine)."""
+        clock = getattr(self.target.model, "network_seconds", None)
+        return clock if callable(clock) else None
+
     @property
     def vocab_width(self) -> int:
         """Width of the target's logits: the id space drafts and distributions are compared in."""

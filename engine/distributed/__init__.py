@@ -17,5 +17,7 @@ rank on one machine), `group.py` (joining the ring), `ring_noise.py` (MLX's ring
 terminal), `transport.py` (the collectives), `roll_call.py` (which host stopped), `watchdog.py` (which hosts
 stopped answering), `fingerprint.py` and `handshake.py` (the same model everywhere, checked before the first
 token), `layer_split.py` (layers by each Mac's free memory), `shard.py` (loading a rank's layers), `head.py` (the
-head's proxy of the target), `worker.py` (the other ranks' loop), `cluster.py` (putting it together).
+head's proxy of the target), `worker.py` (the other ranks' loop), `cluster.py` (putting it together), and for the
+app, which is the head already: `app_head.py` (this process as rank 0), `followers.py` (the other ranks it starts)
+and `follow.py` (what they run).
 """

@@ -55,6 +55,11 @@ class PipelineHead:
         self.passes += 1
         return self.model(inputs, cache=cache, **kwargs)
 
+    def network_seconds(self) -> float:
+        """The head's seconds in collectives so far (its messages, the hops, waiting on the other Macs): each round's
+        share of it is the network's share of that round (`RoundEvent.network_s`)."""
+        return self.transport.seconds
+
     def close(self) -> None:
         """End the session: every rank leaves its loop (sent once, and not over a ring that failed)."""
         if not self._closed and not self.transport.broken:

@@ -30,6 +30,8 @@ def urgent(line: str) -> None:
 def quiet_ring_messages() -> None:
     """Route this process's standard error (file descriptor 2) through the filter, until it exits."""
     global _terminal
+    if _terminal is not None:
+        return  # filtered already (the app may start a pipeline again after a failed start)
     sys.stderr.flush()
     original = _terminal = os.dup(2)
     read_end, write_end = os.pipe()

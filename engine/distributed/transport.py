@@ -42,7 +42,8 @@ class Transport:
 
     Attributes:
         hops: hops this rank originated (the benchmark's count).
-        seconds: time spent inside collectives (waiting included).
+        seconds: time spent inside collectives (waiting included) and in the emulated hop delay: the network's
+            time, as the head's rounds report it (`RoundEvent.network_s`).
         watchdog: ends the process when a collective hangs (the head's; see watchdog.py).
     """
 
@@ -78,7 +79,9 @@ class Transport:
     def _hop(self) -> None:
         self.hops += 1
         if self.hop_delay_s:
+            start = time.perf_counter()
             time.sleep(self.hop_delay_s)
+            self.seconds += time.perf_counter() - start
 
     def _run(self, out: mx.array) -> mx.array:
         start = time.perf_counter()

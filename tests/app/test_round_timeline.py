@@ -3,7 +3,7 @@ round's decisions."""
 
 from __future__ import annotations
 
-from app.round_timeline import TIME_H, RoundTimeline, describe_round, round_cells, time_colours
+from app.round_timeline import TIME_H, RoundTimeline, describe_round, network_colour, round_cells, time_colours
 from app.palette import is_dark
 from engine.events import RoundEvent
 from tests.app.conftest import send_and_wait
@@ -61,3 +61,20 @@ def test_a_bars_tooltip_says_what_the_round_did() -> None:
     assert "Round 7: model, K = 4" in text and "1 of 4 draft tokens accepted, then a corrected token" in text
     assert "draft 4.0 ms, verify 21.0 ms (measured apart)" in text and "predicted 50.0 tok/s" in text
     assert round_cells(event) == ["accepted", "corrected", "rejected", "rejected"]
+
+
+def test_the_network_s_part_of_a_round_tops_its_verify_bar_in_its_own_colour(qtbot) -> None:
+    across = RoundEvent(0, 2, 1, 2, "model", 0.010, 0.030, draft=(1, 2), next_token=3, network_s=0.015)
+    alone = RoundEvent(1, 2, 1, 2, "model", 0.010, 0.030, draft=(1, 2), next_token=3)
+    timeline = RoundTimeline()
+    qtbot.addWidget(timeline)
+    timeline.add([across, alone])
+    canvas = timeline.canvas
+    verify, network = canvas.bar_rects(0)[1], canvas.network_rect(0)
+    assert network.top() == verify.top() and abs(network.height() - verify.height() / 2) <= 1
+    assert canvas.network_rect(1).height() == 0
+    image = canvas.grab().toImage()
+    dark = is_dark(canvas.palette())
+    assert image.pixelColor(network.center()) == network_colour(dark)
+    assert image.pixelColor(canvas.bar_rects(1)[1].center()) == time_colours(dark)[1]
+    assert "network 15.0 ms" in describe_round(across) and "network" not in describe_round(alone)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+from PySide6.QtWidgets import QDialog
+
 from app.settings_dialog import SettingsDialog
 from engine.params import RANGES, GenerationParams
 
@@ -91,3 +95,32 @@ def test_the_think_default_is_shown_for_a_model_that_can_switch_and_remembered(q
     dialog.think.setChecked(False)
     AppSettings().save_params(dialog.params())
     assert AppSettings().params().think is False
+
+
+def test_running_across_macs_takes_a_hostfile_and_refuses_one_that_cannot_drive_a_ring(qtbot, tmp_path) -> None:
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    field = dialog.across_macs
+    assert not field.switch.isChecked() and field.hosts() == "" and not field.path.isEnabled()
+    field.switch.setChecked(True)
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Rejected and dialog.error.text().startswith("Choose the hostfile")
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}]}))
+    field.path.setText(str(one))
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Rejected
+    assert dialog.error.text() == f"The hostfile {one} lists 1 host: a pipeline needs two Macs or more."
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}, {"ssh": "mac-b", "ips": ["10.0.0.2"]}]}))
+    field.path.setText(str(two))
+    dialog.accept()
+    assert dialog.result() == QDialog.DialogCode.Accepted and field.hosts() == str(two)
+    field.switch.setChecked(False)
+    assert field.hosts() == ""  # off: this Mac alone, whatever the path says
+
+
+def test_the_dialog_shows_the_hostfile_in_use(qtbot) -> None:
+    dialog = SettingsDialog(GenerationParams(), "", hosts="/Users/me/hosts.json")
+    qtbot.addWidget(dialog)
+    assert dialog.across_macs.switch.isChecked() and dialog.across_macs.hosts() == "/Users/me/hosts.json"

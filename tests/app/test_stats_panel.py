@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.stats_panel import StatsPanel
-from engine.events import GenerationResult, GenerationStats, PolicyBelief
+from engine.events import GenerationResult, GenerationStats, PolicyBelief, RoundEvent
 from tests.app.conftest import send_and_wait
 
 GIVEN_UP = PolicyBelief("model", 0.31, 0.9, [10.0, 8.1, 7.2], 0, "K = 0: the best K (1) predicts 0.81x plain steps", 40, 96)
@@ -60,3 +60,30 @@ def test_switching_chats_clears_the_previous_chat_s_numbers(make_window, qtbot) 
     assert window.stats.values["tps"].text() == shown != "–"
     window.open_conversation(first)
     assert window.stats.values["tps"].text() == "–" and window.stats.values["drafted"].text() == "–"
+
+
+def network_round(index: int, network_s: float | None) -> RoundEvent:
+    return RoundEvent(index, 3, 2, 3, "model", 0.010, 0.030, draft=(1, 2, 3), next_token=4, network_s=network_s)
+
+
+def test_the_network_row_shows_its_share_of_the_rounds_when_the_target_runs_across_macs(qtbot) -> None:
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.reset("speculative")
+    panel.add_events([network_round(0, 0.010), network_round(1, 0.030)])  # 40 ms of 80 ms
+    row = panel.values["network"]
+    assert panel._form.isRowVisible(row) and row.text() == "50% of the time (0.04 s), across Macs"
+    stats = GenerationStats(generated_tokens=6, rounds=2, generation_s=0.1, network_s=0.025)
+    panel.finish(GenerationResult("text", [1] * 6, ["accepted"] * 6, "speculative", "stop", stats))
+    assert row.text() == "25% of the time (0.03 s), across Macs"  # the engine's own total, at the end
+    panel.reset("speculative")
+    assert not panel._form.isRowVisible(row)
+
+
+def test_on_one_machine_there_is_no_network_row(qtbot) -> None:
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.reset("speculative")
+    panel.add_events([network_round(0, None), network_round(1, None)])
+    panel.finish(GenerationResult("text", [1] * 6, ["accepted"] * 6, "speculative", "stop", GenerationStats(generation_s=0.1)))
+    assert not panel._form.isRowVisible(panel.values["network"])

@@ -42,3 +42,12 @@ def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_fir
     assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower and "(nothing drafted)" in slower
     mtp = verdict("mtp", _result("speculative", 12.0, 10, 8), "standard", _result("standard", 10.0))
     assert mtp.startswith("Built-in MTP drafter 12.0 tok/s")  # "Built-in mtp drafter" with str.capitalize()
+
+
+def test_compare_runs_up_to_the_last_question_or_the_typed_one() -> None:
+    from engine.comparison import compare_messages
+
+    chat = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    assert compare_messages(chat, "") == chat[:1]  # the answer after it would be compared against itself
+    assert compare_messages(chat, "More?") == [*chat, {"role": "user", "content": "More?"}]
+    assert chat == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]  # left as it was

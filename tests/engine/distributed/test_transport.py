@@ -34,3 +34,9 @@ def test_a_ring_failure_becomes_the_explained_error_and_marks_the_ring_broken(mo
     with pytest.raises(DistributedError, match=r"^named: \[ring\] connection to a peer was lost$"):
         transport.all_sum(mx.array([1]))
     assert transport.broken
+
+
+def test_the_emulated_hop_delay_counts_as_network_time() -> None:
+    transport = Transport(mx.distributed.init(), hop_delay_s=0.02)
+    transport.all_sum(mx.array([1]), originates=True)
+    assert transport.seconds >= 0.02  # sleep never returns early: the delay is in, whatever else the sum took

@@ -1,0 +1,70 @@
+"""The answer's rounds carry the network's share of their time when the target runs across Macs, and none on one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mlx.core as mx
+import pytest
+
+from engine.decoding.generation import generate_stream
+from engine.decoding.pair import ModelPair
+from engine.distributed.head import PipelineHead
+from engine.events import GenerationResult, RoundEvent
+from engine.params import GenerationParams
+
+MESSAGE_S = 0.25  # what the fake network charges for each of the head's messages
+
+
+class SlowRing:
+    """A transport of one rank whose every message costs MESSAGE_S of network time (a counter, not a wait)."""
+
+    broken = False
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.messages = 0
+
+    def all_sum(self, x: mx.array, originates: bool = False) -> mx.array:
+        self.messages += 1
+        self.seconds += MESSAGE_S
+        return x
+
+
+def run(pair: ModelPair, **settings: object) -> tuple[list[RoundEvent], GenerationResult]:
+    params = GenerationParams.preset("greedy", max_tokens=12, history=False, **settings)
+    events = list(generate_stream(pair, "Tell me about foxes and the sea.", params))
+    return [e for e in events if isinstance(e, RoundEvent)], events[-1]
+
+
+def pipelined_pair(tiny_target, draft=None) -> tuple[ModelPair, SlowRing]:  # noqa: ANN001 - LoadedModels
+    ring = SlowRing()
+    pair = ModelPair(dataclasses.replace(tiny_target, model=PipelineHead(tiny_target.model, ring)), draft)  # type: ignore[arg-type]
+    pair.vocab_width  # its probe pass is no round's
+    return pair, ring
+
+
+def test_each_speculative_round_carries_the_network_time_of_its_one_pass(tiny_target, tiny_draft) -> None:
+    pair, ring = pipelined_pair(tiny_target, tiny_draft)
+    rounds, result = run(pair, drafter="model", adaptive=False, num_draft=3)
+    assert rounds and all(r.drafted for r in rounds[:-1]) and all(r.network_s == pytest.approx(MESSAGE_S) for r in rounds)  # one message (pass) per round
+    assert result.stats.network_s == pytest.approx(MESSAGE_S * len(rounds))  # the prompt's passes are no round's
+    assert ring.messages > len(rounds)
+    assert result.stats.network_share == pytest.approx(min(result.stats.network_s / result.stats.generation_s, 1.0))
+    assert "network" in result.summary() and rounds[0].trace_record()["network_s"] == pytest.approx(MESSAGE_S)
+
+
+def test_standard_steps_count_each_pass_in_the_round_that_queued_it(tiny_target) -> None:
+    """Plain steps are pipelined: the first round also queues the second's pass, and the last queues none."""
+    pair, _ = pipelined_pair(tiny_target)
+    rounds, result = run(pair, mode="standard")
+    assert [r.network_s for r in rounds] == pytest.approx([2 * MESSAGE_S] + [MESSAGE_S] * (len(rounds) - 2) + [0.0])
+    assert result.stats.network_s == pytest.approx(MESSAGE_S * len(rounds))
+
+
+def test_on_one_machine_rounds_carry_no_network_time(tiny_pair) -> None:
+    rounds, result = run(tiny_pair)
+    assert rounds and all(r.network_s is None for r in rounds)
+    assert result.stats.network_s is None and result.stats.network_share is None
+    assert "network" not in result.summary() and rounds[0].trace_record()["network_s"] is None
+
