@@ -91,3 +91,15 @@ def test_the_think_default_is_shown_for_a_model_that_can_switch_and_remembered(q
     dialog.think.setChecked(False)
     AppSettings().save_params(dialog.params())
     assert AppSettings().params().think is False
+
+
+def test_a_saved_drafter_the_list_does_not_hold_opens_on_the_pairs_drafter(qtbot) -> None:
+    """Settings saved with a drafter of DRAFTERS that the list has no entry for ("dspark": a hand-edited file, or a
+    drafter the list names through the pair) raised ValueError when the dialog opened; it shows the pair's entry."""
+    dialog = SettingsDialog(GenerationParams(drafter="dspark"), "", pair_drafter="dspark")
+    qtbot.addWidget(dialog)
+    assert dialog.drafter.currentText() == "DSpark drafter: this pair's draft" and dialog.params().drafter == "model"
+    assert dialog.drafter.itemText(2) == "Both: lookup first (with a draft model; this pair drafts with its DSpark drafter alone)"
+    plain = SettingsDialog(GenerationParams(drafter="mtp"), "")
+    qtbot.addWidget(plain)
+    assert plain.drafter.currentText() == "Draft model"
