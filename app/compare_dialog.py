@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButt
 from engine.comparison import STANDARD, side_heading, side_label, sides, verdict
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
+from engine.params import drafter_label
 
 from .token_view import TokenTextView
 
@@ -169,11 +170,12 @@ class CompareDialog(QDialog):
 
 
 def drafters_line(rounds: Counter) -> str:
-    """Which drafters ran, in how many rounds; lookup here never drafts from saved answers to this question."""
+    """Which drafters ran, in how many rounds, by the names the rest of the window gives them ("DSpark drafter", not
+    "dspark"); lookup here never drafts from saved answers to this question."""
     drafted = [(name, n) for name, n in rounds.most_common() if name != "none"]
     if not drafted:
         return "Nothing was drafted."
-    parts = ", ".join(f"{name} in {n} round{'s' * (n != 1)}" for name, n in drafted)
+    parts = ", ".join(f"{drafter_label(name)} in {n} round{'s' * (n != 1)}" for name, n in drafted)
     plain = f"; {rounds['none']} round{'s' * (rounds['none'] != 1)} drafted nothing" if rounds["none"] else ""
     lookup = " (lookup left out saved chats that asked this question)" if "lookup" in rounds else ""
     return f"Drafted by {parts}{plain}{lookup}."

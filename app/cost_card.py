@@ -50,7 +50,8 @@ def drafter_mix(model: CostModel) -> str:
 def describe_apple_gpu(model: CostModel, draft_cost: float) -> str:
     """The predicted half: the same acceptance, a memory-bound GPU's costs. A draft model's step costs `draft_cost`
     there (its share of the weights), lookup's drafts are free, and a drafter that reads the target's hidden states
-    (MTP, EAGLE-3, DFlash) costs what it measured in this answer: it has no weights share of its own to go by."""
+    (MTP, EAGLE-3, DFlash, DSpark) costs what it measured in this answer: it has no weights share of its own to go
+    by."""
     costs = {d: draft_cost if d == "model" else 0.0 if d == "lookup" else model.drafter_token_s.get(d, 0.0) / model.step_s
              for d in model.drafter_shares}
     k, speedup = model.apple_gpu(sum(share * costs[d] for d, share in model.drafter_shares.items()))

@@ -201,7 +201,7 @@ class LocalModelsTab(QWidget):
 
     @staticmethod
     def _can_draft(model: LocalModel) -> bool:
-        """A chat model, or a DFlash or EAGLE-3 drafter folder (no chat model, but a draft for its target)."""
+        """A chat model, or a DFlash, DSpark or EAGLE-3 drafter folder (no chat model, but a draft for its target)."""
         return model.complete or model.kind in DRAFTER_KINDS
 
     @staticmethod

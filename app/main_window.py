@@ -364,7 +364,8 @@ class MainWindow(QMainWindow):
         """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
         info = self.session.pair
         dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
-                                can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts)
+                                can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts,
+                                pair_drafter=info.drafter if info else "")
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
             self.session.across.choose(dialog.across_macs.hosts())

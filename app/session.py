@@ -127,7 +127,7 @@ class ChatSession(QObject):
 
     def effective_params(self, mode: str | None = None) -> GenerationParams:
         """What the next answer runs with: the chosen settings, drafting with the pair's own drafter (its draft
-        model, the target's MTP heads, a DFlash or EAGLE-3 folder) or by prompt lookup when it has none (the choice
+        model, the target's MTP heads, a DFlash, DSpark or EAGLE-3 folder) or by lookup when it has none (the choice
         itself is kept, for the next pair)."""
         params = self.params.replace(mode=mode or self.params.mode)
         if params.mode == "speculative" and self.pair is not None:

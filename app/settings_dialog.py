@@ -23,13 +23,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.comparison import side_heading
 from engine.distributed.hostfile import read_hostfile
 from engine.errors import DistributedError, InvalidParameterError
-from engine.params import RANGES, GenerationParams
+from engine.params import RANGES, GenerationParams, drafter_label
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 DRAFTERS = [("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
+
+
+def drafter_choices(pair_drafter: str) -> list[tuple[str, str]]:
+    """The drafter list as the loaded pair runs it. "Draft model" means the pair's own drafter (what the next answer
+    drafts with: app/pair_label.next_drafter), so for a pair whose draft is a drafter (a DFlash, DSpark or EAGLE-3
+    folder, the target's MTP heads) that entry names it, and "Both" says that lookup joins a draft model only."""
+    if pair_drafter in ("", "model"):
+        return DRAFTERS
+    return [(f"{side_heading(pair_drafter)}: this pair's draft", "model"), DRAFTERS[1],
+            (f"Both: lookup first (with a draft model; this pair drafts with its {drafter_label(pair_drafter)} alone)",
+             "model+lookup")]
 
 
 def whole_number_box(name: str, value: int) -> QSpinBox:
@@ -89,7 +101,7 @@ class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
     def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True,
-                 can_switch_thinking: bool = False, hosts: str = "") -> None:
+                 can_switch_thinking: bool = False, hosts: str = "", pair_drafter: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -99,9 +111,9 @@ class SettingsDialog(QDialog):
         self.adaptive.setChecked(params.adaptive)
         self.max_draft = whole_number_box("max_draft", params.max_draft)
         self.drafter = QComboBox()
-        for label, value in DRAFTERS:
+        for label, value in drafter_choices(pair_drafter):
             self.drafter.addItem(label, value)
-        self.drafter.setCurrentIndex([v for _, v in DRAFTERS].index(params.drafter))
+        self.drafter.setCurrentIndex(max(0, self.drafter.findData(params.drafter)))  # not listed ("dspark"): the pair's
         self._build_sampling_fields(params)
         self._build_speculation_extras(params)
         self.system_prompt = QPlainTextEdit(system_prompt)

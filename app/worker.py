@@ -55,9 +55,9 @@ class PairInfo:
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
     the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
-    ("model", "mtp" for the target's own heads, "dflash", "eagle3"; "" without a draft). `macs`: how many Macs the
-    target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence); `weights_gb`: the
-    pair's weights on disk (whether it would fit this Mac alone).
+    ("model", "mtp" for the target's own heads, "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
+    many Macs the target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence);
+    `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone).
     """
 
     target: str

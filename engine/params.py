@@ -13,11 +13,11 @@ from typing import Literal
 from .errors import InvalidParameterError
 
 Mode = Literal["speculative", "standard"]
-DrafterKind = Literal["model", "lookup", "model+lookup", "mtp", "eagle3", "dflash"]
+DrafterKind = Literal["model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
-DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp", "eagle3", "dflash")
+DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark")
 MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
@@ -41,8 +41,10 @@ class GenerationParams:
         drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
             no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
             (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo), "eagle3"
-            (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder) or "dflash" (a
-            z-lab DFlash/DFlash2 block drafter loaded as the draft; K is how much of its block is verified).
+            (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder), "dflash" (a
+            z-lab DFlash/DFlash2 block drafter loaded as the draft; K is how much of its block is verified) or
+            "dspark" (a DeepSeek DSpark drafter loaded as the draft: K Markov steps of its block, which its
+            confidence head may cut shorter under the adaptive policy).
         num_draft: the draft length K of every round when not adaptive (and of the first, learning round when
             adaptive).
         adaptive: choose each round's K from measured acceptance and costs, K = 0 when speculation loses.

@@ -1,11 +1,14 @@
-"""The tiny DFlash drafters and their targets (engine/fixtures/tiny_dflash.py), built and loaded once per session.
+"""The tiny DFlash and DSpark drafters and their targets (engine/fixtures/tiny_dflash.py, tiny_dspark.py), built
+and loaded once per session.
 
 Test modules import `dflash_pairs` to use them: `dflash_pairs.target(kind)` is the LoadedModel of a target
 ("qwen3" dense, "qwen3_5" hybrid GatedDeltaNet), `dflash_pairs.folders(kind, **variant)` the (target, drafter)
 folders, and `dflash_pairs.pair(kind, **variant)` a fresh ModelPair drafting with the drafter (`version` 2:
-DFlash2; `sliding`: a sliding-window layer). Their drafters are of DRAFTER_SEED, whose drafts the targets accept
-more often than the fixture's default's on the chat prompts here (about 5% of block tokens on each pair: random
-drafters over 7 letters are seldom right, and partial accepts need some rights).
+DFlash2; `sliding`: a sliding-window layer); `dspark_folders` and `dspark_pair` the same for DSpark drafters in
+DeepSeek's format, over the same targets. Their drafters are of DRAFTER_SEED (DSPARK_SEED), whose drafts the
+targets accept more often than the fixture's default's on the chat prompts here (about 5% of DFlash's block
+tokens on each pair, a tenth of DSpark's: random drafters over 7 letters are seldom right, and partial accepts
+need some rights).
 
 `reference_drafter` loads a drafter folder with z-lab's own code (PyPI `dflash`, a test-only dependency).
 """
@@ -19,10 +22,12 @@ import pytest
 
 from engine.decoding.pair import ModelPair
 from engine.fixtures.tiny_dflash import build_dflash_pair
+from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.models.loading import LoadedModel, load_model
 
 
 DRAFTER_SEED = 4
+DSPARK_SEED = 5
 
 
 class DFlashPairs:
@@ -41,6 +46,14 @@ class DFlashPairs:
     def pair(self, kind: str, **variant: Any) -> ModelPair:
         pair = ModelPair(self.target(kind))
         pair.set_dflash(self.folders(kind, **variant)[1])
+        return pair
+
+    def dspark_folders(self, kind: str, **variant: Any) -> tuple[Path, Path]:
+        return build_dspark_pair(self.root, kind, drafter_seed=DSPARK_SEED, **variant)
+
+    def dspark_pair(self, kind: str, **variant: Any) -> ModelPair:
+        pair = ModelPair(self.target(kind))
+        pair.set_dspark(self.dspark_folders(kind, **variant)[1])
         return pair
 
 

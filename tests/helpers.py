@@ -152,3 +152,61 @@ def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: 
     drafted, accepted = sum(r.stats.drafted for r in results), sum(r.stats.accepted for r in results)
     assert 0 < accepted < drafted
     assert_first_two_tokens_follow([r.tokens for r in results], laws, *pair.tokenizer.eos_token_ids)
+
+
+def two_turns(pair: "ModelPair", params: "GenerationParams") -> list[GenerationResult]:
+    """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
+    from engine.decoding.generation import generate
+
+    first = [{"role": "user", "content": "abcabd"}]
+    reply = generate(first, pair, params)
+    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "gfe"}]
+    return [reply, generate(second, pair, params)]
+
+
+def rounds_with_contexts(pair: "ModelPair", prompts: list, params: "GenerationParams") -> list[tuple[list[int], list[int]]]:
+    """(context, draft ids) of every drafted round of answers to `prompts` (texts or token ids) in turn, on one pair."""
+    from engine.decoding.generation import generate_stream
+
+    rounds = []
+    for prompt in prompts:
+        context = list(prompt) if isinstance(prompt, list) else pair.prompt_ids(prompt)
+        for event in generate_stream(pair, prompt, params):
+            if isinstance(event, RoundEvent):
+                if event.drafted:
+                    rounds.append((list(context), list(event.draft)))
+                context += list(event.draft[: event.accepted]) + [event.next_token]
+    return rounds
+
+
+def assert_turns_are_standard_decodings(pair: "ModelPair", target: LoadedModel, greedy: "GenerationParams",
+                                        ks: Sequence[int]) -> None:
+    """Two greedy turns drafted at each fixed K of `ks`, then under the adaptive policy, are token-identical to
+    standard decoding's, with drafts partly accepted at every K (so rollbacks ran)."""
+    from engine.decoding.pair import ModelPair
+
+    expected = [answer.tokens for answer in two_turns(ModelPair(target), greedy.replace(mode="standard"))]
+    assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
+    for k in ks:
+        answers = two_turns(pair, greedy.replace(num_draft=k, adaptive=False))
+        assert [answer.tokens for answer in answers] == expected, k
+        drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
+        assert 0 < accepted < drafted, k  # partial accepts: rollbacks ran
+    assert [answer.tokens for answer in two_turns(pair, greedy)] == expected  # the adaptive policy's cut
+
+
+def assert_a_regenerate_and_a_gap_keep_the_output(pair: "ModelPair", target: LoadedModel, fixed: "GenerationParams") -> None:
+    """A Regenerate, an answer the drafter does not hear (standard decoding) and an edit after it keep the output
+    standard decoding's, and the drafter still drafts, right at times."""
+    from engine.decoding.generation import generate
+    from engine.decoding.pair import ModelPair
+
+    standard = fixed.replace(mode="standard")
+    expected = generate("abcabd", ModelPair(target), standard).tokens
+    first = generate("abcabd", pair, fixed)
+    again = generate("abcabd", pair, fixed)  # Regenerate: the drafter holds positions past the prompt
+    between = generate("abcabd", pair, standard)  # an answer the drafter does not hear
+    after = generate("abcabdgfe", pair, fixed)  # an edit after that gap
+    assert first.tokens == again.tokens == between.tokens == expected
+    assert after.tokens == generate("abcabdgfe", ModelPair(target), standard).tokens
+    assert again.stats.accepted > 0 and after.stats.accepted > 0

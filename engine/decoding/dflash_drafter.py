@@ -60,7 +60,7 @@ class DFlashState(AttachedStates):
     @property
     def block_tokens(self) -> int:
         """Draft tokens one block pass proposes: the most a round can verify."""
-        return self.drafter.config.block_size - 1
+        return self.drafter.max_draft
 
     @property
     def end(self) -> int:
@@ -157,12 +157,18 @@ class DFlashBlockDrafter(NetworkDrafter):
         if not self.state.prepare(context):
             return NO_DRAFT
         timed = self._next_timed()
-        block = self.state.drafter.draft(context[-1], choose=self._chooser(context), position=len(context))
-        draft = Draft(block.ids[:k], k, None if block.probs is None else block.probs[:k], self.source, timed=timed)
+        ids, probs = self._block(context, k)
+        draft = Draft(ids, int(ids.shape[0]), probs, self.source, timed=timed)
         if timed:
             mx.eval(draft.tokens)
         draft.draft_s = time.perf_counter() - start
         return draft
+
+    def _block(self, context: list[int], k: int) -> tuple[mx.array, mx.array | None]:
+        """The first k ids of the block after `context`, and the q each was drawn from (None when greedy): the
+        whole block is drafted, its positions seeing each other, and the rest of it dropped."""
+        block = self.state.drafter.draft(context[-1], choose=self._chooser(context), position=len(context))
+        return block.ids[:k], None if block.probs is None else block.probs[:k]
 
     def _chooser(self, context: list[int]) -> Chooser | None:
         """How the drafter picks its tokens: argmax without a warp to apply (greedy, no penalty, as z-lab drafts),

@@ -25,6 +25,7 @@ from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
 from .dflash_drafter import DFlashBlockDrafter
+from .dspark_drafter import DSparkBlockDrafter
 from .eagle3_drafter import eagle3_drafter
 from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
@@ -147,6 +148,8 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
         drafters.append(eagle3_drafter(pair.eagle3_state(), warper, policy))
     if params.drafter == "dflash":
         drafters.append(DFlashBlockDrafter(pair.dflash_state(), warper, policy))
+    if params.drafter == "dspark":
+        drafters.append(DSparkBlockDrafter(pair.dspark_state(), warper, policy))
     if params.uses_draft_model and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
         if params.ssd and constraint is None:

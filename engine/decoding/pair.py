@@ -31,8 +31,10 @@ Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD'
 State = TypeVar("State")  # a drafter state the pair holds (EAGLE-3, DFlash)
 REMEMBERED_ANSWERS = 64
 KEPT_POLICIES = 8  # adaptive policies kept per pair, one per combination of drafter and sampling settings
-DRAFTER_NAMES = {"eagle3": "an EAGLE-3 drafter", "dflash": "a DFlash drafter"}  # drafters loaded as the draft
-CHECKPOINTS = {"eagle3": "a speculators-format EAGLE-3 checkpoint", "dflash": "a z-lab DFlash or DFlash2 checkpoint"}
+# Drafters loaded as the draft, and the checkpoints they load from.
+DRAFTER_NAMES = {"eagle3": "an EAGLE-3 drafter", "dflash": "a DFlash drafter", "dspark": "a DSpark drafter"}
+CHECKPOINTS = {"eagle3": "a speculators-format EAGLE-3 checkpoint", "dflash": "a z-lab DFlash or DFlash2 checkpoint",
+               "dspark": "a DeepSeek DSpark checkpoint"}
 
 
 class ModelPair:
@@ -60,6 +62,7 @@ class ModelPair:
         self._mtp: MTPState | None = None
         self._eagle3: Eagle3State | None = None
         self._dflash: DFlashState | None = None
+        self._dspark: DFlashState | None = None  # a DSpark drafter's side is DFlash's (dspark_drafter.py)
         self.set_draft(draft)
 
     @classmethod
@@ -72,11 +75,11 @@ class ModelPair:
         from ..drafters.draft_folder import hidden_drafter
 
         target_model = load_model(target, progress=stage(f"Importing {target}"))
-        drafter = hidden_drafter(draft)  # an EAGLE-3 or DFlash folder: no draft model, a drafter of the target
+        drafter = hidden_drafter(draft)  # an EAGLE-3, DFlash or DSpark folder: no draft model, a drafter of the target
         draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
         if drafter is not None:
-            {"eagle3": pair.set_eagle3, "dflash": pair.set_dflash}[drafter[0]](drafter[1])
+            {"eagle3": pair.set_eagle3, "dflash": pair.set_dflash, "dspark": pair.set_dspark}[drafter[0]](drafter[1])
         return pair
 
     def set_draft(self, draft: LoadedModel | None) -> None:
@@ -167,7 +170,7 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
-        for state in (self._mtp, self._eagle3, self._dflash):
+        for state in (self._mtp, self._eagle3, self._dflash, self._dspark):
             if state is not None:
                 state.reset()
 
@@ -197,8 +200,9 @@ class ModelPair:
 
     @property
     def drafter_loaded(self) -> str | None:
-        """The drafter loaded as the pair's draft ("eagle3", "dflash"), None for none (or a draft model)."""
-        return "eagle3" if self._eagle3 is not None else "dflash" if self._dflash is not None else None
+        """The drafter loaded as the pair's draft ("eagle3", "dflash", "dspark"), None for none (or a draft model)."""
+        loaded = {"eagle3": self._eagle3, "dflash": self._dflash, "dspark": self._dspark}
+        return next((kind for kind, state in loaded.items() if state is not None), None)
 
     def eagle3_state(self) -> Eagle3State:
         """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
@@ -207,21 +211,39 @@ class ModelPair:
     def set_dflash(self, path: Path | None) -> None:
         """Draft with the DFlash drafter in `path` (`--drafter dflash`), or with none; one line if it does not fit
         the target (`drafters/dflash_pairing.py`)."""
-        self.forget_policies()
         self._dflash = None
-        if path is not None:
-            from ..drafters.dflash import load_drafter_for
-
-            drafter = load_drafter_for(path, self.target.model, self.target.config, self.target.display_name)
-            self._dflash = DFlashState(drafter, self.target_cache)
+        self._dflash = self._block_state("dflash", path)
 
     def dflash_state(self) -> DFlashState:
         """The pair's DFlash drafter with its cache, or one line saying none is loaded."""
         return _loaded("dflash", self._dflash)
 
+    def set_dspark(self, path: Path | None) -> None:
+        """Draft with the DSpark drafter in `path` (`--drafter dspark`), or with none; one line if it does not fit
+        the target or is a head SpecChat cannot run (`drafters/dspark.py`)."""
+        self._dspark = None
+        self._dspark = self._block_state("dspark", path)
+
+    def dspark_state(self) -> DFlashState:
+        """The pair's DSpark drafter with its cache, or one line saying none is loaded."""
+        return _loaded("dspark", self._dspark)
+
+    def _block_state(self, kind: str, path: Path | None) -> DFlashState | None:
+        """A block drafter (DFlash's or DSpark's) of `path` bound to the target, with its side of the chat."""
+        self.forget_policies()
+        if path is None:
+            return None
+        from ..drafters.dflash import load_drafter_for
+        from ..drafters.dspark import load_dspark_drafter_for
+
+        load = {"dflash": load_drafter_for, "dspark": load_dspark_drafter_for}[kind]
+        drafter = load(path, self.target.model, self.target.config, self.target.display_name)
+        return DFlashState(drafter, self.target_cache)
+
     def hidden_listener(self, drafter: str) -> MTPState | DFlashState | None:
         """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
-        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state, "dflash": self.dflash_state}
+        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state, "dflash": self.dflash_state,
+                  "dspark": self.dspark_state}
         return states[drafter]() if drafter in states else None
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:

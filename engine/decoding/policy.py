@@ -48,11 +48,12 @@ GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4
 MAX_PROBE_SHARE = 0.06  # and never more than this
 FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
 RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
-# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, EAGLE-3 and DFlash.
-PERSISTENT_SOURCES = ("model", "mtp", "eagle3", "dflash")
-# Drafters that draft a whole block in one pass (DFlash): a round costs one pass whatever K, so their draft cost
-# is per pass, and their acceptance falls along the block, so it is estimated position by position.
-BLOCK_SOURCES = ("dflash",)
+# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, EAGLE-3, DFlash and DSpark.
+PERSISTENT_SOURCES = ("model", "mtp", "eagle3", "dflash", "dspark")
+# Drafters that draft a whole block in one pass (DFlash, DSpark): a round costs one pass whatever K (DSpark's
+# Markov steps, one small matrix each, are priced in it), so their draft cost is per pass, and their acceptance
+# falls along the block, so it is estimated position by position.
+BLOCK_SOURCES = ("dflash", "dspark")
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
@@ -112,6 +113,10 @@ class DraftPolicy(Protocol):
     def gave_up_on(self, source: str) -> bool:
         """Whether its estimates choose K = 0 for a drafter now (it drafts only when probed)."""
 
+    def least_survival(self) -> float:
+        """The least chance of acceptance (its tokens before it accepted) at which a draft token the last `choose`
+        allowed still pays for its place in the verify pass; 0: verify every one (a fixed K)."""
+
 
 class FixedDraftLength:
     """Always draft K tokens (or what is available): mlx-lm's behaviour, and the benchmark's 'speculative'."""
@@ -132,6 +137,9 @@ class FixedDraftLength:
 
     def gave_up_on(self, source: str) -> bool:
         return False
+
+    def least_survival(self) -> float:
+        return 0.0
 
 
 @dataclass
@@ -299,6 +307,13 @@ class AdaptiveDraftLength:
 
     def beliefs(self) -> list[PolicyBelief]:
         return [self.belief(source) for source in self._acceptance]
+
+    def least_survival(self) -> float:
+        """A token adds its chance of acceptance to a round's tokens and the verify line's slope to its time: it
+        raises the predicted rate r of the K chosen when that chance is at least slope * r (0 while learning)."""
+        if not self._verify or self.last_prediction is None:
+            return 0.0
+        return self._line()[1] * self.last_prediction[0]
 
     def gave_up_on(self, source: str) -> bool:
         if source not in self._acceptance or not self._verify or self.draft_cost(source) is None:

@@ -1,4 +1,4 @@
-"""Drafters that read the target's own hidden states (DFlash; MTP heads and EAGLE-3 beside it).
+"""Drafters that read the target's own hidden states (DFlash and DSpark; MTP heads and EAGLE-3 beside them).
 
 Each module here holds one published drafter format: its network, its loader from the folder people download,
 and the small API the speculative round calls. They sit between the round (`engine/decoding`) and the model
@@ -7,8 +7,8 @@ library (`engine/models`): they know mlx-lm's target models, never the round its
 
 
 def default_drafter(draft: str | None) -> str:
-    """The drafter a `--draft` folder means when none is named: lookup without one, the EAGLE-3 or DFlash drafter
-    its folder holds, a draft model otherwise (so a user never has to say twice what the folder is)."""
+    """The drafter a `--draft` folder means when none is named: lookup without one, the EAGLE-3, DFlash or DSpark
+    drafter its folder holds, a draft model otherwise (so a user never has to say twice what the folder is)."""
     from .draft_folder import hidden_drafter
 
     found = hidden_drafter(draft)

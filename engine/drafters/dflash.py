@@ -258,6 +258,11 @@ class DFlashDrafter:
         self._pending: list[mx.array] = []
 
     @property
+    def max_draft(self) -> int:
+        """The most tokens one block drafts: every slot after the last token's (DSpark's slot 0 drafts too)."""
+        return self.config.block_size - 1
+
+    @property
     def length(self) -> int:
         """Context positions fed so far (in the cache or queued for the next pass)."""
         return self._cached + sum(h.shape[1] for h in self._pending)

@@ -1,4 +1,4 @@
-"""Which drafter a `--draft` folder holds (EAGLE-3, DFlash), told from its config.json before anything loads.
+"""Which drafter a `--draft` folder holds (EAGLE-3, DFlash, DSpark), told from its config.json before anything loads.
 
 `--draft`, the server and the app take a draft model or a drafter that reads the target's hidden states in the
 same place; what the folder holds decides which is loaded and which drafter the round runs by default. JSON
@@ -41,7 +41,7 @@ def local_folder(spec: str | None) -> Path | None:
 
 
 def hidden_drafter(spec: str | None) -> tuple[str, Path] | None:
-    """("eagle3" or "dflash", its folder) when `spec` names a drafter of that kind; None for anything else (a
+    """("eagle3", "dflash" or "dspark", its folder) when `spec` names a drafter of that kind; None for anything else (a
     draft model, a missing folder)."""
     path = local_folder(spec)
     config = read_json(path / "config.json") if path is not None else None
@@ -49,4 +49,6 @@ def hidden_drafter(spec: str | None) -> tuple[str, Path] | None:
         return "eagle3", path  # type: ignore[return-value]
     if dflash_version(config) is not None:
         return "dflash", path  # type: ignore[return-value]
+    if config is not None and is_dspark_config(config):
+        return "dspark", path  # type: ignore[return-value]
     return None

@@ -1,6 +1,6 @@
 """Whether a chosen draft can draft for a target, judged before any weights load (the picker's "Not offered").
 
-A draft model must share the target's tokenizer (engine/models/compatibility.py). A DFlash or EAGLE-3 folder has
+A draft model must share the target's tokenizer (engine/models/compatibility.py). A DFlash, DSpark or EAGLE-3 folder has
 no tokenizer of its own: it reads the target's hidden states and names the model it was trained for, so it is
 judged by its config against the target's (hidden size, vocabulary, layers it taps, the target it names) with
 the same checks its loader runs. The target's built-in MTP heads are there when its config declares them.
@@ -37,8 +37,8 @@ def check_draft(target: str, draft: str) -> PairCheck:
 
 
 def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, Any], target_name: str) -> None:
-    """Raise one line (IncompatiblePairError, or NotAModelError for a broken config) unless the DFlash or EAGLE-3
-    drafter in `folder` fits the target whose config.json is `target_config`."""
+    """Raise one line (IncompatiblePairError, or NotAModelError for a broken config or a head SpecChat cannot run)
+    unless the DFlash, DSpark or EAGLE-3 drafter in `folder` fits the target whose config.json is `target_config`."""
     text = target_config.get("text_config") or target_config
     layers = int(text.get("num_hidden_layers") or 0)
     if drafter == "dflash":
@@ -46,6 +46,12 @@ def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, An
         from .dflash_pairing import check_target
 
         check_target(folder, read_dflash_config(folder), target_config, layers, target_name)
+    elif drafter == "dspark":
+        from .dflash_pairing import check_target
+        from .dspark import read_dspark_config
+
+        backbone = read_dspark_config(folder, weight_names=set()).backbone  # the config alone: no weights read
+        check_target(folder, backbone, target_config, layers, target_name, "DSpark")
     elif drafter == "eagle3":
         from .eagle3 import check_target, parse_config
 

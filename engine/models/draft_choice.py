@@ -1,4 +1,4 @@
-"""What a chosen draft is, told from JSON before anything loads: a draft model, a drafter folder (DFlash, EAGLE-3)
+"""What a chosen draft is, told from JSON before anything loads: a draft model, a drafter folder (DFlash, DSpark, EAGLE-3)
 that reads the target's hidden states, the target's own built-in MTP heads, or nothing.
 
 The picker, the saved pair and the worker pass a pair around as two strings (target, draft). A drafter that is
@@ -19,10 +19,10 @@ from .folder_kind import drafter_family, folder_name, read_json
 BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
 BUILT_IN_MTP_LABEL = "Built-in drafter (MTP heads)"
 # folder_kind's drafter families that SpecChat drafts with, and the drafter each runs.
-FOLDER_DRAFTERS = {"DFlash": "dflash", "EAGLE-3": "eagle3"}
+FOLDER_DRAFTERS = {"DFlash": "dflash", "DSpark": "dspark", "EAGLE-3": "eagle3"}
 DRAFTER_KINDS = {f"{family} drafter" for family in FOLDER_DRAFTERS}  # their LocalModel.kind in model_store
 # The drafters a catalog row may name, as people read them (the labels are params' one list).
-DRAFTER_NAMES = {name: drafter_label(name) for name in ("model", "mtp", "dflash", "eagle3")}
+DRAFTER_NAMES = {name: drafter_label(name) for name in ("model", "mtp", "dflash", "dspark", "eagle3")}
 
 
 def mtp_layer_count(config: dict[str, Any]) -> int:
@@ -52,14 +52,14 @@ def draft_folder(spec: str) -> Path | None:
 
 
 def folder_drafter(folder: Path | None) -> str | None:
-    """"dflash" or "eagle3" for a drafter folder SpecChat drafts with; None for anything else."""
+    """"dflash", "dspark" or "eagle3" for a drafter folder SpecChat drafts with; None for anything else."""
     config = read_json(folder / "config.json") if folder is not None else None
     family = drafter_family(config) if config else None
     return FOLDER_DRAFTERS.get(family or "")
 
 
 def drafter_for(draft: str | None) -> str:
-    """The drafter a chosen draft runs: "mtp", "dflash", "eagle3", "model" (a draft model), "" (no draft)."""
+    """The drafter a chosen draft runs: "mtp", "dflash", "dspark", "eagle3", "model" (a draft model), "" (no draft)."""
     if not draft:
         return ""
     if draft == BUILT_IN_MTP:

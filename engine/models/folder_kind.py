@@ -24,7 +24,7 @@ ENCODER_MODEL_TYPES = {
 }
 VISION_CONFIG_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "image_token_index", "image_token_id")
 PICK_DRAFT = "with a small chat model of its family or lookup as the draft"
-DRAFTABLE = ("EAGLE-3", "DFlash")  # drafter families SpecChat drafts with when the folder is given as the draft
+DRAFTABLE = ("EAGLE-3", "DFlash", "DSpark")  # drafter families SpecChat drafts with when the folder is given as the draft
 
 
 @dataclass(frozen=True)

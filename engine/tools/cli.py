@@ -46,7 +46,7 @@ CLI_MODES = MODES + ("ssd",)
 
 def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--target", required=True, help="target model: folder, .gguf file or Hugging Face repo id")
-    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3 or DFlash drafter's folder")
+    p.add_argument("--draft", help="draft model (same tokenizer as the target), or an EAGLE-3, DFlash or DSpark drafter's folder")
     p.add_argument(
         "--preset", choices=PRESETS, default=preset, help=f"starting point for every option not given (default: {preset})"
     )
@@ -55,7 +55,7 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
         "--drafter", choices=DRAFTERS,
-        help="where drafts come from (default: model with --draft, eagle3/dflash with such a --draft, else lookup)"
+        help="where drafts come from (default: model with --draft, eagle3/dflash/dspark with such a --draft, else lookup)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)

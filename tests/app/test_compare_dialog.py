@@ -63,7 +63,7 @@ def test_compare_never_drafts_this_chat_s_saved_answer_and_says_which_drafters_r
     assert speculative.tokens == answer.tokens  # greedy: the same text
     # Copying the saved answer, lookup drafted every round and all was accepted (32 of 32 here, 8 rounds).
     assert speculative.stats.acceptance_rate < 0.9 and dialog.drafters["model+lookup"]["model"] > 0
-    assert "Drafted by model in " in dialog.speeds["model+lookup"].text()
+    assert "Drafted by draft model in " in dialog.speeds["model+lookup"].text()
     assert dialog.speeds["model+lookup"].text().startswith(speculative.summary())
     dialog.close()
 
@@ -74,8 +74,10 @@ def test_the_drafters_line_names_each_drafter_and_the_plain_rounds() -> None:
     from app.compare_dialog import drafters_line
 
     assert drafters_line(Counter({"model": 6, "lookup": 1, "none": 3})) == (
-        "Drafted by model in 6 rounds, lookup in 1 round; 3 rounds drafted nothing "
+        "Drafted by draft model in 6 rounds, lookup in 1 round; 3 rounds drafted nothing "
         "(lookup left out saved chats that asked this question).")
+    assert drafters_line(Counter({"dspark": 2, "none": 58})) == (
+        "Drafted by DSpark drafter in 2 rounds; 58 rounds drafted nothing.")
     assert drafters_line(Counter({"none": 9})) == "Nothing was drafted."
 
 

@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from app.local_models import model_label
 from engine.events import RoundEvent
 from engine.models.draft_choice import BUILT_IN_MTP
@@ -182,3 +184,60 @@ def test_an_eagle3_folder_is_offered_for_its_target_and_refused_for_another_with
         tab.use_local_button.click()
     assert window.session.pair.drafter == "eagle3"
     assert window.toolbar.pair_label.text() == f"tiny-eagle3-target ← drafter {drafter.name} · speculative, EAGLE-3 drafter"
+
+
+@pytest.mark.parametrize("family", ["DFlash", "DSpark"])
+def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_rounds(
+    make_window, qtbot, monkeypatch, tiny_dirs, tmp_path: Path, family: str
+) -> None:
+    """A DFlash or DSpark folder: offered for the target it fits (led by its kind), refused for another with its
+    own check's reason, loaded as the pair's drafter, named by the toolbar and the stats line, drafting the
+    answer's rounds, named in the settings and offered by Compare."""
+    from engine.fixtures.tiny_dflash import build_dflash_pair
+    from engine.fixtures.tiny_dspark import build_dspark_pair
+
+    build = build_dflash_pair if family == "DFlash" else build_dspark_pair
+    target, drafter = (p.resolve() for p in build(tmp_path))
+    for model in (target, tiny_dirs[0]):
+        remember_model(model)
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    tab.add_local(drafter)
+    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert str(drafter) not in drafts_offered(tab)
+    [line] = [tab.left_out.item(i).text() for i in range(tab.left_out.count()) if drafter.name in tab.left_out.item(i).text()]
+    assert f"{drafter.name} is a {family} drafter and cannot draft for tiny-target: its vocabulary has 384" in line
+    tab.targets.setCurrentRow(rows(tab)[str(target)])
+    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
+    assert tab.drafts.currentData() == str(drafter) and tab.drafts.currentText().startswith(f"{family} drafter: ")
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        tab.use_local_button.click()
+    drafter_kind = family.lower()
+    assert window.session.pair.drafter == drafter_kind
+    assert window.toolbar.pair_label.text() == f"{target.name} ← drafter {drafter.name} · speculative, {family} drafter"
+    rounds: list[str] = []
+    window.session.answer_events.connect(
+        lambda answer, events: rounds.extend(e.drafter for e in events if isinstance(e, RoundEvent)))
+    result = send_and_wait(qtbot, window, "abcabd")
+    assert drafter_kind in rounds and set(rounds) <= {drafter_kind, "none"}
+    assert f"({family} drafter)" in result.summary()
+    assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter_kind, f"{family} drafter")
+
+
+def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, label: str) -> None:  # noqa: ANN001
+    """The settings name the pair's drafter where "Draft model" stood (choosing it runs that drafter); Compare
+    offers it on each side, runs it against standard decoding at first, and its side is drafted by it."""
+    dialogs = []
+    monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: dialogs.append(self) or 0)
+    window.open_settings()
+    entries = [dialogs[0].drafter.itemText(i) for i in range(dialogs[0].drafter.count())]
+    assert entries[0] == f"{label}: this pair's draft" and dialogs[0].drafter.currentData() == "model"
+    window.compare()
+    dialog = window.compare_dialog
+    assert all(picker.findData(drafter) >= 0 for picker in dialog.pickers) and dialog.sides == ("standard", drafter)
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    assert dialog.results["standard"].tokens == dialog.results[drafter].tokens
+    assert set(dialog.drafters[drafter]) - {"none"} == {drafter}
+    assert f"Drafted by {label} in " in dialog.speeds[drafter].text()
+    dialog.close()

@@ -16,6 +16,7 @@ def info(drafter: str, draft_name: str | None) -> PairInfo:
 
 @pytest.mark.parametrize("chosen, pair_drafter, runs", [
     ("model", "mtp", "mtp"), ("model+lookup", "mtp", "mtp"), ("model", "eagle3", "eagle3"), ("model", "dflash", "dflash"),
+    ("model+lookup", "dspark", "dspark"),
     ("model", "model", "model"), ("model+lookup", "model", "model+lookup"), ("mtp", "model", "model"),
     ("lookup", "mtp", "lookup"), ("model", "", "lookup"), ("eagle3", "", "lookup"),
 ])

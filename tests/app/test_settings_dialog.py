@@ -124,3 +124,15 @@ def test_the_dialog_shows_the_hostfile_in_use(qtbot) -> None:
     dialog = SettingsDialog(GenerationParams(), "", hosts="/Users/me/hosts.json")
     qtbot.addWidget(dialog)
     assert dialog.across_macs.switch.isChecked() and dialog.across_macs.hosts() == "/Users/me/hosts.json"
+
+
+def test_a_saved_drafter_the_list_does_not_hold_opens_on_the_pairs_drafter(qtbot) -> None:
+    """Settings saved with a drafter of DRAFTERS that the list has no entry for ("dspark": a hand-edited file, or a
+    drafter the list names through the pair) raised ValueError when the dialog opened; it shows the pair's entry."""
+    dialog = SettingsDialog(GenerationParams(drafter="dspark"), "", pair_drafter="dspark")
+    qtbot.addWidget(dialog)
+    assert dialog.drafter.currentText() == "DSpark drafter: this pair's draft" and dialog.params().drafter == "model"
+    assert dialog.drafter.itemText(2) == "Both: lookup first (with a draft model; this pair drafts with its DSpark drafter alone)"
+    plain = SettingsDialog(GenerationParams(drafter="mtp"), "")
+    qtbot.addWidget(plain)
+    assert plain.drafter.currentText() == "Draft model"

@@ -14,36 +14,24 @@ import pytest
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
-from engine.events import GenerationResult, PrefillEvent, RoundEvent
+from engine.events import PrefillEvent, RoundEvent
 from engine.params import GenerationParams
 from tests.dflash_pairs import dflash_pairs, reference_drafter  # noqa: F401 - a fixture
-from tests.helpers import assert_sampling_is_exact
+from tests.helpers import (
+    assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, assert_turns_are_standard_decodings,
+    rounds_with_contexts,
+)
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="dflash")
 KINDS = ["qwen3", "qwen3_5"]  # dense, hybrid
 VERSIONS = [1, 2]  # DFlash, DFlash2
 
 
-def _turns(pair: ModelPair, params: GenerationParams) -> list[GenerationResult]:
-    """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
-    first = [{"role": "user", "content": "abcabd"}]
-    reply = generate(first, pair, params)
-    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "gfe"}]
-    return [reply, generate(second, pair, params)]
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str, version: int, dflash_pairs) -> None:  # noqa: F811
-    expected = [answer.tokens for answer in _turns(ModelPair(dflash_pairs.target(kind)), GREEDY.replace(mode="standard"))]
-    assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = dflash_pairs.pair(kind, version=version)
-    for k in [*range(1, 9), 15]:
-        answers = _turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
-        assert [answer.tokens for answer in answers] == expected, k
-        drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
-        assert 0 < accepted < drafted, k  # partial accepts: rollbacks ran
-    assert [answer.tokens for answer in _turns(pair, GREEDY)] == expected  # the adaptive policy's cut
+    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [*range(1, 9), 15])
     assert pair.target_cache.rewinds["reset"] == 0
     assert (pair.target_cache.rewinds["restored"] > 0) == (kind == "qwen3_5")
 
@@ -51,16 +39,7 @@ def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(kind: str, dflash_pairs) -> None:  # noqa: F811
     fixed = GREEDY.replace(num_draft=15, adaptive=False)
-    target = dflash_pairs.target(kind)
-    expected = generate("abcabd", ModelPair(target), GREEDY.replace(mode="standard")).tokens
-    pair = dflash_pairs.pair(kind)
-    first = generate("abcabd", pair, fixed)
-    again = generate("abcabd", pair, fixed)  # Regenerate: the drafter holds positions past the prompt
-    between = generate("abcabd", pair, fixed.replace(mode="standard"))  # an answer the drafter does not hear
-    after = generate("abcabdgfe", pair, fixed)  # an edit after that gap
-    assert first.tokens == again.tokens == between.tokens == expected
-    assert after.tokens == generate("abcabdgfe", ModelPair(target), GREEDY.replace(mode="standard")).tokens
-    assert again.stats.accepted > 0 and after.stats.accepted > 0  # it still drafts, and is right at times
+    assert_a_regenerate_and_a_gap_keep_the_output(dflash_pairs.pair(kind), dflash_pairs.target(kind), fixed)
 
 
 def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> None:  # noqa: F811
@@ -94,19 +73,6 @@ def test_the_draft_model_drafter_with_a_dflash_draft_says_how_to_draft_with_it(d
 
 
 # --- z-lab's drafts, round by round ----------------------------------------------------------------------------
-
-
-def _rounds_with_contexts(pair: ModelPair, prompts: list[str], params: GenerationParams) -> list[tuple[list[int], list[int]]]:
-    """(context, draft ids) of every drafted round of answers to `prompts` in turn, on one pair."""
-    rounds = []
-    for prompt in prompts:
-        context = pair.prompt_ids(prompt)
-        for event in generate_stream(pair, prompt, params):
-            if isinstance(event, RoundEvent):
-                if event.drafted:
-                    rounds.append((list(context), list(event.draft)))
-                context += list(event.draft[: event.accepted]) + [event.next_token]
-    return rounds
 
 
 def _reference_block(target, drafter, context: list[int]) -> list[int]:  # noqa: ANN001
@@ -143,7 +109,7 @@ def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, versio
     pair = dflash_pairs.pair(kind, version=version)
     params = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, drafter="dflash", num_draft=15,
                               adaptive=False, prefill_step_size=3)  # prompts reach it chunk by chunk
-    rounds = _rounds_with_contexts(pair, ["abcabd", "abcabd", "abcabdgfeab"], params)
+    rounds = rounds_with_contexts(pair, ["abcabd", "abcabd", "abcabdgfeab"], params)
     target, _ = load(str(target_dir))
     theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     assert len(rounds) > 10

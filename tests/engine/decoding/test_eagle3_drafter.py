@@ -15,25 +15,17 @@ from engine.errors import InvalidParameterError
 from engine.events import GenerationResult, RoundEvent
 from engine.params import GenerationParams
 from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.helpers import assert_sampling_is_exact
+from tests.helpers import assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, two_turns
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="eagle3")
 
 
-def _turns(pair: ModelPair, params: GenerationParams) -> list[GenerationResult]:
-    """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
-    first = [{"role": "user", "content": "abcabd"}]
-    reply = generate(first, pair, params)
-    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "gfe"}]
-    return [reply, generate(second, pair, params)]
-
-
 def test_greedy_eagle3_drafts_are_token_identical_to_standard_decoding(eagle3_pair) -> None:  # noqa: F811
-    expected = [answer.tokens for answer in _turns(ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard"))]
+    expected = [answer.tokens for answer in two_turns(ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = eagle3_pair.pair()
     for k in range(1, 9):
-        answers = _turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
+        answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, k
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
         assert 0 < accepted < drafted, k  # partial accepts: rollbacks ran
@@ -42,15 +34,7 @@ def test_greedy_eagle3_drafts_are_token_identical_to_standard_decoding(eagle3_pa
 
 def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(eagle3_pair) -> None:  # noqa: F811
     fixed = GREEDY.replace(num_draft=3, adaptive=False)
-    expected = generate("abcabd", ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard")).tokens
-    pair = eagle3_pair.pair()
-    first = generate("abcabd", pair, fixed)
-    again = generate("abcabd", pair, fixed)  # Regenerate: the drafter's entries run past the prompt
-    between = generate("abcabd", pair, fixed.replace(mode="standard"))  # an answer the drafter does not hear
-    after = generate("abcabdgfe", pair, fixed)  # an edit after that gap
-    assert first.tokens == again.tokens == between.tokens == expected
-    assert after.tokens == generate("abcabdgfe", ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard")).tokens
-    assert again.stats.accepted > 0 and after.stats.accepted > 0
+    assert_a_regenerate_and_a_gap_keep_the_output(eagle3_pair.pair(), eagle3_pair.target(), fixed)
 
 
 def test_the_adaptive_policy_keeps_the_output(eagle3_pair) -> None:  # noqa: F811

@@ -11,31 +11,22 @@ import pytest
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
 from engine.errors import UnsupportedModelError
-from engine.events import GenerationResult
 from engine.params import GenerationParams
-from tests.helpers import assert_sampling_is_exact
+from tests.helpers import assert_sampling_is_exact, two_turns
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="mtp")
 KINDS = ["hybrid", "dense"]
 
 
-def _turns(pair: ModelPair, params: GenerationParams) -> list[GenerationResult]:
-    """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
-    first = [{"role": "user", "content": "abcabd"}]
-    reply = generate(first, pair, params)
-    second = first + [{"role": "assistant", "content": reply.text}, {"role": "user", "content": "gfe"}]
-    return [reply, generate(second, pair, params)]
-
-
 @pytest.mark.parametrize("kind", KINDS + ["next"])  # Qwen3-Next: num_nextn_predict_layers, experts in the head
 def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:  # noqa: F811
     target = mtp_target(kind)
-    expected = [answer.tokens for answer in _turns(ModelPair(target), GREEDY.replace(mode="standard"))]
+    expected = [answer.tokens for answer in two_turns(ModelPair(target), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = ModelPair(target)
     for k in range(1, 9):
-        answers = _turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
+        answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, (kind, k)
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
         assert 0 < accepted < drafted, k  # partial accepts: rollbacks ran

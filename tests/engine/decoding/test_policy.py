@@ -322,3 +322,28 @@ def test_a_block_drafters_cost_is_said_per_pass() -> None:
     feed(policy, 9, 0, 0, draft_s=0.0, verify=flat)  # plain steps: one target step is 0.05 s
     belief = policy.belief("dflash")
     assert belief.chosen_k == 0 and "a draft cost of 10.00 steps a block pass" in belief.reason
+
+
+def test_a_draft_token_is_worth_verifying_from_the_verify_slope_times_the_predicted_rate() -> None:
+    """DSpark's confidence cut: one more verified token adds its chance of acceptance to a round's tokens and the
+    verify line's slope to its time, so it pays when that chance is at least slope x the predicted rate."""
+    verify = {w: 0.050 + 0.005 * (w - 1) for w in range(1, 9)}
+    policy = AdaptiveDraftLength(7)
+    assert policy.least_survival() == 0.0  # nothing measured: the learning rounds verify what they asked for
+    for _ in range(20):
+        policy.observe(RoundCosts("dspark", 4, 3, 0.004 / 4, verify[5]))
+        policy.observe(RoundCosts("dspark", 2, 1, 0.004 / 2, verify[3]))
+    k = policy.choose("dspark", 7)
+    rate = policy.last_prediction[0]
+    assert k > 0 and rate > 1 / 0.050
+    assert policy.least_survival() == pytest.approx(0.005 * rate)
+    assert FixedDraftLength(4).least_survival() == 0.0  # a fixed K verifies every token asked for
+
+
+def test_dspark_is_priced_as_a_block_drafter() -> None:
+    """Its draft cost is per pass and its acceptance by position, as DFlash's."""
+    flat = {w: 0.050 + 0.001 * (w - 1) for w in range(1, 9)}
+    policy = AdaptiveDraftLength(7)
+    for _ in range(30):
+        policy.observe(RoundCosts("dspark", 1, 1, 0.05, flat[2]))
+    assert policy.draft_cost("dspark") == pytest.approx(0.05) and policy.choose("dspark", 7) == 7

@@ -1,10 +1,13 @@
-"""A `--draft` folder is told apart by its config: an EAGLE-3 or a DFlash drafter, or something else (a draft model)."""
+"""A `--draft` folder is told apart by its config: an EAGLE-3, DFlash or DSpark drafter, or something else (a draft
+model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from engine.drafters import default_drafter
 from engine.drafters.draft_folder import dflash_version, hidden_drafter
+from engine.fixtures.tiny_dspark import build_dspark_pair, specforge_layout
 from tests import model_folders
 
 
@@ -16,6 +19,15 @@ def test_each_drafter_folder_is_named_with_its_kind(tmp_path: Path, tiny_dirs) -
     assert hidden_drafter(str(tiny_dirs[1])) is None  # a draft model
     assert hidden_drafter(str(tmp_path / "missing")) is None and hidden_drafter(None) is None
     assert hidden_drafter("someone/not-downloaded") is None
+
+
+def test_a_dspark_folder_in_either_packaging_is_a_dspark_drafter_and_drafts_by_default(tmp_path: Path) -> None:
+    """SpecForge's packaging carries a `dflash_config` too: it must not be taken for a DFlash drafter."""
+    deepseek = build_dspark_pair(tmp_path, "qwen3")[1]
+    specforge = specforge_layout(deepseek, tmp_path / "Qwen3.8-27B-DSpark")
+    assert hidden_drafter(str(deepseek)) == ("dspark", deepseek)
+    assert hidden_drafter(str(specforge)) == ("dspark", specforge)
+    assert default_drafter(str(deepseek)) == "dspark"
 
 
 def test_dflash_versions_are_read_from_the_architecture_or_the_dflash_config() -> None:

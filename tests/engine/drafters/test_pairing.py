@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine.drafters.pairing import check_draft
 from engine.fixtures.tiny_dflash import build_dflash_pair
+from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
 from engine.models.draft_choice import BUILT_IN_MTP
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
@@ -52,6 +53,26 @@ def test_a_dflash_drafter_pairs_with_its_target_and_refuses_another_with_the_rea
     assert not refused.compatible and refused.reasons == [
         "Qwen3-8B-DFlash-b16 is a DFlash drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
         "where the drafter has 9. Pick the target it was trained for, or another drafter"]
+
+
+def test_a_dspark_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(tmp_path: Path, tiny_dirs) -> None:
+    target, drafter = build_dspark_pair(tmp_path)
+    drafter = without_weights(drafter, tmp_path / "dspark_qwen3_8b_block7")
+    assert check_draft(str(target), str(drafter)).compatible
+    refused = check_draft(str(tiny_dirs[0]), str(drafter))
+    assert not refused.compatible and refused.reasons == [
+        "dspark_qwen3_8b_block7 is a DSpark drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
+        "where the drafter has 9. Pick the target it was trained for, or another drafter"]
+
+
+def test_a_dspark_head_this_network_does_not_compute_is_refused_before_loading(tmp_path: Path) -> None:
+    target, drafter = build_dspark_pair(tmp_path)
+    drafter = without_weights(drafter, tmp_path / "dspark_gemma")
+    config = json.loads((drafter / "config.json").read_text())
+    (drafter / "config.json").write_text(json.dumps(config | {"markov_head_type": "rnn"}))
+    refused = check_draft(str(target), str(drafter))
+    assert not refused.compatible and refused.reasons[0].startswith(
+        "dspark_gemma is a DSpark drafter SpecChat cannot run yet: a rnn Markov head")
 
 
 def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp_target, tiny_dirs) -> None:  # noqa: F811

@@ -1,10 +1,11 @@
-"""What a chosen draft runs, told from JSON: the target's MTP heads, a DFlash or EAGLE-3 folder, a draft model."""
+"""What a chosen draft runs, told from JSON: the target's MTP heads, a DFlash, DSpark or EAGLE-3 folder, a draft model."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from engine.fixtures.tiny_dflash import build_dflash_pair
+from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
 from engine.models.draft_choice import BUILT_IN_MTP, draft_model, drafter_for, has_mtp_heads, mtp_layer_count
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
@@ -26,5 +27,6 @@ def test_each_kind_of_draft_runs_its_own_drafter(tmp_path: Path, tiny_dirs) -> N
     dflash = build_dflash_pair(tmp_path)[1]
     assert drafter_for(BUILT_IN_MTP) == "mtp" and draft_model(BUILT_IN_MTP) is None
     assert drafter_for(str(eagle3)) == "eagle3" and drafter_for(str(dflash)) == "dflash"
+    assert drafter_for(str(build_dspark_pair(tmp_path)[1])) == "dspark"
     assert drafter_for(str(tiny_dirs[1])) == "model" and draft_model(str(tiny_dirs[1])) == str(tiny_dirs[1])
     assert drafter_for("") == "" and draft_model("") is None

@@ -44,6 +44,7 @@ def test_a_dspark_drafter_is_named_in_either_packaging(tmp_path: Path, packaging
         drafter = specforge_layout(drafter, tmp_path / "Qwen3.8-27B-DSpark")
     error = refusal(drafter)
     assert error.kind == "DSpark drafter" and f"{drafter.name} is a DSpark drafter, not a chat model" in str(error)
+    assert "Pick its target model as the target, and this folder as its draft (--draft " in str(error)
 
 
 def test_an_eagle3_drafter_in_the_speculators_format_names_its_target(tmp_path: Path) -> None:

@@ -362,6 +362,12 @@ def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dflash"}
 
 
+def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+    """`--draft` names a DeepSeek DSpark folder: no draft model loads, the DSpark drafter drafts, the trace names it."""
+    target, drafter = (str(folder) for folder in dflash_pairs.dspark_folders("qwen3_5"))
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dspark"}
+
+
 def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsys) -> None:
     code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "eagle3"])
     err = capsys.readouterr().err

@@ -319,9 +319,12 @@ def test_unknown_routes_answer_in_the_shape_of_the_api_they_are_under(server) ->
     assert wrong.status_code == 405 and wrong.json()["error"]["message"] and "type" not in wrong.json()
 
 
-def test_a_request_drafts_with_the_dflash_drafter_loaded_as_the_draft(dflash_pairs) -> None:  # noqa: F811
-    """`serve --draft DFLASH_FOLDER`: a request naming drafter "dflash" drafts with it, and the text is the target's."""
-    target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
+@pytest.mark.parametrize("drafter_kind", ["dflash", "dspark"])
+def test_a_request_drafts_with_the_block_drafter_loaded_as_the_draft(dflash_pairs, drafter_kind: str) -> None:  # noqa: F811
+    """`serve --draft DFLASH_FOLDER` (or a DSpark folder): a request naming drafter "dflash" ("dspark") drafts with
+    it, and the text is the target's."""
+    folders = dflash_pairs.folders if drafter_kind == "dflash" else dflash_pairs.dspark_folders
+    target, drafter = (str(folder) for folder in folders("qwen3_5"))
     engine = EngineThread(lambda: ModelPair.load(target, drafter), target)
     engine.start()
     server = RunningServer(create_app(RecordingRunner(engine), GREEDY), bind("127.0.0.1", 0))
@@ -329,11 +332,11 @@ def test_a_request_drafts_with_the_dflash_drafter_loaded_as_the_draft(dflash_pai
     try:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0)
         response = client.chat.completions.create(model="tiny-qwen3_5", messages=[{"role": "user", "content": "abcabd"}],
-                                                  max_tokens=30, temperature=0, extra_body={"drafter": "dflash"})
+                                                  max_tokens=30, temperature=0, extra_body={"drafter": drafter_kind})
     finally:
         server.stop()
         engine.stop()
     expected = generate("abcabd", ModelPair(dflash_pairs.target("qwen3_5")), GREEDY.replace(mode="standard", max_tokens=30))
     assert response.choices[0].message.content == expected.text
     spec = response.model_extra["speculation"]
-    assert spec["drafter"] == "dflash" and spec["drafted"] > 0
+    assert spec["drafter"] == drafter_kind and spec["drafted"] > 0
