@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from engine.drafters.pairing import check_draft
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
@@ -45,23 +47,17 @@ def test_a_drafter_trained_for_another_model_of_the_same_shape_is_refused(tmp_pa
     assert not refused.compatible and "it was trained against meta-llama/Llama-3.1-8B-Instruct" in refused.reasons[0]
 
 
-def test_a_dflash_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(tmp_path: Path, tiny_dirs) -> None:
-    target, drafter = build_dflash_pair(tmp_path)
-    drafter = without_weights(drafter, tmp_path / "Qwen3-8B-DFlash-b16")
+@pytest.mark.parametrize("family, build, name", [("DFlash", build_dflash_pair, "Qwen3-8B-DFlash-b16"),
+                                                  ("DSpark", build_dspark_pair, "dspark_qwen3_8b_block7")])
+def test_a_block_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(
+    family: str, build, name: str, tmp_path: Path, tiny_dirs  # noqa: ANN001
+) -> None:
+    target, drafter = build(tmp_path)
+    drafter = without_weights(drafter, tmp_path / name)
     assert check_draft(str(target), str(drafter)).compatible
     refused = check_draft(str(tiny_dirs[0]), str(drafter))
     assert not refused.compatible and refused.reasons == [
-        "Qwen3-8B-DFlash-b16 is a DFlash drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
-        "where the drafter has 9. Pick the target it was trained for, or another drafter"]
-
-
-def test_a_dspark_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(tmp_path: Path, tiny_dirs) -> None:
-    target, drafter = build_dspark_pair(tmp_path)
-    drafter = without_weights(drafter, tmp_path / "dspark_qwen3_8b_block7")
-    assert check_draft(str(target), str(drafter)).compatible
-    refused = check_draft(str(tiny_dirs[0]), str(drafter))
-    assert not refused.compatible and refused.reasons == [
-        "dspark_qwen3_8b_block7 is a DSpark drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
+        f"{name} is a {family} drafter and cannot draft for tiny-target: its vocabulary has 384 tokens "
         "where the drafter has 9. Pick the target it was trained for, or another drafter"]
 
 
