@@ -16,6 +16,7 @@ from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
+from engine.params import drafter_label
 from engine.recent_rate import RecentRate
 
 from .chat_view import FIRST_TOKEN_MEANING
@@ -234,7 +235,7 @@ class StatsPanel(QFrame):
                 self.emitted += event.emitted
                 self.drafted += event.drafted
                 self.accepted += event.accepted
-                self.values["draft_k"].setText(f"{event.drafted} ({event.drafter})")
+                self.values["draft_k"].setText(f"{event.drafted} ({drafter_label(event.drafter)})")
                 self._count_ssd(event)
                 self._count_network(event)
                 if self.drafted:
@@ -315,13 +316,13 @@ class StatsPanel(QFrame):
         self._form.setRowVisible(self.values["policy"], bool(beliefs))
         self.values["policy"].setText("\n".join(policy_line(b) for b in beliefs))
         self.values["policy"].setToolTip("\n".join(
-            f"{b.drafter}: " + ", ".join(f"K={k} {tps:.1f}" for k, tps in enumerate(b.predicted_tps)) + " tok/s predicted"
+            f"{drafter_label(b.drafter)}: " + ", ".join(f"K={k} {tps:.1f}" for k, tps in enumerate(b.predicted_tps)) + " tok/s predicted"
             for b in beliefs if b.predicted_tps))
 
 
 def policy_line(belief: PolicyBelief) -> str:
-    """'model: K = 0: ... (last drafted 40 rounds ago)': the reason, and how long ago it last drafted."""
+    """'draft model: K = 0: ... (last drafted 40 rounds ago)': the reason, and how long ago it last drafted."""
     since = ""
     if belief.rounds_since_draft is not None and belief.chosen_k == 0:
         since = f" (last drafted {belief.rounds_since_draft} rounds ago)" if belief.rounds_since_draft else " (drafted last round)"
-    return f"{belief.drafter}: {belief.reason}{since}"
+    return f"{drafter_label(belief.drafter)}: {belief.reason}{since}"

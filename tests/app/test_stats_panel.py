@@ -22,10 +22,18 @@ def test_the_policy_row_says_why_and_when_it_last_drafted(qtbot) -> None:
     row = panel.values["policy"]
     assert panel._form.isRowVisible(row)
     assert row.text().splitlines() == [
-        "model: K = 0: the best K (1) predicts 0.81x plain steps (last drafted 40 rounds ago)",
+        "draft model: K = 0: the best K (1) predicts 0.81x plain steps (last drafted 40 rounds ago)",
         "lookup: drafts K = 2: 2.10x plain steps predicted",
     ]
-    assert "model: K=0 10.0, K=1 8.1, K=2 7.2 tok/s predicted" in row.toolTip()
+    assert "draft model: K=0 10.0, K=1 8.1, K=2 7.2 tok/s predicted" in row.toolTip()
+
+
+def test_the_policy_row_names_a_hidden_state_drafter_as_people_read_it(qtbot) -> None:
+    """It showed the raw name ("dspark: ...")."""
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    finished(panel, [PolicyBelief("dspark", 0.5, 0.3, [10.0, 12.0], 1, "drafts K = 1: 1.20x plain steps predicted", 0, 9)])
+    assert panel.values["policy"].text() == "DSpark drafter: drafts K = 1: 1.20x plain steps predicted"
 
 
 def test_the_policy_row_is_hidden_without_an_adaptive_policy(qtbot) -> None:
@@ -40,7 +48,7 @@ def test_an_adaptive_answer_shows_the_policy_s_belief(make_window, qtbot) -> Non
     window = make_window(adaptive=True, max_tokens=30)
     send_and_wait(qtbot, window, "Hello")
     row = window.stats.values["policy"]
-    assert window.stats._form.isRowVisible(row) and row.text().startswith("model: ")
+    assert window.stats._form.isRowVisible(row) and row.text().startswith("draft model: ")
     window.apply_settings(window.session.params.replace(adaptive=False), "")
     send_and_wait(qtbot, window, "Hello again")
     assert not window.stats._form.isRowVisible(row)
