@@ -121,8 +121,7 @@ def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, versio
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind, version", [("qwen3", 1), ("qwen3_5", 2)])  # each target and each version once: CI's time
 def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, dflash_pairs) -> None:  # noqa: F811
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
     the drafter's own warped distribution at each block position (DFlash2: along its selector's path)."""

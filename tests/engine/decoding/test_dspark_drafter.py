@@ -168,7 +168,7 @@ def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, 
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ["qwen3_5"])  # the hybrid target; the dense one is sampled under the cut below
 def test_sampled_tokens_follow_the_target_distribution(kind: str, dflash_pairs) -> None:  # noqa: F811
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q
     of each position is the warped distribution of its Markov step, given the token drawn before it."""
