@@ -210,3 +210,28 @@ def assert_a_regenerate_and_a_gap_keep_the_output(pair: "ModelPair", target: Loa
     assert first.tokens == again.tokens == between.tokens == expected
     assert after.tokens == generate("abcabdgfe", ModelPair(target), standard).tokens
     assert again.stats.accepted > 0 and after.stats.accepted > 0
+
+
+def recorded_head_rounds(pair: "ModelPair", runner, monkeypatch, prompts: list[str], params: "GenerationParams") -> list[tuple]:  # noqa: ANN001
+    """(context, draft ids, draft logits (K, V)) of every round a drafter on `MTPDrafter`'s loop (the MTP head,
+    EAGLE-3; `runner` its state's runner) drafted, over answers to `prompts`: what the parity tests compare."""
+    from engine.decoding.generation import generate
+    from engine.decoding.mtp_drafter import MTPDrafter
+
+    rounds: list[tuple] = []
+    logits_of = runner.logits
+    seen: list[mx.array] = []
+    runner.logits = lambda outputs: seen.append(logits_of(outputs)) or seen[-1]
+    propose = MTPDrafter.propose
+
+    def recording(self: MTPDrafter, context: list[int], limit: int):  # noqa: ANN202
+        first = len(seen)
+        draft = propose(self, context, limit)
+        if draft.count:
+            rounds.append((list(context), draft.tokens, lambda first=first, n=draft.count: seen[first : first + n]))
+        return draft
+
+    monkeypatch.setattr(MTPDrafter, "propose", recording)
+    for prompt in prompts:
+        generate(prompt, pair, params)
+    return [(context, tokens.tolist(), mx.concatenate(rows(), axis=0)) for context, tokens, rows in rounds]

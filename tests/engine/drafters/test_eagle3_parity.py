@@ -17,12 +17,11 @@ from __future__ import annotations
 import mlx.core as mx
 import pytest
 
-from engine.decoding.generation import generate
-from engine.decoding.mtp_drafter import MTPDrafter
 from engine.decoding.pair import ModelPair
 from engine.drafters.eagle3 import parse_config
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS, drafter_config, drafter_weights
 from engine.params import GenerationParams
+from tests.helpers import recorded_head_rounds
 from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
 
 vlm_eagle3 = pytest.importorskip("mlx_vlm.speculative.drafters.eagle3",
@@ -83,25 +82,8 @@ def test_the_network_computes_mlx_vlms_logits(variant: dict, eagle3_pair) -> Non
 
 
 def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[str], k: int) -> list[tuple]:
-    """(context, draft ids, draft logits (K, V)) of every round our drafter drafted, over a chat's answers."""
-    rounds: list[tuple] = []
-    runner = pair.eagle3_state().runner
-    logits_of = runner.logits
-    seen: list[mx.array] = []
-    runner.logits = lambda outputs: seen.append(logits_of(outputs)) or seen[-1]
-    propose = MTPDrafter.propose
-
-    def recording(self: MTPDrafter, context: list[int], limit: int):  # noqa: ANN202
-        first = len(seen)
-        draft = propose(self, context, limit)
-        if draft.count:
-            rounds.append((list(context), draft.tokens, lambda first=first, n=draft.count: seen[first : first + n]))
-        return draft
-
-    monkeypatch.setattr(MTPDrafter, "propose", recording)
-    for prompt in prompts:
-        generate(prompt, pair, GREEDY.replace(num_draft=k))
-    return [(context, tokens.tolist(), mx.concatenate(rows(), axis=0)) for context, tokens, rows in rounds]
+    """(context, draft ids, draft logits (K, V)) of every round our drafter drafted, over answers to `prompts`."""
+    return recorded_head_rounds(pair, pair.eagle3_state().runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
 def _vlm_taps(target, config: dict, context: list[int]) -> mx.array:  # noqa: ANN001

@@ -17,12 +17,11 @@ from __future__ import annotations
 import mlx.core as mx
 import pytest
 
-from engine.decoding.generation import generate
 from engine.decoding.hidden_states import LAST_POST_NORM, LAST_PRE_NORM, LayerTap
-from engine.decoding.mtp_drafter import MTPDrafter
 from engine.decoding.pair import ModelPair
 from engine.models.loading import load_model
 from engine.params import GenerationParams
+from tests.helpers import recorded_head_rounds
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 mtp_patch = pytest.importorskip("mtplx.mtp_patch", reason="MTPLX is a test-only dependency (make test installs it)")
@@ -32,24 +31,7 @@ GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=30, drafter="mt
 
 def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[str], k: int) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round our drafter drafted, over answers to `prompts`."""
-    rounds: list[tuple] = []
-    runner = pair.mtp_state().runner
-    logits_of = runner.logits
-    seen: list[mx.array] = []
-    runner.logits = lambda outputs: seen.append(logits_of(outputs)) or seen[-1]
-    propose = MTPDrafter.propose
-
-    def recording(self: MTPDrafter, context: list[int], limit: int):  # noqa: ANN202
-        first = len(seen)
-        draft = propose(self, context, limit)
-        if draft.count:
-            rounds.append((list(context), draft.tokens, lambda first=first, n=draft.count: seen[first : first + n]))
-        return draft
-
-    monkeypatch.setattr(MTPDrafter, "propose", recording)
-    for prompt in prompts:
-        generate(prompt, pair, GREEDY.replace(num_draft=k))
-    return [(context, tokens.tolist(), mx.concatenate(rows(), axis=0)) for context, tokens, rows in rounds]
+    return recorded_head_rounds(pair, pair.mtp_state().runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
 def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:  # noqa: ANN001
