@@ -35,15 +35,10 @@ def dflash_version(config: dict[str, Any] | None) -> int | None:
     return 1 if isinstance(config.get("dflash_config"), dict) else None
 
 
-def local_folder(spec: str | None) -> Path | None:
-    """The local folder a path or a downloaded repo id names; None when there is none."""
-    return draft_folder(spec) if spec else None
-
-
 def hidden_drafter(spec: str | None) -> tuple[str, Path] | None:
     """("eagle3", "dflash" or "dspark", its folder) when `spec` names a drafter of that kind; None for anything else (a
     draft model, a missing folder)."""
-    path = local_folder(spec)
+    path = draft_folder(spec) if spec else None
     config = read_json(path / "config.json") if path is not None else None
     if is_eagle3_config(config):
         return "eagle3", path  # type: ignore[return-value]
