@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 # MLX's Linux CPU wheel ships netlib's reference BLAS, whose matmul is an unoptimised loop: on it, checking
 # K draft tokens costs K+1 target steps. Where Debian's OpenBLAS is installed we preload it instead (tests
-# run about 5x faster, and the CPU then shows the verify cost DESIGN.md's cost model describes). On macOS
+# run about 5x faster, and the CPU then shows the verify cost docs/design.md's cost model describes). On macOS
 # MLX runs on Metal and none of this applies.
 OPENBLAS := $(firstword $(wildcard /usr/lib/*-linux-gnu/openblas-pthread/libopenblas.so.0))
 RUN_ENV := $(if $(OPENBLAS),LD_PRELOAD=$(OPENBLAS),)

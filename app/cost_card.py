@@ -1,6 +1,6 @@
 """The cost-model card: why speculation wins or loses on this machine, and what it would do on an Apple GPU.
 
-It fits DESIGN.md's cost model to the answer's rounds (engine/decoding/cost_model.py): the measured acceptance
+It fits the cost model (docs/design.md) to the answer's rounds (engine/decoding/cost_model.py): the measured acceptance
 a, the draft cost c and the verify cost v(K) in target steps. A plot sets the tokens per second the model
 predicts for each K (a line) against what the rounds of each K achieved (dots). Below, the same acceptance
 with a memory-bound Apple GPU's costs, labelled as the prediction it is; last, each drafter that reads the target's

@@ -215,7 +215,7 @@ class PolicyBelief:
 
 @dataclass
 class GenerationStats:
-    """What a generation did and how fast, as DESIGN.md defines the numbers."""
+    """What a generation did and how fast, as docs/design.md ("Token origins and statistics") defines the numbers."""
 
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0

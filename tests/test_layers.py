@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, enforced by import-linter's contracts in pyproject.toml.
+"""The layering of docs/design.md ("Layers"), enforced by import-linter's contracts in pyproject.toml.
 
 The engine knows nothing of Qt; tools stand above decoding, decoding above the model library; the decoding core
 never imports downloads or the CLI; events, params and errors import no layer; the app never imports MLX. Each

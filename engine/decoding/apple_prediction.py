@@ -5,7 +5,7 @@ acceptance of MTP heads, EAGLE-3, DFlash and DSpark cannot be measured here. Wha
 costs (c, in target steps: `tests/benchmarks/drafter_cost.py`, `dflash_cost.py`, `dspark_cost.py`, or the rounds of
 the answer on screen). Acceptance depends on the models and the text, not the hardware, so a published acceptance
 length carries over; on an Apple GPU decoding is memory-bound and a verify of K+1 tokens reads the weights once,
-v(K) = 1 + 0.04 K target steps (DESIGN.md). DESIGN.md's cost model then predicts
+v(K) = 1 + 0.04 K target steps. The cost model (docs/design.md, "The cost model") then predicts
 
     speedup = tau / (passes * c + v(K)),
 

@@ -1,6 +1,6 @@
 """Caches of every model family, and the one rule that keeps speculation exact on all of them.
 
-mlx-lm builds one cache per layer (DESIGN.md, "Caches of every family"):
+mlx-lm builds one cache per layer (docs/design.md, "Caches of every family"):
 
 - `KVCache`, `QuantizedKVCache`, `ConcatenateKVCache`: keys and values in order; dropping the last n is O(1).
 - `RotatingKVCache` (sliding-window attention): keeps exactly the window and overwrites its oldest slot in

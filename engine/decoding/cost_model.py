@@ -1,4 +1,4 @@
-"""DESIGN.md's cost model, fitted to the rounds of one answer on this machine, and what it predicts elsewhere.
+"""The cost model of docs/design.md, fitted to the rounds of one answer on this machine, and what it predicts elsewhere.
 
 With per-token acceptance a, draft length K, draft cost c per token and verify time t(K+1), a round yields
 E(K) = (1 - a^(K+1)) / (1 - a) tokens in K c + t(K+1) seconds. From an answer's rounds we measure a, c and the

@@ -1,6 +1,6 @@
 """Choosing each round's draft length from what speculation costs and gains on this machine, for these models.
 
-DESIGN.md's cost model: with per-token acceptance rate a, draft length K, draft cost c per token and verify
+The cost model (docs/design.md): with per-token acceptance rate a, draft length K, draft cost c per token and verify
 time t(K+1) for a target pass over K+1 tokens, a round yields E(K) = (1 - a^(K+1)) / (1 - a) tokens in
 K*c + t(K+1) seconds. Standard decoding (K = 0) yields 1 token in t(1). The adaptive policy measures a, c
 and t online and picks the K with the most tokens per second, K = 0 included, so speculation that loses

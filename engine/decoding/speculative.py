@@ -1,4 +1,6 @@
-"""The speculative round (DESIGN.md): draft, verify in one target pass, accept by rejection sampling, rewind.
+"""The speculative round: draft, verify in one target pass, accept by rejection sampling, rewind.
+
+Why that is exact, and what each step must keep for it: docs/design.md, "The round".
 
 `SpeculativeDecoder.round` is the whole algorithm on one screen; the helpers below it are bookkeeping:
 

@@ -76,7 +76,7 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
 
 
 def _add_hosts_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hosts", type=Path, help="run the target across the Macs of this mlx.launch hostfile (README)")
+    p.add_argument("--hosts", type=Path, help="run the target across the Macs of this mlx.launch hostfile (docs/across-macs.md)")
     p.add_argument("--ring-port", type=int, default=32323, help="--hosts: the ring's first port (one per Mac)")
 
 
@@ -98,7 +98,7 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
 
 
 def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
-    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (README)")
+    s = sub.add_parser("serve", help="serve the pair on an OpenAI-compatible HTTP endpoint (docs/server.md)")
     _add_sampling_options(s, preset="default")
     s.add_argument("--mode", choices=CLI_MODES, default="speculative", help="the default; a request may set its own")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (beyond loopback needs --api-key)")
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
     g.add_argument("--color", action="store_true", help="colour accepted/corrected/bonus tokens")
-    g.add_argument("--trace", type=Path, help="write every round to this file, one JSON object per line (README)")
+    g.add_argument("--trace", type=Path, help="write every round to this file, one JSON object per line (docs/cli.md)")
     _add_hosts_option(g)
 
     # Greedy by default: the benchmark checks every mode's output against standard decoding's, token for token.

@@ -1,4 +1,4 @@
-"""The DFlash draft cost c: one block pass of the drafter, in target steps (DESIGN.md's cost model).
+"""The DFlash draft cost c: one block pass of the drafter, in target steps (docs/design.md's cost model).
 
     .venv/bin/python -m tests.benchmarks.dflash_cost [--repeats 200] [--no-sized]
 

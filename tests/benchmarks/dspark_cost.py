@@ -1,4 +1,4 @@
-"""The DSpark draft cost c: one block pass and its Markov steps, in target steps (DESIGN.md's cost model).
+"""The DSpark draft cost c: one block pass and its Markov steps, in target steps (docs/design.md's cost model).
 
     .venv/bin/python -m tests.benchmarks.dspark_cost [--repeats 200]
 

@@ -1,4 +1,4 @@
-"""What DESIGN.md's cost model predicts for a Mac, from acceptance measured here.
+"""What the cost model of docs/design.md predicts for a Mac, from acceptance measured here.
 
 Acceptance depends on the models and the prompts, not on the hardware, so the rates measured on this CPU
 carry over. What differs is the cost side. On Apple GPUs decoding is memory-bound: verifying K+1 tokens reads

@@ -1,4 +1,4 @@
-"""Take the README's screenshots as a person sees the app: on an X display (run under xvfb-run), with xwd.
+"""Take the screenshots of the README and docs/app.md as a person sees the app: on an X display, with xwd.
 
     apt-get install xvfb x11-apps imagemagick openbox
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m tests.benchmarks.screenshots TARGET DRAFT OUT_DIR

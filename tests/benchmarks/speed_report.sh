@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's speed report: every mode on the bundled prompt set, as ratios within each run.
+# The speed report of docs/speed.md: every mode on the bundled prompt set, as ratios within each run.
 #   tests/benchmarks/speed_report.sh [OUT_DIR]      (about an hour on 2 CPU cores)
 # Linux: run with Debian's OpenBLAS preloaded (as make does); BLAS=reference runs the wheel's own BLAS.
 set -eu

@@ -83,7 +83,7 @@ def cancelled_download(fake_hub) -> CancelledDownload:
 
 
 def test_cancel_stops_at_the_next_chunk_and_leaves_the_cache_consistent(fake_hub) -> None:
-    """The README promises a cancel within a second: the download polls the cancel every CHUNK_BYTES (256 KB, a
+    """docs/app.md promises a cancel within a second: the download polls the cancel every CHUNK_BYTES (256 KB, a
     fraction of a second on any connection a model download is usable over) and stops at the first poll after
     it. Both are checked by counting, not by a clock, so a busy machine cannot fail this."""
     cancelled = cancelled_download(fake_hub)
