@@ -38,6 +38,7 @@ class GenerationJob:
             `ToolCall` the output splits into (after the TokenEvent that completed it), then with the result or an
             exception.
         tooling: the tools offered and the tool choice (None: no tools, the text is never split).
+        count_only: count the prompt's tokens (delivered as one `PromptCount`) instead of generating.
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
@@ -47,6 +48,7 @@ class GenerationJob:
     params: GenerationParams
     deliver: Deliver
     tooling: Tooling | None = None
+    count_only: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -67,6 +69,7 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
 
     `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
     ends the job is delivered to it, so the server answers every request."""
+    from ..decoding.chat import prompt_token_ids
     from ..decoding.generation import generate_stream
 
     if job.cancelled.is_set():
@@ -77,6 +80,10 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
         names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
         output = JobOutput(tooling.splitter(pair.tokenizer), names)
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
+        if job.count_only:
+            job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
+                                                         tools=tooling.template_tools()))))
+            return
         events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
                                              tools=tooling.template_tools())
         for event in events:
@@ -152,6 +159,13 @@ class JobOutput:
                 self._pending = []
             out.append(piece)
         return out
+
+
+@dataclass(frozen=True)
+class PromptCount:
+    """How many tokens a prompt is, as the model reads it (Anthropic's count_tokens): a count job's one event."""
+
+    tokens: int
 
 
 class CancelledBeforeStart(Exception):

@@ -13,11 +13,8 @@ error shape, and a request's exception never leaves its handler.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import secrets
-import socket
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -33,7 +30,8 @@ from ..errors import SpecChatError
 from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
-from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, QueueFull
+from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, PromptCount,
+                               QueueFull)
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .reasoning_api import parse_openai
 from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
@@ -131,7 +129,11 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
         return JSONResponse({"status": "ok", "models": state.runner.model_ids(), "busy": a.held > 0,
                              "waiting": max(a.held - 1, 0), "served": state.served, "refused": state.refused})
 
+    async def count_tokens(request: Request) -> Response:
+        return await _count_tokens(state, request)
+
     routes = [Route(path, generation(dialect), methods=["POST"]) for path, dialect in ROUTES.items()]
+    routes.append(Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]))
     routes += [Route("/v1/models", models, methods=["GET"]), Route("/health", health, methods=["GET"])]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
@@ -152,12 +154,7 @@ def _check_key(state: ServerState, request: Request) -> None:
 async def _generate(state: ServerState, request: Request, dialect: Dialect) -> Response:
     _check_key(state, request)
     api = dialect.parse(parse_body(await request.body()), state.runner.model_ids(), state.defaults)
-    try:
-        state.admission.enter()
-    except QueueFull:
-        state.refused += 1
-        raise ApiError(503, "The server is busy: every place in its queue is taken. Retry after a moment.",
-                       kind="server_error", code="queue_full") from None
+    _admit(state)
     job, events = _submit(state, api)
     try:
         first = await _next_event(events, request, job)
@@ -165,29 +162,70 @@ async def _generate(state: ServerState, request: Request, dialect: Dialect) -> R
         job.cancel()
         raise
     if first is None:  # the client went away while waiting
-        return Response(status_code=499)
+        return _cancelled(state, request.url.path)
     _raise_failure(first)
     render = dialect.render(api)
     if api.stream:
         return StreamingResponse(_stream(state, api, render, job, events, first, request.url.path),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache", **_notes(api)})
     return await _whole(state, api, render, job, events, first, request)
 
 
-def _submit(state: ServerState, api: ApiRequest) -> tuple[GenerationJob, asyncio.Queue]:
+def _notes(api: ApiRequest) -> dict[str, str]:
+    """The `X-SpecChat-Warning` header naming what the request asked for that the server left out (built-in tools
+    it cannot run), so a client's log can say why; nothing when all was honoured."""
+    left_out = api.tooling.left_out if api.tooling else ()
+    if not left_out:
+        return {}
+    note = "tools left out: " + "; ".join(left_out)
+    return {"X-SpecChat-Warning": note.encode("latin-1", "replace").decode("latin-1")}
+
+
+def _cancelled(state: ServerState, path: str) -> Response:
+    """The log line of a request whose client went away, and the status (nginx's 499) nobody reads."""
+    state.log(RequestRecord(path, 499, note="cancelled: the client went away"))
+    return Response(status_code=499)
+
+
+def _admit(state: ServerState) -> None:
+    """A place in the queue, or the 503 (with Retry-After) that says to come back."""
+    try:
+        state.admission.enter()
+    except QueueFull:
+        state.refused += 1
+        raise ApiError(503, "The server is busy: every place in its queue is taken. Retry after a moment.",
+                       kind="server_error", code="queue_full") from None
+
+
+async def _count_tokens(state: ServerState, request: Request) -> Response:
+    """Anthropic's `/v1/messages/count_tokens`: the prompt's tokens (system, messages and tools, as the template
+    renders them), counted on the runner's thread, which holds the tokenizer. Its body has no max_tokens."""
+    _check_key(state, request)
+    body = {**parse_body(await request.body()), "max_tokens": 1, "stream": False}
+    api = ANTHROPIC.parse(body, state.runner.model_ids(), state.defaults)
+    _admit(state)
+    job, events = _submit(state, api, count_only=True)
+    event = await _next_event(events, request, job)
+    if event is None:
+        return _cancelled(state, request.url.path)
+    _raise_failure(event)
+    return JSONResponse({"input_tokens": event.tokens})  # type: ignore[union-attr]
+
+
+def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tuple[GenerationJob, asyncio.Queue]:
     """Hand the request to the runner; its events arrive in the returned queue on this loop."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
 
     def deliver(event: object) -> None:  # on the runner's thread
-        if isinstance(event, (GenerationResult, BaseException)):
+        if isinstance(event, (GenerationResult, PromptCount, BaseException)):
             state.admission.leave()
         try:
             loop.call_soon_threadsafe(events.put_nowait, event)
         except RuntimeError:  # the loop closed: the server is shutting down
             pass
 
-    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling)
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only)
     state.runner.submit(job)
     return job, events
 
@@ -232,10 +270,10 @@ async def _whole(state: ServerState, api: ApiRequest, render: Render, job: Gener
             reply.add(event)
         event = await _next_event(events, request, job)
         if event is None:
-            return Response(status_code=499)
+            return _cancelled(state, request.url.path)
     reply.result = event
     _record(state, api, request.url.path, event)
-    return JSONResponse(render.whole(reply))
+    return JSONResponse(render.whole(reply), headers=_notes(api))
 
 
 async def _stream(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
@@ -268,6 +306,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
     finally:
         if not finished:
             job.cancel()
+            _cancelled(state, path)
 
 
 def _failure_error(error: BaseException) -> ApiError:
@@ -285,7 +324,8 @@ def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationRe
     state.served += 1
     s = result.stats
     how = f"speculative ({api.params.drafter})" if api.params.mode == "speculative" else "standard"
-    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how))
+    notes = "; tools left out: " + "; ".join(api.tooling.left_out) if api.tooling and api.tooling.left_out else ""
+    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how + notes))
 
 
 def _error_response(request: Request, error: ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -315,70 +355,3 @@ async def _internal_error(request: Request, error: Exception) -> Response:
 
 def _print_traceback(error: BaseException) -> None:
     print("".join(traceback.format_exception(error)), file=sys.stderr)
-
-
-def check_host(host: str, api_key: str | None) -> None:
-    """Refuse to serve beyond this machine without a key."""
-    if api_key or is_loopback(host):
-        return
-    raise SpecChatError(
-        f"Serving on {host} lets other machines use the model: pass --api-key KEY (clients send it as a Bearer "
-        "token), or serve on 127.0.0.1."
-    )
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port), or an error saying what to do."""
-    try:
-        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(info[0], socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(info[4])
-        sock.listen(64)
-        return sock
-    except OSError as e:
-        reason = "it is in use" if e.errno in (48, 98) else (e.strerror or str(e))
-        raise SpecChatError(f"Cannot serve on {host}:{port}: {reason}. Pick another port with --port.") from e
-
-
-class RunningServer:
-    """uvicorn serving an app on a bound socket, in a thread of its own (the app) or the caller's (the CLI)."""
-
-    def __init__(self, app: Starlette, sock: socket.socket) -> None:
-        import uvicorn
-
-        self.sock = sock
-        config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none", lifespan="off",
-                                timeout_graceful_shutdown=2)
-        self.server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self.sock.getsockname()[1])
-
-    def run(self) -> None:
-        """Serve until interrupted (Ctrl-C) or `stop()`."""
-        self.server.run(sockets=[self.sock])
-
-    def start(self) -> None:
-        """Serve in a background thread; returns once it accepts connections."""
-        self._thread = threading.Thread(target=self.run, name="specchat-server", daemon=True)
-        self._thread.start()
-        while not self.server.started and self._thread.is_alive():
-            time.sleep(0.01)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self.sock.close()

@@ -143,6 +143,11 @@ def history_call(call_id: object, name: object, arguments: object) -> dict[str, 
     return {"id": str(call_id or ""), "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+class LeftOut(ValueError):
+    """An offered tool this server cannot run (a provider's built-in tool): left out of the prompt with a note
+    (its message) rather than refusing a request that clients send with every turn."""
+
+
 class ToolCallMissing(Exception):
     """The request required a call and the model answered without one (or called another function)."""
 
@@ -158,6 +163,8 @@ class Tooling:
 
     tools: list[Tool]
     choice: ToolChoice = ToolChoice()
+    left_out: tuple[str, ...] = ()  # notes on offered tools the server cannot run
+    freeform: dict[str, str | None] = field(default_factory=dict)  # custom tools (Responses): name -> Lark or None
 
     def template_tools(self) -> list[Tool] | None:
         """The tools the chat template shows the model: none for `none`, only the named one for `named`."""

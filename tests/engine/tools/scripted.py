@@ -17,7 +17,8 @@ from engine.decoding.chat import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
 from engine.params import GenerationParams
 from engine.tools.generation_queue import GenerationJob, run_job
-from engine.tools.server import RunningServer, bind, create_app
+from engine.tools.listener import RunningServer, bind
+from engine.tools.server import create_app
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 
