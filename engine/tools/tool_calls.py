@@ -5,7 +5,8 @@ definitions, the shape chat templates read, and its tool choice into a `ToolChoi
 renders the prompt with the tools the choice allows (`Tooling`), and splits the model's streamed text into
 `TextPiece`s and `ToolCall`s (`OutputSplitter`) with what mlx-lm knows of the model's family: the tokenizer
 wrapper's tool-call markers, matched on text by mlx-lm's own `TextStateMachine`, and its tool parser for what
-lies between them. No parser of our own: a family mlx-lm parses, we parse.
+lies between them: a family mlx-lm parses, we parse. The text outside the markers is searched for calls written
+without them (`loose_calls`), naming only the tools offered.
 
 `required` and a named function cannot be enforced on what a model writes without constrained decoding, so
 the prompt says what the choice allows (only the named tool goes to the template, and a system line asks for a
@@ -215,8 +216,12 @@ class OutputSplitter:
     def __init__(self, tokenizer: Any | None, tools: list[Tool], choice: ToolChoice = ToolChoice()) -> None:
         from mlx_lm.generate import TextStateMachine
 
+        from .loose_calls import LooseCalls
+
         self._tokenizer, self._tools, self._choice = tokenizer, tools, choice
         self._machine = TextStateMachine(_transitions(tokenizer)) if tokenizer is not None else None
+        names = {function_name(t) for t in tools if choice.mode != "named" or function_name(t) == choice.name}
+        self._loose = LooseCalls(names) if tokenizer is not None else None
         self._state = self._machine.make_state("normal") if self._machine else None
         self._tool_text = ""
         self._held: list[Piece] = []
@@ -244,6 +249,7 @@ class OutputSplitter:
         if self._machine is not None:
             self._state, rest, state = TextStateMachine.flush(self._state)
             pieces = self._pieces([(state, rest)]) + self._end_call(closed=False)
+            pieces += self._loose.finish() if self._loose else []
         pieces = self._release(pieces)
         if self._choice.requires_call and not self._called_as_chosen():
             raise ToolCallMissing(self._choice, self.text, self.calls)
@@ -257,7 +263,7 @@ class OutputSplitter:
                 continue
             pieces += self._end_call(closed=True)
             if text:
-                pieces.append(TextPiece(text))
+                pieces += self._loose.feed(text) if self._loose else [TextPiece(text)]
         return pieces
 
     def _end_call(self, closed: bool) -> list[Piece]:
