@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Protocol
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .token_logprobs import TokenNames
+from .tool_grammar import constrained
 from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
@@ -84,8 +85,8 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
                                                          tools=tooling.template_tools()))))
             return
-        events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
-                                             tools=tooling.template_tools())
+        events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params), chat=job.chat,
+                                             cancel=job.cancelled.is_set, tools=tooling.template_tools())
         for event in events:
             _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
@@ -148,7 +149,7 @@ class JobOutput:
         whole = result.reasoning
         rest = whole[len(self.reasoning):] if whole.startswith(self.reasoning) else ""
         pieces: list[AnswerPiece] = [ReasoningPiece(rest)] if rest else []
-        return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish())
+        return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish(cut=result.finish_reason in ("length", "context")))
 
     def _attach(self, pieces: list[AnswerPiece]) -> list[AnswerPiece]:
         out: list[AnswerPiece] = []

@@ -8,12 +8,12 @@ wrapper's tool-call markers, matched on text by mlx-lm's own `TextStateMachine`,
 lies between them: a family mlx-lm parses, we parse. The text outside the markers is searched for calls written
 without them (`loose_calls`), naming only the tools offered.
 
-`required` and a named function cannot be enforced on what a model writes without constrained decoding, so
-the prompt says what the choice allows (only the named tool goes to the template, and a system line asks for a
-call); when the model still answers without the call, the job ends with `ToolCallMissing`, which each API
-reports as a 500 error (OpenAI's own answer when its model produces output the request forbids), naming
-what the model wrote. Text is held back while such a call is still expected, so a stream never shows text that
-then turns into an error.
+`required` and a named function are enforced by constrained decoding (`tool_grammar`: the answer is held to a
+call as JSON), and the prompt says what the choice allows (only the named tool goes to the template, and a
+system line asks for a call). An answer the token limit cut comes back as the text it is; one that still lacks
+the call (a runner that applies no grammar) ends the job with `ToolCallMissing`, a 500 naming what the model
+wrote. Text is held back while such a call is still expected, so a stream never shows text that then turns into
+an error.
 
 A thinking model's reasoning never reaches the splitter: the engine tells it from the answer token by token
 (engine/decoding/reasoning.py), and the job hands it on as `ReasoningPiece`s, so a call the model only thinks
@@ -239,10 +239,11 @@ class OutputSplitter:
         self._state, segments = TextStateMachine.split(self._state, text)
         return self._release(self._pieces(segments))
 
-    def finish(self) -> list[Piece]:
+    def finish(self, cut: bool = False) -> list[Piece]:
         """The last pieces, once generation ended: held text, and a call cut short (as text if it does not parse).
 
-        Raises ToolCallMissing when the choice required a call the model did not make."""
+        Raises ToolCallMissing when the choice required a call the model did not make, unless the token limit
+        `cut` the answer: then what it wrote comes back as text with the finish reason that says so."""
         from mlx_lm.generate import TextStateMachine
 
         pieces: list[Piece] = []
@@ -252,7 +253,9 @@ class OutputSplitter:
             pieces += self._loose.finish() if self._loose else []
         pieces = self._release(pieces)
         if self._choice.requires_call and not self._called_as_chosen():
-            raise ToolCallMissing(self._choice, self.text, self.calls)
+            if not cut:
+                raise ToolCallMissing(self._choice, self.text, self.calls)
+            pieces, self._held = self._held + pieces, []
         return pieces
 
     def _pieces(self, segments: list[tuple[str | None, str]]) -> list[Piece]:

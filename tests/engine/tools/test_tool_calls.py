@@ -88,6 +88,12 @@ def test_a_required_call_the_model_did_not_make_is_an_error_naming_what_it_wrote
         split(tool_target.tokenizer, answer, Tooling([WEATHER, TIME], choice))
 
 
+def test_a_required_call_the_token_limit_cut_is_the_text_it_wrote(tool_target) -> None:
+    splitter = Tooling([WEATHER], ToolChoice("required")).splitter(tool_target.tokenizer)
+    assert splitter.feed('{"name": "get_weather", "argu') == []
+    assert text(splitter.finish(cut=True)) == '{"name": "get_weather", "argu'
+
+
 def test_a_model_without_tool_calling_cannot_be_required_to_call(tiny_target) -> None:
     with pytest.raises(InvalidParameterError, match="no tool-call syntax"):
         Tooling([WEATHER], ToolChoice("required")).splitter(tiny_target.tokenizer)
