@@ -11,6 +11,7 @@ everything after it would be processed again.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 from ..errors import PromptError
@@ -79,6 +80,24 @@ def prompt_token_ids(
         return splice_answers(tokenizer, rendered, spliced, answers or {})
     transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
     return list(tokenizer.encode(transcript + "Assistant:"))
+
+
+PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "probe",
+                                               "parameters": {"type": "object", "properties": {}}}}
+
+
+@lru_cache(maxsize=8)
+def template_reads_tools(tokenizer: Any) -> bool:
+    """Whether the model's chat template shows tools to the model at all (renders a tool differently from none):
+    a template that ignores them would drop a request's tools without a word."""
+    if not getattr(tokenizer, "has_chat_template", False):
+        return False
+    probe = [{"role": "user", "content": "hi"}]
+    try:
+        bare = tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False, tools=[PROBE_TOOL]) != bare
+    except Exception:  # noqa: BLE001 - a template that fails on tools cannot show them
+        return False
 
 
 def for_template(tokenizer: Any, messages: list[Message]) -> list[Message]:

@@ -22,7 +22,7 @@ from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .token_logprobs import TokenNames
 from .tool_grammar import constrained
-from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling
+from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling, unseen_tools_note
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -81,6 +81,9 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
         names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
         output = JobOutput(tooling.splitter(pair.tokenizer), names)
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
+        note = unseen_tools_note(tooling, pair.tokenizer)
+        if note:
+            job.deliver(Notice(note))
         if job.count_only:
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
                                                          tools=tooling.template_tools()))))
@@ -160,6 +163,14 @@ class JobOutput:
                 self._pending = []
             out.append(piece)
         return out
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the request asked for that the job cannot honour, delivered before any other event: the server
+    says it in the `X-SpecChat-Warning` header and its log rather than refusing the request."""
+
+    text: str
 
 
 @dataclass(frozen=True)

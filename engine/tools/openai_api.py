@@ -62,6 +62,7 @@ class ApiRequest:
     include_usage: bool = False
     tooling: Tooling | None = None
     echo: dict[str, Any] = field(default_factory=dict)  # request fields a response repeats (Responses)
+    notes: list[str] = field(default_factory=list)  # what was asked and not honoured (the X-SpecChat-Warning header)
 
     @property
     def chat(self) -> bool:

@@ -30,8 +30,8 @@ from ..errors import SpecChatError
 from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
-from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, PromptCount,
-                               QueueFull)
+from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice,
+                               PromptCount, QueueFull)
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .reasoning_api import parse_openai
 from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
@@ -156,8 +156,9 @@ async def _generate(state: ServerState, request: Request, dialect: Dialect) -> R
     api = dialect.parse(parse_body(await request.body()), state.runner.model_ids(), state.defaults)
     _admit(state)
     job, events = _submit(state, api)
+    api.notes += [f"tools left out: {note}" for note in (api.tooling.left_out if api.tooling else ())]
     try:
-        first = await _next_event(events, request, job)
+        first = await _first_event(events, request, job, api.notes)
     except BaseException:
         job.cancel()
         raise
@@ -173,12 +174,11 @@ async def _generate(state: ServerState, request: Request, dialect: Dialect) -> R
 
 def _notes(api: ApiRequest) -> dict[str, str]:
     """The `X-SpecChat-Warning` header naming what the request asked for that the server left out (built-in tools
-    it cannot run), so a client's log can say why; nothing when all was honoured."""
-    left_out = api.tooling.left_out if api.tooling else ()
-    if not left_out:
+    it cannot run, tools the model's template has no place for), so a client's log can say why; nothing when all
+    was honoured."""
+    if not api.notes:
         return {}
-    note = "tools left out: " + "; ".join(left_out)
-    return {"X-SpecChat-Warning": note.encode("latin-1", "replace").decode("latin-1")}
+    return {"X-SpecChat-Warning": "; ".join(api.notes).encode("latin-1", "replace").decode("latin-1")}
 
 
 def _cancelled(state: ServerState, path: str) -> Response:
@@ -205,7 +205,7 @@ async def _count_tokens(state: ServerState, request: Request) -> Response:
     api = ANTHROPIC.parse(body, state.runner.model_ids(), state.defaults)
     _admit(state)
     job, events = _submit(state, api, count_only=True)
-    event = await _next_event(events, request, job)
+    event = await _first_event(events, request, job, [])
     if event is None:
         return _cancelled(state, request.url.path)
     _raise_failure(event)
@@ -243,6 +243,15 @@ async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJo
                 return None
     finally:
         getter.cancel()
+
+
+async def _first_event(events: asyncio.Queue, request: Request, job: GenerationJob, notes: list[str]) -> object | None:
+    """The job's first event after its notices (added to `notes`), or None if the client disconnects first."""
+    event = await _next_event(events, request, job)
+    while isinstance(event, Notice):
+        notes.append(event.text)
+        event = await _next_event(events, request, job)
+    return event
 
 
 def _raise_failure(event: object) -> None:
@@ -324,8 +333,7 @@ def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationRe
     state.served += 1
     s = result.stats
     how = f"speculative ({api.params.drafter})" if api.params.mode == "speculative" else "standard"
-    notes = "; tools left out: " + "; ".join(api.tooling.left_out) if api.tooling and api.tooling.left_out else ""
-    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how + notes))
+    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, "; ".join([how, *api.notes])))
 
 
 def _error_response(request: Request, error: ApiError, headers: dict[str, str] | None = None) -> Response:

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..decoding.chat import template_reads_tools
 from ..errors import InvalidParameterError
 from ..events import GenerationResult
 
@@ -194,6 +195,15 @@ class Tooling:
             )
         active = bool(self.template_tools()) and getattr(tokenizer, "has_tool_calling", False)
         return OutputSplitter(tokenizer if active else None, self.tools, self.choice)
+
+
+def unseen_tools_note(tooling: Tooling, tokenizer: Any) -> str | None:
+    """A warning when the request offers tools the model's chat template has no place for (they would be dropped
+    without a word), else None."""
+    if not tooling.template_tools() or template_reads_tools(tokenizer):
+        return None
+    return ("tools left out: this model's chat template has no place for tools, so the model never sees them; serve "
+            "a model whose template calls tools (Qwen2.5, Qwen3, Llama 3.1 and later)")
 
 
 def function_name(tool: Tool) -> str:

@@ -78,3 +78,9 @@ def test_a_later_system_turn_a_template_refuses_joins_the_system_prompt() -> Non
     messages = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "system", "content": "Be brief."}]
     ids = prompt_token_ids(FirstSystemOnly(), messages)
     assert "".join(map(chr, ids)) == "[system]Be kind.\n\nBe brief.[user]Hi"
+
+
+def test_only_a_template_that_shows_tools_reads_them(tool_target, tiny_target) -> None:
+    from engine.decoding.chat import template_reads_tools
+
+    assert template_reads_tools(tool_target.tokenizer) and not template_reads_tools(tiny_target.tokenizer)

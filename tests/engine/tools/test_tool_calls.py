@@ -237,3 +237,12 @@ def test_the_real_tool_model_reads_the_tools_and_answers_as_generate_does(tool_e
     assert offered.choices[0].message.content == expected.text
     assert offered.usage.prompt_tokens == expected.stats.prompt_tokens > plain.usage.prompt_tokens
     assert offered.model_extra["speculation"]["drafter"] == "model"
+
+
+def test_tools_a_models_template_has_no_place_for_are_served_with_a_warning(tiny_url) -> None:
+    import httpx
+
+    body = {"messages": QUESTION, "tools": [WEATHER_TOOL], "max_tokens": 3}
+    response = httpx.post(tiny_url + "/v1/chat/completions", json=body, timeout=30)
+    assert response.status_code == 200 and "no place for tools" in response.headers["x-specchat-warning"]
+    assert "x-specchat-warning" not in httpx.post(tiny_url + "/v1/chat/completions", json={**body, "tools": None}).headers
