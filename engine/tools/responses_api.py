@@ -14,8 +14,9 @@ gpt-oss server sends it), not in `summary`, which is for a summary we do not wri
 "none"}` switches thinking off (`reasoning_api`). A reasoning item in the input is the reasoning of the
 assistant turn it precedes.
 
-Nothing is stored: `previous_response_id` is refused (send the whole input each turn, as Codex does with
-store=false). Errors are OpenAI's shape.
+Each response is kept in memory unless the request says `store: false` (as Codex does), so the next request may
+name it as `previous_response_id` instead of resending the conversation (`response_store`, bounded). Errors are
+OpenAI's shape.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .response_format import responses_schema
+from .response_store import RECENT
 from .reasoning_api import responses_thinks, with_thinking
 from .speculation_report import speculation
 from . import responses_tools
@@ -42,11 +44,9 @@ REASONING_PARTS = ("reasoning_text", "summary_text")
 def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationParams) -> ApiRequest:
     """A Responses body as the job every API makes."""
     model = served_model(body, models)
-    if body.get("previous_response_id") is not None:
-        raise ApiError(400, "previous_response_id is not supported: this server stores no responses. Send the whole "
-                       "conversation as 'input' each turn.", param="previous_response_id")
     instructions = typed(body, "instructions", str, None)
-    messages = ([{"role": "system", "content": instructions}] if instructions else []) + _input(body.get("input"))
+    history = _previous(typed(body, "previous_response_id", str, None)) + _input(body.get("input"))
+    messages = ([{"role": "system", "content": instructions}] if instructions else []) + history
     translated = {**body, "max_tokens": body.get("max_output_tokens"), "stop": None}
     try:
         params = request_params(translated, defaults)
@@ -56,9 +56,22 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     params = params.replace(json_schema=responses_schema(body))
     echo = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
             "tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
-            "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning")}
+            "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning"),
+            "previous_response_id": body.get("previous_response_id"), "store": typed(body, "store", bool, True)}
     return ApiRequest("responses", model, messages, with_thinking(params, responses_thinks(body)),
                       typed(body, "stream", bool, False), tooling=responses_tools.tooling(body), echo=echo)
+
+
+def _previous(response_id: str | None) -> list[dict[str, Any]]:
+    """The conversation a stored response ended (its instructions not carried over), or [] when none is named."""
+    if response_id is None:
+        return []
+    conversation = RECENT.conversation(response_id)
+    if conversation is None:
+        raise ApiError(400, f"Previous response with id '{response_id}' not found: this server keeps the last "
+                       f"{RECENT.max_responses} responses stored with store=true, in memory until it restarts. Send the "
+                       "whole conversation as 'input' instead.", param="previous_response_id")
+    return conversation
 
 
 def _input(items: object) -> list[dict[str, Any]]:
@@ -173,7 +186,20 @@ class Render:
                         speculation=speculation(reply.finished, self.request.params.drafter))
         return body
 
+    def _remember(self, reply: Reply) -> None:
+        """Keep the conversation this response ends, for a later request's previous_response_id."""
+        if not self.request.echo["store"] or not isinstance(self.request.prompt, list):
+            return
+        prompt = self.request.prompt[1:] if self.request.echo["instructions"] else self.request.prompt
+        answer: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            answer["reasoning_content"] = reply.reasoning
+        if reply.calls:
+            answer["tool_calls"] = [history_call(c.id, c.name, c.arguments) for c in reply.calls]
+        RECENT.remember(self.id, [*prompt, answer])
+
     def whole(self, reply: Reply) -> dict[str, Any]:
+        self._remember(reply)
         reasoning = [_text_item("reasoning", reply.reasoning)] if reply.reasoning else []
         message = [_text_item("message", reply.text)] if reply.text or not reply.calls else []
         return self._response("completed", reasoning + message + [call_item(c, self.request.tooling) for c in reply.calls], reply)
@@ -231,6 +257,7 @@ class Render:
                 self._event("response.output_item.done", output_index=where["output_index"], item=item)]
 
     def closing(self, reply: Reply) -> list[bytes]:
+        self._remember(reply)
         frames = self._close_open()
         done = self._response("completed", self._items, reply)
         return frames + [self._event(f"response.{done['status']}", response=done)]
