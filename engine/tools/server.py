@@ -6,7 +6,9 @@ Starlette routes on uvicorn. Each API is a `Dialect`, a translation at the edge:
 (`Admission`: full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the
 pair on its MLX thread; the runner's events (with the output already split into reasoning, text and tool calls, see
 `tool_calls`) come back to the event loop through an asyncio queue and render in the API's shape. A client
-that goes away cancels its job, which the engine sees between rounds. Every failure is answered in the API's
+that goes away cancels its job, which the engine sees between rounds. A stream never stays silent longer than
+`keepalive_s`: its head goes out once the job starts or that long into its wait in the queue, and SSE comments
+fill any longer wait (a queue, a long prefill), since agents drop a silent connection. Every failure is answered in the API's
 error shape, and a request's exception never leaves its handler.
 """
 
@@ -40,6 +42,9 @@ RETRY_AFTER_S = 2
 PIECES = (ReasoningPiece, TextPiece, ToolCall)
 Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
+KEEPALIVE_S = 10.0  # the longest silence on a stream: Claude Code drops a connection silent for 5 minutes
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: every client's parser skips it
+PENDING = object()  # no event yet: the job waits in the queue or its prompt is being read
 
 
 @dataclass
@@ -63,8 +68,8 @@ class ServerState:
     """What the routes share: the runner, the defaults, the key, the queue bound and the log."""
 
     def __init__(self, runner: JobRunner, defaults: Defaults, api_key: str | None, max_waiting: int,
-                 log: Callable[[RequestRecord], None] | None) -> None:
-        self.runner, self._defaults, self.api_key = runner, defaults, api_key
+                 log: Callable[[RequestRecord], None] | None, keepalive_s: float = KEEPALIVE_S) -> None:
+        self.runner, self._defaults, self.api_key, self.keepalive_s = runner, defaults, api_key, keepalive_s
         self.admission = Admission(max_waiting)
         self.log = log or (lambda record: None)
         self.served = 0
@@ -109,9 +114,10 @@ ROUTES = {"/v1/chat/completions": OPENAI_CHAT, "/v1/completions": OPENAI_COMPLET
 
 
 def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: str | None = None,
-               max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None) -> Starlette:
-    """The ASGI app serving `runner`'s pair."""
-    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log)
+               max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None,
+               keepalive_s: float = KEEPALIVE_S) -> Starlette:
+    """The ASGI app serving `runner`'s pair (`keepalive_s`: the longest silence on a stream)."""
+    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log, keepalive_s)
 
     def generation(dialect: Dialect) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -158,7 +164,7 @@ async def _generate(state: ServerState, request: Request, dialect: Dialect) -> R
     job, events = _submit(state, api)
     api.notes += [f"tools left out: {note}" for note in (api.tooling.left_out if api.tooling else ())]
     try:
-        first = await _first_event(events, request, job, api.notes)
+        first = await _first_event(events, request, job, api.notes, state.keepalive_s if api.stream else None)
     except BaseException:
         job.cancel()
         raise
@@ -230,14 +236,19 @@ def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tu
     return job, events
 
 
-async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJob) -> object | None:
-    """The job's next event, or None (with the job cancelled) if the client disconnects first."""
+async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJob,
+                      patience: float | None = None) -> object | None:
+    """The job's next event, None (with the job cancelled) if the client disconnects first, or PENDING once
+    `patience` seconds (if given) passed without one."""
     getter = asyncio.ensure_future(events.get())
+    give_up = None if patience is None else time.monotonic() + patience
     try:
         while True:
             done, _ = await asyncio.wait({getter}, timeout=DISCONNECT_POLL_S)
             if done:
                 return getter.result()
+            if give_up is not None and time.monotonic() >= give_up:
+                return PENDING
             if await request.is_disconnected():
                 job.cancel()
                 return None
@@ -245,13 +256,23 @@ async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJo
         getter.cancel()
 
 
-async def _first_event(events: asyncio.Queue, request: Request, job: GenerationJob, notes: list[str]) -> object | None:
-    """The job's first event after its notices (added to `notes`), or None if the client disconnects first."""
-    event = await _next_event(events, request, job)
+async def _first_event(events: asyncio.Queue, request: Request, job: GenerationJob, notes: list[str],
+                       patience: float | None = None) -> object | None:
+    """The job's first event after its notices (added to `notes`), None if the client disconnects first, or
+    PENDING once `patience` seconds passed without one (a stream then starts, with keep-alives while it waits)."""
+    event = await _next_event(events, request, job, patience)
     while isinstance(event, Notice):
         notes.append(event.text)
-        event = await _next_event(events, request, job)
+        event = await _next_event(events, request, job, patience)
     return event
+
+
+async def _waited(events: asyncio.Queue, interval: float) -> object:
+    """The job's next event, or PENDING after `interval` seconds without one (a keep-alive is due)."""
+    try:
+        return await asyncio.wait_for(events.get(), interval)
+    except asyncio.TimeoutError:
+        return PENDING
 
 
 def _raise_failure(event: object) -> None:
@@ -293,10 +314,18 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
     reply = Reply()
     finished = False
     try:
-        for frame in render.opening(first.total if isinstance(first, PrefillEvent) else 0):
-            yield frame
         event = first
+        while event is PENDING or isinstance(event, Notice):  # queued: keep the connection alive until it starts
+            if isinstance(event, Notice):
+                api.notes.append(event.text)
+            else:
+                yield KEEPALIVE
+            event = await _waited(events, state.keepalive_s)
+        for frame in render.opening(event.total if isinstance(event, PrefillEvent) else 0):
+            yield frame
         while not isinstance(event, GenerationResult):
+            if event is PENDING:  # a long prefill, or a slow round
+                yield KEEPALIVE
             if isinstance(event, BaseException):
                 finished = True
                 for frame in render.failure(_failure_error(event)):
@@ -306,7 +335,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 reply.add(event)
                 for frame in render.piece(event):
                     yield frame
-            event = await events.get()
+            event = await _waited(events, state.keepalive_s)
         finished = True
         reply.result = event
         for frame in render.closing(reply):

@@ -346,3 +346,39 @@ def test_a_request_whose_client_goes_away_leaves_a_line_in_the_log(engine) -> No
     finally:
         server.stop()
     assert "499" in lines[0] and "cancelled: the client went away" in lines[0]
+
+
+class GatedRunner:
+    """Holds each job (as a queue behind a long job would) until the test opens the gate, then scripts it."""
+
+    def __init__(self, runner) -> None:
+        self.runner, self.gate = runner, threading.Event()
+
+    def submit(self, job: GenerationJob) -> None:
+        threading.Thread(target=lambda: (self.gate.wait(30), self.runner.submit(job)), daemon=True).start()
+
+    def model_ids(self) -> list[str]:
+        return self.runner.model_ids()
+
+
+@pytest.mark.parametrize("path, body, last", [
+    ("/v1/messages", {"max_tokens": 9, "messages": QUESTION, "stream": True}, "event: message_stop"),
+    ("/v1/chat/completions", {"messages": QUESTION, "stream": True}, "data: [DONE]"),
+    ("/v1/responses", {"input": "Hi", "stream": True}, "event: response.completed"),
+])
+def test_a_waiting_stream_sends_its_head_and_keep_alives_before_the_job_starts(tool_target, path, body, last) -> None:
+    """Claude Code drops a connection silent for 5 minutes (a long queue, a long prefill) and retries."""
+    from tests.engine.tools.scripted import ScriptedRunner
+
+    runner = GatedRunner(ScriptedRunner(tool_target.tokenizer, ["Calm seas."]))
+    server = RunningServer(create_app(runner, GREEDY, keepalive_s=0.05), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        with httpx.stream("POST", url(server, path), json=body, timeout=30) as response:
+            lines = response.iter_lines()
+            assert response.status_code == 200 and next(lines) == ": keep-alive"
+            runner.gate.set()
+            rest = [line for line in lines if line]
+    finally:
+        server.stop()
+    assert last in rest and not any(line == "event: error" or line.startswith('data: {"error"') for line in rest)
