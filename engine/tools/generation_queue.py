@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Protocol
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .token_logprobs import TokenNames
-from .tool_grammar import constrained
+from .tool_grammar import FreeformSplitter, constrained, freeform_input
 from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling, unseen_tools_note
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
@@ -79,7 +79,8 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
     tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
         names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
-        output = JobOutput(tooling.splitter(pair.tokenizer), names)
+        freeform = freeform_input(tooling)
+        output = JobOutput(FreeformSplitter(freeform) if freeform else tooling.splitter(pair.tokenizer), names)
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
         note = unseen_tools_note(tooling, pair.tokenizer)
         if note:
@@ -119,7 +120,7 @@ class JobOutput:
     to exactly the whole response's.
     """
 
-    def __init__(self, splitter: OutputSplitter, names: TokenNames | None = None) -> None:
+    def __init__(self, splitter: OutputSplitter | FreeformSplitter, names: TokenNames | None = None) -> None:
         self.splitter = splitter
         self.reasoning = ""  # the reasoning delivered so far
         self._blank = ""  # whitespace held back at the reasoning's edge

@@ -77,3 +77,23 @@ def test_instructors_structured_output_parses_twenty_of_twenty(client) -> None:
         alarm = patched.chat.completions.create(model=model, messages=ASK, response_model=Alarm, max_tokens=60,
                                                 max_retries=0, temperature=0.8, seed=seed)
         assert isinstance(alarm, Alarm)
+
+
+BOUNDED_PATCH = 'start: "*** Begin Patch\\n" ("+" WORD "\\n")~1..3 "*** End Patch"\nWORD: /[a-z]{1,8}/'
+PATCH_TOOL = {"type": "custom", "name": "apply_patch", "description": "Edit files.",
+              "format": {"type": "grammar", "syntax": "lark", "definition": BOUNDED_PATCH}}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_a_named_custom_tools_input_follows_its_lark_grammar(client, temperature) -> None:
+    import re
+
+    oa, model = client
+    inputs = []
+    for mode in ("standard", "speculative"):
+        [item] = oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL], max_output_tokens=80,
+                                     tool_choice={"type": "custom", "name": "apply_patch"}, temperature=temperature,
+                                     extra_body={"mode": mode, "seed": 3}).output
+        assert item.type == "custom_tool_call" and re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", item.input)
+        inputs.append(item.input)
+    assert temperature > 0 or inputs[0] == inputs[1]  # greedy: the same with and without speculation
