@@ -162,7 +162,8 @@ async def _generate(state: ServerState, request: Request, dialect: Dialect) -> R
     api = dialect.parse(parse_body(await request.body()), state.runner.model_ids(), state.defaults)
     _admit(state)
     job, events = _submit(state, api)
-    api.notes += [f"tools left out: {note}" for note in (api.tooling.left_out if api.tooling else ())]
+    if api.tooling and api.tooling.left_out:
+        api.notes.append("tools left out: " + "; ".join(api.tooling.left_out))
     try:
         first = await _first_event(events, request, job, api.notes, state.keepalive_s if api.stream else None)
     except BaseException:
