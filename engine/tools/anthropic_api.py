@@ -30,6 +30,7 @@ import json
 import uuid
 from typing import Any
 
+from ..events import GenerationResult
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .response_format import anthropic_schema
@@ -198,6 +199,18 @@ def stop_reason(reply: Reply) -> str:
     return "stop_sequence" if result.stop_string is not None else "end_turn"
 
 
+def _usage(prompt_tokens: int, output_tokens: int, cached: int = 0) -> dict[str, int]:
+    """Anthropic's usage: `input_tokens` are those read anew, `cache_read_input_tokens` those the prompt cache held
+    (their sum is the prompt); nothing is written to a cache on request, so `cache_creation_input_tokens` is 0."""
+    return {"input_tokens": prompt_tokens - cached, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached,
+            "output_tokens": output_tokens}
+
+
+def _result_usage(result: GenerationResult) -> dict[str, int]:
+    s = result.stats
+    return _usage(s.prompt_tokens, s.generated_tokens, s.cached_prompt_tokens)
+
+
 def _tool_use(call: ToolCall) -> dict[str, Any]:
     return {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments_object()}
 
@@ -225,23 +238,21 @@ class Render:
         self._open: tuple[str, int] | None = None  # the streamed block still open: its type and index
         self._thinking = ""
 
-    def _message(self, content: list[dict[str, Any]], input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], usage: dict[str, int]) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": content,
-                "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+                "stop_reason": None, "stop_sequence": None, "usage": usage}
 
     def whole(self, reply: Reply) -> dict[str, Any]:
         result = reply.finished
         thinking = [_thinking_block(reply.reasoning)] if reply.reasoning else []
         text = [{"type": "text", "text": reply.text}] if reply.text or not reply.calls else []
-        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], result.stats.prompt_tokens,
-                             result.stats.generated_tokens)
+        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], _result_usage(result))
         body.update(stop_reason=stop_reason(reply), stop_sequence=result.stop_string,
                     speculation=speculation(result, self.request.params.drafter))
         return body
 
     def opening(self, prompt_tokens: int) -> list[bytes]:
-        return [_sse({"type": "message_start", "message": self._message([], prompt_tokens, 0)})]
+        return [_sse({"type": "message_start", "message": self._message([], _usage(prompt_tokens, 0))})]
 
     def piece(self, piece: AnswerPiece) -> list[bytes]:
         if isinstance(piece, ReasoningPiece):
@@ -286,7 +297,7 @@ class Render:
     def closing(self, reply: Reply) -> list[bytes]:
         result = reply.finished
         delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": result.stop_string},
-                 "usage": {"input_tokens": result.stats.prompt_tokens, "output_tokens": result.stats.generated_tokens},
+                 "usage": _result_usage(result),
                  "speculation": speculation(result, self.request.params.drafter)}
         return self._close_block() + [_sse(delta), _sse({"type": "message_stop"})]
 

@@ -263,10 +263,12 @@ def new_id(endpoint: str) -> str:
     return ("chatcmpl-" if endpoint == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
 
 
-def usage(result: GenerationResult) -> dict[str, int]:
+def usage(result: GenerationResult) -> dict[str, Any]:
+    """OpenAI's usage, with the prompt tokens the prompt cache already held as `prompt_tokens_details.cached_tokens`."""
     s = result.stats
     return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
-            "total_tokens": s.prompt_tokens + s.generated_tokens}
+            "total_tokens": s.prompt_tokens + s.generated_tokens,
+            "prompt_tokens_details": {"cached_tokens": s.cached_prompt_tokens}}
 
 
 class ResponseShape:

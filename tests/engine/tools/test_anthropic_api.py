@@ -136,9 +136,17 @@ def test_a_message_equals_generate_with_usage_and_speculation(client, tiny_pair)
     message = client.messages.create(model="tiny-target", max_tokens=24, messages=QUESTION, extra_body={"adaptive": False})
     assert [block.type for block in message.content] == ["text"] and message.content[0].text == expected.text
     assert message.stop_reason == ("end_turn" if expected.finish_reason == "stop" else "max_tokens")
-    assert (message.usage.input_tokens, message.usage.output_tokens) == (expected.stats.prompt_tokens, len(expected.tokens))
+    usage = message.usage
+    assert (usage.input_tokens + usage.cache_read_input_tokens, usage.output_tokens) == (expected.stats.prompt_tokens, len(expected.tokens))
     spec = message.model_extra["speculation"]
     assert spec["drafter"] == "model" and spec["drafted"] >= spec["accepted"] > 0
+
+
+def test_the_prompt_caches_tokens_are_reported_as_cache_reads(client) -> None:
+    """A repeated prompt is read from the prompt cache: Anthropic counts those tokens apart from input_tokens."""
+    first, second = (client.messages.create(model="tiny-target", max_tokens=2, messages=QUESTION).usage for _ in range(2))
+    assert second.cache_read_input_tokens > 0 and second.cache_creation_input_tokens == 0
+    assert second.input_tokens + second.cache_read_input_tokens == first.input_tokens + first.cache_read_input_tokens
 
 
 def test_a_streamed_message_sends_anthropics_events_in_order(client, base, tiny_pair) -> None:
@@ -275,5 +283,5 @@ def test_claude_codes_recorded_request_replayed_streams_a_tool_use_and_counts_it
         count = client.messages.count_tokens(**{k: v for k, v in fields.items() if k not in ("metadata", "max_tokens")})
     assert message.stop_reason == "tool_use" and message.content[-1].type == "tool_use"
     assert (message.content[-1].name, message.content[-1].input) == ("Read", {"file_path": "/home/user/project/notes.txt"})
-    assert count.input_tokens == message.usage.input_tokens > 10_000
+    assert count.input_tokens == message.usage.input_tokens + message.usage.cache_read_input_tokens > 10_000
     assert "<|im_start|>system\nAvailable agent types" in runner.prompts[0]

@@ -382,3 +382,8 @@ def test_a_waiting_stream_sends_its_head_and_keep_alives_before_the_job_starts(t
     finally:
         server.stop()
     assert last in rest and not any(line == "event: error" or line.startswith('data: {"error"') for line in rest)
+
+
+def test_the_prompt_caches_tokens_are_reported_as_cached_tokens(client) -> None:
+    usages = [client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=2).usage for _ in range(2)]
+    assert usages[1].prompt_tokens_details.cached_tokens > 0 and usages[1].prompt_tokens == usages[0].prompt_tokens
