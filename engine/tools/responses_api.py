@@ -27,14 +27,14 @@ import uuid
 from typing import Any
 
 from ..params import GenerationParams
-from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
+from . import responses_tools
+from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
 from .response_format import responses_schema
 from .response_store import RECENT
 from .reasoning_api import responses_thinks, with_thinking
 from .speculation_report import speculation
-from . import responses_tools
 from .responses_tools import call_item, history_custom_call
-from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, history_call
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")

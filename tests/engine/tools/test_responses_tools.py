@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import openai
-import pytest
 
 from engine.tools.responses_api import parse_request
 from engine.tools.responses_tools import call_item
