@@ -12,7 +12,8 @@ from PySide6.QtCore import QObject, Signal
 
 from engine.errors import SpecChatError
 from engine.tools.generation_queue import GenerationJob, model_ids
-from engine.tools.server import RequestRecord, RunningServer, bind, create_app
+from engine.tools.listener import RunningServer, bind
+from engine.tools.server import RequestRecord, create_app
 
 from .session import ChatSession
 from .worker import PairInfo

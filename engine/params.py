@@ -82,6 +82,8 @@ class GenerationParams:
             target and the N likeliest tokens at its position (read with the round's verdict, `decoding/logprobs.py`).
         json_schema: the text of a JSON Schema the answer must follow ('{"type": "object"}' for any JSON object),
             enforced on draft and target alike (`decoding/constraint.py`); None for free text.
+        grammar: a Lark grammar (llguidance's dialect) the answer must follow instead, enforced the same way (a
+            freeform tool's input, e.g. Codex's apply_patch); None for free text.
     """
 
     mode: Mode = "speculative"
@@ -109,6 +111,7 @@ class GenerationParams:
     think: bool = True
     logprobs: int | None = None
     json_schema: str | None = None
+    grammar: str | None = None
 
     def __post_init__(self) -> None:
         for problem in _problems(self):

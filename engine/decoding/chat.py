@@ -11,6 +11,7 @@ everything after it would be processed again.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 from ..errors import PromptError
@@ -72,7 +73,7 @@ def prompt_token_ids(
     if getattr(tokenizer, "has_chat_template", False):
         messages = for_template(tokenizer, messages)
         switch = ({} if think else {"enable_thinking": False}) | ({"tools": tools} if tools else {})
-        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+        messages, rendered = _rendered(tokenizer, messages, switch)
         spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
         if not spliced:
             return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **switch))
@@ -81,12 +82,50 @@ def prompt_token_ids(
     return list(tokenizer.encode(transcript + "Assistant:"))
 
 
+PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "probe",
+                                               "parameters": {"type": "object", "properties": {}}}}
+
+
+@lru_cache(maxsize=8)
+def template_reads_tools(tokenizer: Any) -> bool:
+    """Whether the model's chat template shows tools to the model at all (renders a tool differently from none):
+    a template that ignores them would drop a request's tools without a word."""
+    if not getattr(tokenizer, "has_chat_template", False):
+        return False
+    probe = [{"role": "user", "content": "hi"}]
+    try:
+        bare = tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(probe, add_generation_prompt=True, tokenize=False, tools=[PROBE_TOOL]) != bare
+    except Exception:  # noqa: BLE001 - a template that fails on tools cannot show them
+        return False
+
+
 def for_template(tokenizer: Any, messages: list[Message]) -> list[Message]:
     """The messages as the template expects them: an answer's reasoning as `reasoning_content` if the template
     renders it (it decides which turns keep theirs), otherwise not at all (never re-sent as answer text)."""
     if reads_reasoning_content(tokenizer):
         return messages
     return [{key: value for key, value in m.items() if key != "reasoning_content"} for m in messages]
+
+
+def _rendered(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -> tuple[list[Message], str]:
+    """The messages the template renders, and its text. A system turn later in the conversation (an agent's
+    reminder) stays where it stands if the template allows it there; a template that refuses one (many allow a
+    system prompt only first) gets it merged into the leading system prompt instead."""
+    try:
+        return messages, tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+    except Exception:  # noqa: BLE001 - a template refuses with its own exception (jinja's, via raise_exception)
+        merged = merged_system(messages)
+        if merged == messages:
+            raise
+        return merged, tokenizer.apply_chat_template(merged, add_generation_prompt=True, tokenize=False, **switch)
+
+
+def merged_system(messages: list[Message]) -> list[Message]:
+    """The conversation with every system message's text joined into one leading system prompt."""
+    systems = [m["content"] for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    return [{"role": "system", "content": "\n\n".join(systems)}, *rest] if systems else rest
 
 
 def splice_answers(tokenizer: Any, rendered: str, contents: list[str], answers: dict[str, list[int]]) -> list[int]:

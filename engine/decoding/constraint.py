@@ -1,4 +1,4 @@
-"""Output constraints: a JSON Schema the answer must follow, enforced on draft and target alike.
+"""Output constraints: a JSON Schema (or a Lark grammar) the answer must follow, enforced on draft and target alike.
 
 llguidance (Microsoft's grammar engine behind Guidance, also used by vLLM and llama.cpp) holds the grammar's state
 after the tokens emitted so far and gives the set of tokens allowed next as a bitmask. A row of logits is
@@ -44,6 +44,21 @@ def schema_problem(schema: str) -> str | None:
     return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
 
 
+def grammar_problem(lark: str) -> str | None:
+    """Why `lark` (a Lark grammar, llguidance's dialect) cannot constrain an answer; None if it can."""
+    error = LLMatcher.validate_grammar(LLMatcher.grammar_from_lark(lark))
+    return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
+
+
+def constraint_for(params: Any, tokenizer: Any, vocab_size: int) -> "Constraint | None":
+    """The constraint a request's settings ask for (`GenerationParams.json_schema` or `.grammar`), or None."""
+    if params.json_schema:
+        return Constraint.for_schema(params.json_schema, tokenizer, vocab_size)
+    if params.grammar:
+        return Constraint.for_lark(params.grammar, tokenizer, vocab_size)
+    return None
+
+
 class Constraint:
     """One answer's grammar state and the masks it puts on logits.
 
@@ -67,6 +82,15 @@ class Constraint:
         if problem:
             raise InvalidParameterError(f"The JSON schema cannot constrain an answer: {problem}. Fix the schema.")
         grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
+        return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
+
+    @classmethod
+    def for_lark(cls, lark: str, tokenizer: Any, vocab_size: int) -> "Constraint":
+        """The constraint of a Lark grammar (a freeform tool's input, as Codex's apply_patch describes it)."""
+        problem = grammar_problem(lark)
+        if problem:
+            raise InvalidParameterError(f"The grammar cannot constrain an answer: {problem}. Fix the grammar.")
+        grammar = LLMatcher.grammar_from_lark(lark)
         return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
 
     @property

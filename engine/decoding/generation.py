@@ -20,7 +20,7 @@ from ..params import GenerationParams
 from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
-from .constraint import Constraint
+from .constraint import constraint_for
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
@@ -97,7 +97,7 @@ def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
     return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
-            params.json_schema is not None)
+            params.json_schema is not None or params.grammar is not None)
 
 
 def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:
@@ -135,7 +135,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
 
     Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
-    constraint = Constraint.for_schema(params.json_schema, pair.tokenizer, pair.vocab_width) if params.json_schema else None
+    constraint = constraint_for(params, pair.tokenizer, pair.vocab_width)
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     policy = _policy(pair, params)

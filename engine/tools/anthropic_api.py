@@ -13,6 +13,12 @@ and nothing checks it (there is no hidden reasoning to protect). `thinking: {"ty
 thinking model's thinking off (`reasoning_api`); thinking blocks in earlier turns are kept as the answer's
 reasoning, which the chat layer renders as the model's template does (`redacted_thinking` has no text to keep).
 
+Claude Code's requests are taken as sent: a `system` turn among the messages stays a system turn where it stands
+(the chat layer merges it into the system prompt for a template that allows one only first); server tools
+(web_search_20250305 and the like, run by Anthropic) are left out with a note; `output_config.format` is the
+answer's JSON schema, and the rest of what we cannot act on (`context_management`, `metadata`, `output_config.effort`,
+`cache_control`) is ignored. `/v1/messages/count_tokens` counts the same prompt (server.py).
+
 Errors are Anthropic's shape, `{"type": "error", "error": {"type", "message"}}`, with the status Anthropic
 uses.
 """
@@ -24,16 +30,18 @@ import json
 import uuid
 from typing import Any
 
+from ..events import GenerationResult
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .response_format import anthropic_schema
 from .reasoning_api import anthropic_thinks, with_thinking
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
+from .tool_calls import (AnswerPiece, LeftOut, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
                          function_tool, history_call)
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
+ROLES = ("user", "assistant", "system")
 STOP_REASONS = {"length": "max_tokens", "context": "max_tokens"}
 IGNORED_BLOCKS = ("thinking", "redacted_thinking")  # in a user turn; an assistant turn keeps its thinking
 EMPTY_BLOCKS = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
@@ -82,13 +90,18 @@ def _messages(messages: object) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
-        if role not in ("user", "assistant"):
-            raise ApiError(400, f"messages.{i}.role: must be 'user' or 'assistant'.", param=f"messages.{i}.role")
+        if role not in ROLES:
+            raise ApiError(400, f"messages.{i}.role: must be 'user', 'assistant' or 'system'.", param=f"messages.{i}.role")
         content = message.get("content")
+        if role == "system":  # Claude Code's reminders: a system turn, rendered where the template allows it
+            out.append({"role": "system", "content": _text(content, f"messages.{i}.content")})
+            continue
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise ApiError(400, f"messages.{i}.content: must be a string or a list of content blocks.", param=f"messages.{i}.content")
         out += _user_turn(blocks, i) if role == "user" else [_assistant_turn(blocks, i)]
+    if not any(m["role"] != "system" for m in out):
+        raise ApiError(400, "messages: at least one user message is required.", param="messages")
     return out
 
 
@@ -108,8 +121,13 @@ def _user_turn(blocks: list[Any], index: int) -> list[dict[str, Any]]:
 
 
 def _result_text(content: object, where: str) -> str:
+    """A tool result's text; a block the model cannot read (an image a tool returned) is named in its place."""
     if content is None:
         return ""
+    if isinstance(content, list):
+        content = [b if isinstance(b, dict) and b.get("type") == "text" else
+                   {"type": "text", "text": f"[{b.get('type') if isinstance(b, dict) else 'a'} block left out]"}
+                   for b in content]
     return _text(content, where)
 
 
@@ -145,13 +163,16 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     tools, choice = body.get("tools"), body.get("tool_choice")
     if not tools and choice is None:
         return None
-    converted = read_tools(tools, _tool, lambda i: f"tools.{i}:", "{name, description, input_schema}")
-    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]))
+    converted, left_out = read_tools(tools, _tool, lambda i: f"tools.{i}:", "{name, description, input_schema}")
+    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out)
 
 
 def _tool(tool: object) -> Tool:
+    """A client tool; a server tool ({type: 'web_search_20250305', name}, run by Anthropic's servers) is left out."""
+    if isinstance(tool, dict) and "input_schema" not in tool and tool.get("type") not in (None, "custom"):
+        raise LeftOut(f"{tool.get('name') or tool['type']} (a server tool of type {tool['type']!r}: this server runs none)")
     if not isinstance(tool, dict) or "input_schema" not in tool:
-        raise ValueError("needs a name and an input_schema (server tools are not supported)")
+        raise ValueError("needs a name and an input_schema")
     return function_tool(tool.get("name"), tool.get("description"), tool.get("input_schema"))
 
 
@@ -176,6 +197,18 @@ def stop_reason(reply: Reply) -> str:
     if reply.calls:
         return "tool_use"
     return "stop_sequence" if result.stop_string is not None else "end_turn"
+
+
+def _usage(prompt_tokens: int, output_tokens: int, cached: int = 0) -> dict[str, int]:
+    """Anthropic's usage: `input_tokens` are those read anew, `cache_read_input_tokens` those the prompt cache held
+    (their sum is the prompt); nothing is written to a cache on request, so `cache_creation_input_tokens` is 0."""
+    return {"input_tokens": prompt_tokens - cached, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached,
+            "output_tokens": output_tokens}
+
+
+def _result_usage(result: GenerationResult) -> dict[str, int]:
+    s = result.stats
+    return _usage(s.prompt_tokens, s.generated_tokens, s.cached_prompt_tokens)
 
 
 def _tool_use(call: ToolCall) -> dict[str, Any]:
@@ -205,23 +238,21 @@ class Render:
         self._open: tuple[str, int] | None = None  # the streamed block still open: its type and index
         self._thinking = ""
 
-    def _message(self, content: list[dict[str, Any]], input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], usage: dict[str, int]) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": content,
-                "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}}
+                "stop_reason": None, "stop_sequence": None, "usage": usage}
 
     def whole(self, reply: Reply) -> dict[str, Any]:
         result = reply.finished
         thinking = [_thinking_block(reply.reasoning)] if reply.reasoning else []
         text = [{"type": "text", "text": reply.text}] if reply.text or not reply.calls else []
-        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], result.stats.prompt_tokens,
-                             result.stats.generated_tokens)
+        body = self._message(thinking + text + [_tool_use(c) for c in reply.calls], _result_usage(result))
         body.update(stop_reason=stop_reason(reply), stop_sequence=result.stop_string,
                     speculation=speculation(result, self.request.params.drafter))
         return body
 
     def opening(self, prompt_tokens: int) -> list[bytes]:
-        return [_sse({"type": "message_start", "message": self._message([], prompt_tokens, 0)})]
+        return [_sse({"type": "message_start", "message": self._message([], _usage(prompt_tokens, 0))})]
 
     def piece(self, piece: AnswerPiece) -> list[bytes]:
         if isinstance(piece, ReasoningPiece):
@@ -266,7 +297,7 @@ class Render:
     def closing(self, reply: Reply) -> list[bytes]:
         result = reply.finished
         delta = {"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": result.stop_string},
-                 "usage": {"input_tokens": result.stats.prompt_tokens, "output_tokens": result.stats.generated_tokens},
+                 "usage": _result_usage(result),
                  "speculation": speculation(result, self.request.params.drafter)}
         return self._close_block() + [_sse(delta), _sse({"type": "message_stop"})]
 

@@ -250,7 +250,7 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .server import check_host
+    from .listener import check_host
 
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
@@ -265,7 +265,8 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:  # noqa: ANN001
     """Serve the pair `load` gives until Ctrl-C (or `watch`, given the server, stops it); the engine ends first."""
     from .generation_queue import EngineThread
-    from .server import RunningServer, bind, create_app
+    from .listener import RunningServer, bind
+    from .server import create_app
 
     sock = bind(args.host, args.port)
     engine = EngineThread(load, args.target)

@@ -16,7 +16,7 @@ from ..distributed.group import is_rank
 
 if TYPE_CHECKING:
     from ..distributed.cluster import HeadSession
-    from .server import RunningServer
+    from .listener import RunningServer
 
 BROKEN_POLL_S = 0.2
 

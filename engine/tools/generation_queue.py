@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator, Protocol
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .token_logprobs import TokenNames
-from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling
+from .tool_grammar import FreeformSplitter, constrained, freeform_input
+from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling, unseen_tools_note
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
@@ -38,6 +39,7 @@ class GenerationJob:
             `ToolCall` the output splits into (after the TokenEvent that completed it), then with the result or an
             exception.
         tooling: the tools offered and the tool choice (None: no tools, the text is never split).
+        count_only: count the prompt's tokens (delivered as one `PromptCount`) instead of generating.
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
@@ -47,6 +49,7 @@ class GenerationJob:
     params: GenerationParams
     deliver: Deliver
     tooling: Tooling | None = None
+    count_only: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -67,6 +70,7 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
 
     `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
     ends the job is delivered to it, so the server answers every request."""
+    from ..decoding.chat import prompt_token_ids
     from ..decoding.generation import generate_stream
 
     if job.cancelled.is_set():
@@ -75,10 +79,18 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
     tooling = job.tooling or Tooling([], ToolChoice("none"))
     try:
         names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
-        output = JobOutput(tooling.splitter(pair.tokenizer), names)
+        freeform = freeform_input(tooling)
+        output = JobOutput(FreeformSplitter(freeform) if freeform else tooling.splitter(pair.tokenizer), names)
         prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
-        events = (stream or generate_stream)(pair, prompt, job.params, chat=job.chat, cancel=job.cancelled.is_set,
-                                             tools=tooling.template_tools())
+        note = unseen_tools_note(tooling, pair.tokenizer)
+        if note:
+            job.deliver(Notice(note))
+        if job.count_only:
+            job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
+                                                         tools=tooling.template_tools()))))
+            return
+        events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params), chat=job.chat,
+                                             cancel=job.cancelled.is_set, tools=tooling.template_tools())
         for event in events:
             _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner
@@ -108,7 +120,7 @@ class JobOutput:
     to exactly the whole response's.
     """
 
-    def __init__(self, splitter: OutputSplitter, names: TokenNames | None = None) -> None:
+    def __init__(self, splitter: OutputSplitter | FreeformSplitter, names: TokenNames | None = None) -> None:
         self.splitter = splitter
         self.reasoning = ""  # the reasoning delivered so far
         self._blank = ""  # whitespace held back at the reasoning's edge
@@ -141,7 +153,7 @@ class JobOutput:
         whole = result.reasoning
         rest = whole[len(self.reasoning):] if whole.startswith(self.reasoning) else ""
         pieces: list[AnswerPiece] = [ReasoningPiece(rest)] if rest else []
-        return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish())
+        return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish(cut=result.finish_reason in ("length", "context")))
 
     def _attach(self, pieces: list[AnswerPiece]) -> list[AnswerPiece]:
         out: list[AnswerPiece] = []
@@ -152,6 +164,21 @@ class JobOutput:
                 self._pending = []
             out.append(piece)
         return out
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the request asked for that the job cannot honour, delivered before any other event: the server
+    says it in the `X-SpecChat-Warning` header and its log rather than refusing the request."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class PromptCount:
+    """How many tokens a prompt is, as the model reads it (Anthropic's count_tokens): a count job's one event."""
+
+    tokens: int
 
 
 class CancelledBeforeStart(Exception):

@@ -31,8 +31,8 @@ from . import token_logprobs
 from .api_error import ApiError, typed
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool,
-                         history_call)
+from .tool_calls import (AnswerPiece, LeftOut, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling,
+                         function_tool, history_call)
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -62,6 +62,7 @@ class ApiRequest:
     include_usage: bool = False
     tooling: Tooling | None = None
     echo: dict[str, Any] = field(default_factory=dict)  # request fields a response repeats (Responses)
+    notes: list[str] = field(default_factory=list)  # what was asked and not honoured (the X-SpecChat-Warning header)
 
     @property
     def chat(self) -> bool:
@@ -76,6 +77,11 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise ApiError(400, f"The request body is not valid JSON ({e}). Send a JSON object.") from e
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object.")
+    try:  # JSON's \ud800 escapes decode to lone surrogates, which no tokenizer reads
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ApiError(400, f"The request body holds a lone UTF-16 surrogate ({e.object[e.start:e.end]!r}), which is not "
+                       "text: send each surrogate pair whole, or the character itself.") from None
     return body
 
 
@@ -146,22 +152,26 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     tools, choice = body.get("tools"), body.get("tool_choice")
     if tools is None and choice in (None, "none", "auto"):
         return None
-    return Tooling(read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}"),
-                   _choice(choice, tools))  # type: ignore[arg-type]
+    converted, _ = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}")
+    return Tooling(converted, _choice(choice, tools))  # type: ignore[arg-type]
 
 
-def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str], shape: str) -> list[Tool]:
-    """Each offered tool in OpenAI's function shape, by `read` (one API's reader, raising ValueError on a bad one)."""
+def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str],
+               shape: str) -> tuple[list[Tool], tuple[str, ...]]:
+    """Each offered tool in OpenAI's function shape, by `read` (one API's reader, raising ValueError on a bad one),
+    and a note for each tool it left out (`LeftOut`: a built-in tool this server cannot run)."""
     if not isinstance(tools, list) or not tools:
         raise ApiError(400, f"'tools' must be a non-empty list of {shape} objects when tool_choice asks for a call.",
                        param="tools")
-    converted = []
+    converted, left_out = [], []
     for i, tool in enumerate(tools):
         try:
             converted.append(read(tool))
+        except LeftOut as e:
+            left_out.append(str(e))
         except ValueError as e:
             raise ApiError(400, f"{param(i)} {e}.", param=param(i)) from e
-    return converted
+    return converted, tuple(left_out)
 
 
 def _tool(tool: object) -> Tool:
@@ -253,10 +263,12 @@ def new_id(endpoint: str) -> str:
     return ("chatcmpl-" if endpoint == "chat" else "cmpl-") + uuid.uuid4().hex[:24]
 
 
-def usage(result: GenerationResult) -> dict[str, int]:
+def usage(result: GenerationResult) -> dict[str, Any]:
+    """OpenAI's usage, with the prompt tokens the prompt cache already held as `prompt_tokens_details.cached_tokens`."""
     s = result.stats
     return {"prompt_tokens": s.prompt_tokens, "completion_tokens": s.generated_tokens,
-            "total_tokens": s.prompt_tokens + s.generated_tokens}
+            "total_tokens": s.prompt_tokens + s.generated_tokens,
+            "prompt_tokens_details": {"cached_tokens": s.cached_prompt_tokens}}
 
 
 class ResponseShape:

@@ -2,7 +2,7 @@
 
 Chat completions send `response_format` ({"type": "json_object"} or {"type": "json_schema", "json_schema": {"name",
 "schema", "strict"}}), Responses `text.format` (the same, flattened: {"type": "json_schema", "name", "schema"}), and
-Anthropic Messages `output_format` ({"type": "json_schema", "schema"}). Any of them becomes
+Anthropic Messages `output_config.format` (or the older `output_format`: {"type": "json_schema", "schema"}). Any of them becomes
 `GenerationParams.json_schema`, which `decoding/constraint.py` enforces on draft and target alike. A schema the
 grammar library cannot compile is refused here, before the request is queued, with OpenAI's 400 for it.
 """
@@ -39,13 +39,18 @@ def responses_schema(body: dict[str, Any]) -> str | None:
 
 
 def anthropic_schema(body: dict[str, Any]) -> str | None:
-    """The schema an Anthropic request's `output_format` asks for; None for free text."""
-    form = body.get("output_format")
+    """The schema an Anthropic request asks for: `output_config.format` (today's SDKs, `messages.parse`, Claude
+    Code's title request) or the older beta `output_format`; None for free text. The rest of `output_config`
+    (`effort`) has nothing to act on here and is ignored."""
+    config = body.get("output_config")
+    form, param = body.get("output_format"), "output_format"
+    if isinstance(config, dict) and config.get("format") is not None:
+        form, param = config["format"], "output_config.format"
     if form is None:
         return None
     if not isinstance(form, dict) or form.get("type") != "json_schema":
-        raise ApiError(400, "output_format must be {type: 'json_schema', schema: {...}}.", param="output_format")
-    return _checked(form.get("schema"), None, "output_format")
+        raise ApiError(400, f"{param} must be {{type: 'json_schema', schema: {{...}}}}.", param=param)
+    return _checked(form.get("schema"), None, param)
 
 
 def _simple(form: object, param: str) -> str | None:

@@ -1,9 +1,10 @@
 """OpenAI's Responses API (`POST /v1/responses`, what Codex speaks) as a translation at the edge.
 
 A request's `instructions` and `input` (a string, or items: messages, `function_call`, `function_call_output`,
-`reasoning`) become the chat messages our templates read, its function tools the OpenAI-shaped tools they take;
-the answer comes back as output items (a `reasoning` item when the model reasoned, a message with `output_text`,
-a `function_call` per call), or streamed as Responses streams it: response.created, response.in_progress, then per
+`reasoning`, and a custom tool's `custom_tool_call` / `custom_tool_call_output`) become the chat messages our
+templates read, its tools the OpenAI-shaped tools they take (`responses_tools`); the answer comes back as output
+items (a `reasoning` item when the model reasoned, a message with `output_text`, a `function_call` or
+`custom_tool_call` per call), or streamed as Responses streams it: response.created, response.in_progress, then per
 item response.output_item.added, its deltas (response.reasoning_text.delta, response.output_text.delta,
 response.function_call_arguments.delta) and its .done events, and last response.completed (response.incomplete
 when the token limit cut it). Every event carries a sequence_number.
@@ -13,8 +14,9 @@ gpt-oss server sends it), not in `summary`, which is for a summary we do not wri
 "none"}` switches thinking off (`reasoning_api`). A reasoning item in the input is the reasoning of the
 assistant turn it precedes.
 
-Nothing is stored: `previous_response_id` is refused (send the whole input each turn, as Codex does with
-store=false). Errors are OpenAI's shape.
+Each response is kept in memory unless the request says `store: false` (as Codex does), so the next request may
+name it as `previous_response_id` instead of resending the conversation (`response_store`, bounded). Errors are
+OpenAI's shape.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ import uuid
 from typing import Any
 
 from ..params import GenerationParams
-from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
+from . import responses_tools
+from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
 from .response_format import responses_schema
+from .response_store import RECENT
 from .reasoning_api import responses_thinks, with_thinking
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
-                         function_tool, history_call)
+from .responses_tools import call_item, history_custom_call
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -40,11 +44,9 @@ REASONING_PARTS = ("reasoning_text", "summary_text")
 def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationParams) -> ApiRequest:
     """A Responses body as the job every API makes."""
     model = served_model(body, models)
-    if body.get("previous_response_id") is not None:
-        raise ApiError(400, "previous_response_id is not supported: this server stores no responses. Send the whole "
-                       "conversation as 'input' each turn.", param="previous_response_id")
     instructions = typed(body, "instructions", str, None)
-    messages = ([{"role": "system", "content": instructions}] if instructions else []) + _input(body.get("input"))
+    history = _previous(typed(body, "previous_response_id", str, None)) + _input(body.get("input"))
+    messages = ([{"role": "system", "content": instructions}] if instructions else []) + history
     translated = {**body, "max_tokens": body.get("max_output_tokens"), "stop": None}
     try:
         params = request_params(translated, defaults)
@@ -54,9 +56,22 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     params = params.replace(json_schema=responses_schema(body))
     echo = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
             "tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
-            "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning")}
+            "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning"),
+            "previous_response_id": body.get("previous_response_id"), "store": typed(body, "store", bool, True)}
     return ApiRequest("responses", model, messages, with_thinking(params, responses_thinks(body)),
-                      typed(body, "stream", bool, False), tooling=_tooling(body), echo=echo)
+                      typed(body, "stream", bool, False), tooling=responses_tools.tooling(body), echo=echo)
+
+
+def _previous(response_id: str | None) -> list[dict[str, Any]]:
+    """The conversation a stored response ended (its instructions not carried over), or [] when none is named."""
+    if response_id is None:
+        return []
+    conversation = RECENT.conversation(response_id)
+    if conversation is None:
+        raise ApiError(400, f"Previous response with id '{response_id}' not found: this server keeps the last "
+                       f"{RECENT.max_responses} responses stored with store=true, in memory until it restarts. Send the "
+                       "whole conversation as 'input' instead.", param="previous_response_id")
+    return conversation
 
 
 def _input(items: object) -> list[dict[str, Any]]:
@@ -73,7 +88,9 @@ def _input(items: object) -> list[dict[str, Any]]:
             _add_message(messages, item, i)
         elif kind == "function_call":
             _add_call(messages, item, i)
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":
+            _join_call(messages, history_custom_call(item, i))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": _text(output, i)})
         elif kind == "reasoning":
@@ -124,38 +141,19 @@ def _text(content: object, index: int) -> str:
 
 
 def _add_call(messages: list[dict[str, Any]], item: dict[str, Any], index: int) -> None:
-    """A function_call item joins the assistant turn before it (calls of one turn are consecutive items)."""
     try:
         call = history_call(item.get("call_id"), item.get("name"), item.get("arguments"))
     except ValueError as e:
         raise ApiError(400, f"input[{index}] (a function_call) {e}.", param=f"input[{index}]") from e
+    _join_call(messages, call)
+
+
+def _join_call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
+    """A call item joins the assistant turn before it (calls of one turn are consecutive items)."""
     if messages and messages[-1]["role"] == "assistant":
         messages[-1].setdefault("tool_calls", []).append(call)
     else:
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-
-
-def _tooling(body: dict[str, Any]) -> Tooling | None:
-    tools, choice = body.get("tools"), body.get("tool_choice")
-    if not tools and choice in (None, "auto", "none"):
-        return None
-    converted = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', name, parameters}")
-    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]))
-
-
-def _tool(tool: object) -> Tool:
-    if not isinstance(tool, dict) or tool.get("type") != "function":
-        raise ValueError("must be {type: 'function', name, parameters} (built-in tools are not supported)")
-    return function_tool(tool.get("name"), tool.get("description"), tool.get("parameters"))
-
-
-def _choice(choice: object, names: list[str]) -> ToolChoice:
-    if choice is None or choice in ("auto", "none", "required"):
-        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
-    if isinstance(choice, dict) and choice.get("type") == "function" and choice.get("name") in names:
-        return ToolChoice("named", choice["name"])
-    raise ApiError(400, "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', name} naming one of "
-                   f"the tools ({', '.join(names)}).", param="tool_choice")
 
 
 def _usage(reply: Reply) -> dict[str, Any]:
@@ -188,10 +186,23 @@ class Render:
                         speculation=speculation(reply.finished, self.request.params.drafter))
         return body
 
+    def _remember(self, reply: Reply) -> None:
+        """Keep the conversation this response ends, for a later request's previous_response_id."""
+        if not self.request.echo["store"] or not isinstance(self.request.prompt, list):
+            return
+        prompt = self.request.prompt[1:] if self.request.echo["instructions"] else self.request.prompt
+        answer: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            answer["reasoning_content"] = reply.reasoning
+        if reply.calls:
+            answer["tool_calls"] = [history_call(c.id, c.name, c.arguments) for c in reply.calls]
+        RECENT.remember(self.id, [*prompt, answer])
+
     def whole(self, reply: Reply) -> dict[str, Any]:
+        self._remember(reply)
         reasoning = [_text_item("reasoning", reply.reasoning)] if reply.reasoning else []
         message = [_text_item("message", reply.text)] if reply.text or not reply.calls else []
-        return self._response("completed", reasoning + message + [_call_item(c) for c in reply.calls], reply)
+        return self._response("completed", reasoning + message + [call_item(c, self.request.tooling) for c in reply.calls], reply)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         event = {"type": kind, "sequence_number": self._sequence, **fields}
@@ -208,13 +219,14 @@ class Render:
         if isinstance(piece, TextPiece):
             return self._text("message", piece.text) if piece.text else []
         frames = self._close_open()
-        item, index = _call_item(piece), len(self._items)
+        item, index = call_item(piece, self.request.tooling), len(self._items)
         self._items.append(item)
+        field, kind = ("input", "custom_tool_call_input") if item["type"] == "custom_tool_call" else ("arguments", "function_call_arguments")
         return frames + [
-            self._event("response.output_item.added", output_index=index, item={**item, "arguments": "", "status": "in_progress"}),
-            self._event("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece.arguments),
-            self._event("response.function_call_arguments.done", item_id=item["id"], output_index=index, name=piece.name,
-                        arguments=piece.arguments),
+            self._event("response.output_item.added", output_index=index, item={**item, field: "", "status": "in_progress"}),
+            self._event(f"response.{kind}.delta", item_id=item["id"], output_index=index, delta=item[field]),
+            self._event(f"response.{kind}.done", item_id=item["id"], output_index=index, name=piece.name,
+                        **{field: item[field]}),
             self._event("response.output_item.done", output_index=index, item=item),
         ]
 
@@ -245,6 +257,7 @@ class Render:
                 self._event("response.output_item.done", output_index=where["output_index"], item=item)]
 
     def closing(self, reply: Reply) -> list[bytes]:
+        self._remember(reply)
         frames = self._close_open()
         done = self._response("completed", self._items, reply)
         return frames + [self._event(f"response.{done['status']}", response=done)]
@@ -269,8 +282,3 @@ def _text_item(kind: str, text: str) -> dict[str, Any]:
                 "content": [_part(kind, text)]}
     return {"type": "message", "id": "msg_" + uuid.uuid4().hex[:24], "status": "completed", "role": "assistant",
             "content": [_part(kind, text)]}
-
-
-def _call_item(call: ToolCall) -> dict[str, Any]:
-    return {"type": "function_call", "id": "fc_" + call.id.removeprefix("call_"), "call_id": call.id, "name": call.name,
-            "arguments": call.arguments, "status": "completed"}

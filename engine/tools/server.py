@@ -6,18 +6,17 @@ Starlette routes on uvicorn. Each API is a `Dialect`, a translation at the edge:
 (`Admission`: full means 503 with Retry-After), and handed as a `GenerationJob` to the runner that owns the
 pair on its MLX thread; the runner's events (with the output already split into reasoning, text and tool calls, see
 `tool_calls`) come back to the event loop through an asyncio queue and render in the API's shape. A client
-that goes away cancels its job, which the engine sees between rounds. Every failure is answered in the API's
+that goes away cancels its job, which the engine sees between rounds. A stream never stays silent longer than
+`keepalive_s`: its head goes out once the job starts or that long into its wait in the queue, and SSE comments
+fill any longer wait (a queue, a long prefill), since agents drop a silent connection. Every failure is answered in the API's
 error shape, and a request's exception never leaves its handler.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import secrets
-import socket
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -33,7 +32,8 @@ from ..errors import SpecChatError
 from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
-from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, QueueFull
+from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice,
+                               PromptCount, QueueFull)
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .reasoning_api import parse_openai
 from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
@@ -42,6 +42,9 @@ RETRY_AFTER_S = 2
 PIECES = (ReasoningPiece, TextPiece, ToolCall)
 Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
+KEEPALIVE_S = 10.0  # the longest silence on a stream: Claude Code drops a connection silent for 5 minutes
+KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: every client's parser skips it
+PENDING = object()  # no event yet: the job waits in the queue or its prompt is being read
 
 
 @dataclass
@@ -65,8 +68,8 @@ class ServerState:
     """What the routes share: the runner, the defaults, the key, the queue bound and the log."""
 
     def __init__(self, runner: JobRunner, defaults: Defaults, api_key: str | None, max_waiting: int,
-                 log: Callable[[RequestRecord], None] | None) -> None:
-        self.runner, self._defaults, self.api_key = runner, defaults, api_key
+                 log: Callable[[RequestRecord], None] | None, keepalive_s: float = KEEPALIVE_S) -> None:
+        self.runner, self._defaults, self.api_key, self.keepalive_s = runner, defaults, api_key, keepalive_s
         self.admission = Admission(max_waiting)
         self.log = log or (lambda record: None)
         self.served = 0
@@ -111,9 +114,10 @@ ROUTES = {"/v1/chat/completions": OPENAI_CHAT, "/v1/completions": OPENAI_COMPLET
 
 
 def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: str | None = None,
-               max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None) -> Starlette:
-    """The ASGI app serving `runner`'s pair."""
-    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log)
+               max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None,
+               keepalive_s: float = KEEPALIVE_S) -> Starlette:
+    """The ASGI app serving `runner`'s pair (`keepalive_s`: the longest silence on a stream)."""
+    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log, keepalive_s)
 
     def generation(dialect: Dialect) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -131,7 +135,11 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
         return JSONResponse({"status": "ok", "models": state.runner.model_ids(), "busy": a.held > 0,
                              "waiting": max(a.held - 1, 0), "served": state.served, "refused": state.refused})
 
+    async def count_tokens(request: Request) -> Response:
+        return await _count_tokens(state, request)
+
     routes = [Route(path, generation(dialect), methods=["POST"]) for path, dialect in ROUTES.items()]
+    routes.append(Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]))
     routes += [Route("/v1/models", models, methods=["GET"]), Route("/health", health, methods=["GET"])]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
@@ -152,59 +160,120 @@ def _check_key(state: ServerState, request: Request) -> None:
 async def _generate(state: ServerState, request: Request, dialect: Dialect) -> Response:
     _check_key(state, request)
     api = dialect.parse(parse_body(await request.body()), state.runner.model_ids(), state.defaults)
+    _admit(state)
+    job, events = _submit(state, api)
+    if api.tooling and api.tooling.left_out:
+        api.notes.append("tools left out: " + "; ".join(api.tooling.left_out))
+    try:
+        first = await _first_event(events, request, job, api.notes, state.keepalive_s if api.stream else None)
+    except BaseException:
+        job.cancel()
+        raise
+    if first is None:  # the client went away while waiting
+        return _cancelled(state, request.url.path)
+    _raise_failure(first)
+    render = dialect.render(api)
+    if api.stream:
+        return StreamingResponse(_stream(state, api, render, job, events, first, request.url.path),
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache", **_notes(api)})
+    return await _whole(state, api, render, job, events, first, request)
+
+
+def _notes(api: ApiRequest) -> dict[str, str]:
+    """The `X-SpecChat-Warning` header naming what the request asked for that the server left out (built-in tools
+    it cannot run, tools the model's template has no place for), so a client's log can say why; nothing when all
+    was honoured."""
+    if not api.notes:
+        return {}
+    return {"X-SpecChat-Warning": "; ".join(api.notes).encode("latin-1", "replace").decode("latin-1")}
+
+
+def _cancelled(state: ServerState, path: str) -> Response:
+    """The log line of a request whose client went away, and the status (nginx's 499) nobody reads."""
+    state.log(RequestRecord(path, 499, note="cancelled: the client went away"))
+    return Response(status_code=499)
+
+
+def _admit(state: ServerState) -> None:
+    """A place in the queue, or the 503 (with Retry-After) that says to come back."""
     try:
         state.admission.enter()
     except QueueFull:
         state.refused += 1
         raise ApiError(503, "The server is busy: every place in its queue is taken. Retry after a moment.",
                        kind="server_error", code="queue_full") from None
-    job, events = _submit(state, api)
-    try:
-        first = await _next_event(events, request, job)
-    except BaseException:
-        job.cancel()
-        raise
-    if first is None:  # the client went away while waiting
-        return Response(status_code=499)
-    _raise_failure(first)
-    render = dialect.render(api)
-    if api.stream:
-        return StreamingResponse(_stream(state, api, render, job, events, first, request.url.path),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    return await _whole(state, api, render, job, events, first, request)
 
 
-def _submit(state: ServerState, api: ApiRequest) -> tuple[GenerationJob, asyncio.Queue]:
+async def _count_tokens(state: ServerState, request: Request) -> Response:
+    """Anthropic's `/v1/messages/count_tokens`: the prompt's tokens (system, messages and tools, as the template
+    renders them), counted on the runner's thread, which holds the tokenizer. Its body has no max_tokens."""
+    _check_key(state, request)
+    body = {**parse_body(await request.body()), "max_tokens": 1, "stream": False}
+    api = ANTHROPIC.parse(body, state.runner.model_ids(), state.defaults)
+    _admit(state)
+    job, events = _submit(state, api, count_only=True)
+    event = await _first_event(events, request, job, [])
+    if event is None:
+        return _cancelled(state, request.url.path)
+    _raise_failure(event)
+    return JSONResponse({"input_tokens": event.tokens})  # type: ignore[union-attr]
+
+
+def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tuple[GenerationJob, asyncio.Queue]:
     """Hand the request to the runner; its events arrive in the returned queue on this loop."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue = asyncio.Queue()
 
     def deliver(event: object) -> None:  # on the runner's thread
-        if isinstance(event, (GenerationResult, BaseException)):
+        if isinstance(event, (GenerationResult, PromptCount, BaseException)):
             state.admission.leave()
         try:
             loop.call_soon_threadsafe(events.put_nowait, event)
         except RuntimeError:  # the loop closed: the server is shutting down
             pass
 
-    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling)
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only)
     state.runner.submit(job)
     return job, events
 
 
-async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJob) -> object | None:
-    """The job's next event, or None (with the job cancelled) if the client disconnects first."""
+async def _next_event(events: asyncio.Queue, request: Request, job: GenerationJob,
+                      patience: float | None = None) -> object | None:
+    """The job's next event, None (with the job cancelled) if the client disconnects first, or PENDING once
+    `patience` seconds (if given) passed without one."""
     getter = asyncio.ensure_future(events.get())
+    give_up = None if patience is None else time.monotonic() + patience
     try:
         while True:
             done, _ = await asyncio.wait({getter}, timeout=DISCONNECT_POLL_S)
             if done:
                 return getter.result()
+            if give_up is not None and time.monotonic() >= give_up:
+                return PENDING
             if await request.is_disconnected():
                 job.cancel()
                 return None
     finally:
         getter.cancel()
+
+
+async def _first_event(events: asyncio.Queue, request: Request, job: GenerationJob, notes: list[str],
+                       patience: float | None = None) -> object | None:
+    """The job's first event after its notices (added to `notes`), None if the client disconnects first, or
+    PENDING once `patience` seconds passed without one (a stream then starts, with keep-alives while it waits)."""
+    event = await _next_event(events, request, job, patience)
+    while isinstance(event, Notice):
+        notes.append(event.text)
+        event = await _next_event(events, request, job, patience)
+    return event
+
+
+async def _waited(events: asyncio.Queue, interval: float) -> object:
+    """The job's next event, or PENDING after `interval` seconds without one (a keep-alive is due)."""
+    try:
+        return await asyncio.wait_for(events.get(), interval)
+    except asyncio.TimeoutError:
+        return PENDING
 
 
 def _raise_failure(event: object) -> None:
@@ -232,10 +301,10 @@ async def _whole(state: ServerState, api: ApiRequest, render: Render, job: Gener
             reply.add(event)
         event = await _next_event(events, request, job)
         if event is None:
-            return Response(status_code=499)
+            return _cancelled(state, request.url.path)
     reply.result = event
     _record(state, api, request.url.path, event)
-    return JSONResponse(render.whole(reply))
+    return JSONResponse(render.whole(reply), headers=_notes(api))
 
 
 async def _stream(state: ServerState, api: ApiRequest, render: Render, job: GenerationJob, events: asyncio.Queue,
@@ -246,10 +315,18 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
     reply = Reply()
     finished = False
     try:
-        for frame in render.opening(first.total if isinstance(first, PrefillEvent) else 0):
-            yield frame
         event = first
+        while event is PENDING or isinstance(event, Notice):  # queued: keep the connection alive until it starts
+            if isinstance(event, Notice):
+                api.notes.append(event.text)
+            else:
+                yield KEEPALIVE
+            event = await _waited(events, state.keepalive_s)
+        for frame in render.opening(event.total if isinstance(event, PrefillEvent) else 0):
+            yield frame
         while not isinstance(event, GenerationResult):
+            if event is PENDING:  # a long prefill, or a slow round
+                yield KEEPALIVE
             if isinstance(event, BaseException):
                 finished = True
                 for frame in render.failure(_failure_error(event)):
@@ -259,7 +336,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 reply.add(event)
                 for frame in render.piece(event):
                     yield frame
-            event = await events.get()
+            event = await _waited(events, state.keepalive_s)
         finished = True
         reply.result = event
         for frame in render.closing(reply):
@@ -268,6 +345,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
     finally:
         if not finished:
             job.cancel()
+            _cancelled(state, path)
 
 
 def _failure_error(error: BaseException) -> ApiError:
@@ -285,7 +363,7 @@ def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationRe
     state.served += 1
     s = result.stats
     how = f"speculative ({api.params.drafter})" if api.params.mode == "speculative" else "standard"
-    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, how))
+    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, "; ".join([how, *api.notes])))
 
 
 def _error_response(request: Request, error: ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -315,70 +393,3 @@ async def _internal_error(request: Request, error: Exception) -> Response:
 
 def _print_traceback(error: BaseException) -> None:
     print("".join(traceback.format_exception(error)), file=sys.stderr)
-
-
-def check_host(host: str, api_key: str | None) -> None:
-    """Refuse to serve beyond this machine without a key."""
-    if api_key or is_loopback(host):
-        return
-    raise SpecChatError(
-        f"Serving on {host} lets other machines use the model: pass --api-key KEY (clients send it as a Bearer "
-        "token), or serve on 127.0.0.1."
-    )
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port), or an error saying what to do."""
-    try:
-        info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(info[0], socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(info[4])
-        sock.listen(64)
-        return sock
-    except OSError as e:
-        reason = "it is in use" if e.errno in (48, 98) else (e.strerror or str(e))
-        raise SpecChatError(f"Cannot serve on {host}:{port}: {reason}. Pick another port with --port.") from e
-
-
-class RunningServer:
-    """uvicorn serving an app on a bound socket, in a thread of its own (the app) or the caller's (the CLI)."""
-
-    def __init__(self, app: Starlette, sock: socket.socket) -> None:
-        import uvicorn
-
-        self.sock = sock
-        config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none", lifespan="off",
-                                timeout_graceful_shutdown=2)
-        self.server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self.sock.getsockname()[1])
-
-    def run(self) -> None:
-        """Serve until interrupted (Ctrl-C) or `stop()`."""
-        self.server.run(sockets=[self.sock])
-
-    def start(self) -> None:
-        """Serve in a background thread; returns once it accepts connections."""
-        self._thread = threading.Thread(target=self.run, name="specchat-server", daemon=True)
-        self._thread.start()
-        while not self.server.started and self._thread.is_alive():
-            time.sleep(0.01)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self.sock.close()

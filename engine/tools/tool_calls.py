@@ -5,14 +5,15 @@ definitions, the shape chat templates read, and its tool choice into a `ToolChoi
 renders the prompt with the tools the choice allows (`Tooling`), and splits the model's streamed text into
 `TextPiece`s and `ToolCall`s (`OutputSplitter`) with what mlx-lm knows of the model's family: the tokenizer
 wrapper's tool-call markers, matched on text by mlx-lm's own `TextStateMachine`, and its tool parser for what
-lies between them. No parser of our own: a family mlx-lm parses, we parse.
+lies between them: a family mlx-lm parses, we parse. The text outside the markers is searched for calls written
+without them (`loose_calls`), naming only the tools offered.
 
-`required` and a named function cannot be enforced on what a model writes without constrained decoding, so
-the prompt says what the choice allows (only the named tool goes to the template, and a system line asks for a
-call); when the model still answers without the call, the job ends with `ToolCallMissing`, which each API
-reports as a 500 error (OpenAI's own answer when its model produces output the request forbids), naming
-what the model wrote. Text is held back while such a call is still expected, so a stream never shows text that
-then turns into an error.
+`required` and a named function are enforced by constrained decoding (`tool_grammar`: the answer is held to a
+call as JSON), and the prompt says what the choice allows (only the named tool goes to the template, and a
+system line asks for a call). An answer the token limit cut comes back as the text it is; one that still lacks
+the call (a runner that applies no grammar) ends the job with `ToolCallMissing`, a 500 naming what the model
+wrote. Text is held back while such a call is still expected, so a stream never shows text that then turns into
+an error.
 
 A thinking model's reasoning never reaches the splitter: the engine tells it from the answer token by token
 (engine/decoding/reasoning.py), and the job hands it on as `ReasoningPiece`s, so a call the model only thinks
@@ -26,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..decoding.chat import template_reads_tools
 from ..errors import InvalidParameterError
 from ..events import GenerationResult
 
@@ -143,6 +145,11 @@ def history_call(call_id: object, name: object, arguments: object) -> dict[str, 
     return {"id": str(call_id or ""), "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+class LeftOut(ValueError):
+    """An offered tool this server cannot run (a provider's built-in tool): left out of the prompt with a note
+    (its message) rather than refusing a request that clients send with every turn."""
+
+
 class ToolCallMissing(Exception):
     """The request required a call and the model answered without one (or called another function)."""
 
@@ -158,6 +165,8 @@ class Tooling:
 
     tools: list[Tool]
     choice: ToolChoice = ToolChoice()
+    left_out: tuple[str, ...] = ()  # notes on offered tools the server cannot run
+    freeform: dict[str, str | None] = field(default_factory=dict)  # custom tools (Responses): name -> Lark or None
 
     def template_tools(self) -> list[Tool] | None:
         """The tools the chat template shows the model: none for `none`, only the named one for `named`."""
@@ -188,6 +197,15 @@ class Tooling:
         return OutputSplitter(tokenizer if active else None, self.tools, self.choice)
 
 
+def unseen_tools_note(tooling: Tooling, tokenizer: Any) -> str | None:
+    """A warning when the request offers tools the model's chat template has no place for (they would be dropped
+    without a word), else None."""
+    if not tooling.template_tools() or template_reads_tools(tokenizer):
+        return None
+    return ("tools left out: this model's chat template has no place for tools, so the model never sees them; serve "
+            "a model whose template calls tools (Qwen2.5, Qwen3, Llama 3.1 and later)")
+
+
 def function_name(tool: Tool) -> str:
     return str(tool.get("function", {}).get("name", ""))
 
@@ -208,8 +226,12 @@ class OutputSplitter:
     def __init__(self, tokenizer: Any | None, tools: list[Tool], choice: ToolChoice = ToolChoice()) -> None:
         from mlx_lm.generate import TextStateMachine
 
+        from .loose_calls import LooseCalls
+
         self._tokenizer, self._tools, self._choice = tokenizer, tools, choice
         self._machine = TextStateMachine(_transitions(tokenizer)) if tokenizer is not None else None
+        names = {function_name(t) for t in tools if choice.mode != "named" or function_name(t) == choice.name}
+        self._loose = LooseCalls(names) if tokenizer is not None else None
         self._state = self._machine.make_state("normal") if self._machine else None
         self._tool_text = ""
         self._held: list[Piece] = []
@@ -227,19 +249,23 @@ class OutputSplitter:
         self._state, segments = TextStateMachine.split(self._state, text)
         return self._release(self._pieces(segments))
 
-    def finish(self) -> list[Piece]:
+    def finish(self, cut: bool = False) -> list[Piece]:
         """The last pieces, once generation ended: held text, and a call cut short (as text if it does not parse).
 
-        Raises ToolCallMissing when the choice required a call the model did not make."""
+        Raises ToolCallMissing when the choice required a call the model did not make, unless the token limit
+        `cut` the answer: then what it wrote comes back as text with the finish reason that says so."""
         from mlx_lm.generate import TextStateMachine
 
         pieces: list[Piece] = []
         if self._machine is not None:
             self._state, rest, state = TextStateMachine.flush(self._state)
             pieces = self._pieces([(state, rest)]) + self._end_call(closed=False)
+            pieces += self._loose.finish() if self._loose else []
         pieces = self._release(pieces)
         if self._choice.requires_call and not self._called_as_chosen():
-            raise ToolCallMissing(self._choice, self.text, self.calls)
+            if not cut:
+                raise ToolCallMissing(self._choice, self.text, self.calls)
+            pieces, self._held = self._held + pieces, []
         return pieces
 
     def _pieces(self, segments: list[tuple[str | None, str]]) -> list[Piece]:
@@ -250,7 +276,7 @@ class OutputSplitter:
                 continue
             pieces += self._end_call(closed=True)
             if text:
-                pieces.append(TextPiece(text))
+                pieces += self._loose.feed(text) if self._loose else [TextPiece(text)]
         return pieces
 
     def _end_call(self, closed: bool) -> list[Piece]:

@@ -13,7 +13,7 @@ from engine.decoding.generation import generate
 from engine.events import TokenEvent
 from engine.params import GenerationParams
 from engine.tools.generation_queue import GenerationJob
-from engine.tools.server import bind
+from engine.tools.listener import bind
 
 from .conftest import FIXED_GREEDY
 

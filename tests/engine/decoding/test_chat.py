@@ -51,3 +51,36 @@ def test_tools_go_into_a_tool_calling_template(tool_target) -> None:
     with_tools = tok.decode(prompt_token_ids(tok, question, tools=[tool]))
     assert '<tools>\n{"type": "function", "function": {"name": "get_weather"' in with_tools
     assert "<tools>" not in tok.decode(prompt_token_ids(tok, question))
+
+
+class FirstSystemOnly:
+    """A tokenizer whose template takes a system prompt only first, as many do (raise_exception otherwise)."""
+
+    has_chat_template = True
+
+    def apply_chat_template(self, messages, add_generation_prompt, tokenize=True, **switch):
+        if any(m["role"] == "system" for m in messages[1:]):
+            raise ValueError("System message must be at the beginning.")
+        text = "".join(f"[{m['role']}]{m['content']}" for m in messages)
+        return text if not tokenize else [ord(c) for c in text]
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+
+def test_a_later_system_turn_stays_in_place_where_the_template_allows_it(tool_target) -> None:
+    tokenizer = tool_target.tokenizer
+    ids = prompt_token_ids(tokenizer, [{"role": "user", "content": "Hi"}, {"role": "system", "content": "Be brief."}])
+    assert tokenizer.decode(ids).endswith("user\nHi<|im_end|>\n<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_a_later_system_turn_a_template_refuses_joins_the_system_prompt() -> None:
+    messages = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}, {"role": "system", "content": "Be brief."}]
+    ids = prompt_token_ids(FirstSystemOnly(), messages)
+    assert "".join(map(chr, ids)) == "[system]Be kind.\n\nBe brief.[user]Hi"
+
+
+def test_only_a_template_that_shows_tools_reads_them(tool_target, tiny_target) -> None:
+    from engine.decoding.chat import template_reads_tools
+
+    assert template_reads_tools(tool_target.tokenizer) and not template_reads_tools(tiny_target.tokenizer)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.decoding.constraint import Constraint, schema_problem
+from engine.decoding.constraint import Constraint, grammar_problem, schema_problem
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
@@ -143,3 +143,8 @@ def test_smollm_writes_valid_json_under_a_schema_in_every_mode(smollm, tmp_path)
     for drafter in ("model", "lookup", "model+lookup"):
         result = generate(PROMPT, pair, GREEDY.replace(drafter=drafter))
         assert result.tokens == expected.tokens and result.stats.drafted > 0, drafter
+
+
+def test_a_lark_grammar_is_checked_before_it_constrains() -> None:
+    assert grammar_problem('start: "yes" | "no"') is None
+    assert "unknown name" in grammar_problem("start: nothing_defined")

@@ -11,23 +11,25 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.decoding.chat import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
 from engine.params import GenerationParams
 from engine.tools.generation_queue import GenerationJob, run_job
-from engine.tools.server import RunningServer, bind, create_app
+from engine.tools.listener import RunningServer, bind
+from engine.tools.server import create_app
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 
 
 class ScriptedRunner:
-    """Answers each job with the next scripted reply (whole, or cut at the job's max_tokens)."""
+    """Answers each job with the next scripted reply, or the one a function picks for its prompt (whole, or cut at
+    the job's max_tokens)."""
 
-    def __init__(self, tokenizer: Any, replies: list[str], model: str = "tiny-tools") -> None:
+    def __init__(self, tokenizer: Any, replies: list[str] | Callable[[str], str], model: str = "tiny-tools") -> None:
         self.tokenizer = tokenizer
-        self.replies = list(replies)
+        self.replies = replies if callable(replies) else list(replies)  # a function: the reply to each prompt's text
         self.prompts: list[str] = []
         self.jobs: list[GenerationJob] = []
         self._model = model
@@ -47,7 +49,7 @@ class ScriptedRunner:
     def _stream(self, pair: Any, prompt: Any, params: Any, *, chat: bool, cancel: Any, tools: Any) -> Iterator[object]:
         prompt_ids = prompt_token_ids(self.tokenizer, prompt, chat=chat, tools=tools)
         self.prompts.append(self.tokenizer.decode(prompt_ids))
-        reply = self.replies.pop(0)
+        reply = self.replies(self.prompts[-1]) if callable(self.replies) else self.replies.pop(0)
         tokens = self.tokenizer.encode(reply, add_special_tokens=False)
         finish = "length" if len(tokens) > params.max_tokens else "stop"
         tokens = tokens[: params.max_tokens]

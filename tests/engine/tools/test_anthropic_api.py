@@ -7,6 +7,7 @@ tool model (tests/engine/tools/scripted.py), since random weights never call a t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anthropic
 import httpx
@@ -18,6 +19,7 @@ from engine.tools.openai_api import ApiError
 from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
 
 MODELS = ["tiny-target"]
+FIXTURES = Path(__file__).parent / "fixtures"
 QUESTION = [{"role": "user", "content": "Tell me about the sea."}]
 WEATHER = {"name": "get_weather", "description": "The weather in a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -58,9 +60,11 @@ def test_tools_take_input_schema_and_tool_choice_maps_to_ours() -> None:
     "body, param",
     [
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages.0.role"),
+        ({"messages": [{"role": "system", "content": "x"}]}, "messages"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages.0.role"),
         ({"messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}, "messages.0.content.0"),
-        ({"messages": QUESTION, "tools": [{"name": "web_search", "type": "web_search_20250305"}]}, "tools.0:"),
+        ({"messages": QUESTION, "tools": [{"name": "web_search"}]}, "tools.0:"),
+        ({"messages": QUESTION, "output_config": {"format": {"type": "text"}}}, "output_config.format"),
         ({"messages": QUESTION, "tools": [WEATHER], "tool_choice": {"type": "tool", "name": "other"}}, "tool_choice"),
         ({"messages": QUESTION, "stop_sequences": [""]}, "stop"),
     ],
@@ -69,6 +73,44 @@ def test_bad_bodies_are_refused_naming_the_field(body, param) -> None:
     with pytest.raises(ApiError) as caught:
         parse(body)
     assert (caught.value.status, caught.value.param) == (400, param)
+
+
+def test_a_system_message_among_the_messages_is_a_system_turn_where_it_stands() -> None:
+    body = {"system": "Be brief.", "messages": [QUESTION[0], {"role": "system", "content": [{"type": "text", "text": "Agents: none."}]},
+                                                {"role": "assistant", "content": "Calm."}]}
+    assert parse(body).prompt == [{"role": "system", "content": "Be brief."}, QUESTION[0],
+                                  {"role": "system", "content": "Agents: none."}, {"role": "assistant", "content": "Calm."}]
+
+
+def test_server_tools_are_left_out_with_a_note_and_client_tools_kept() -> None:
+    tooling = parse({"messages": QUESTION, "tools": [{"type": "web_search_20250305", "name": "web_search"}, WEATHER]}).tooling
+    assert [t["function"]["name"] for t in tooling.tools] == ["get_weather"]
+    assert tooling.left_out == ("web_search (a server tool of type 'web_search_20250305': this server runs none)",)
+
+
+def test_output_config_format_is_the_answers_schema_and_its_effort_is_ignored() -> None:
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    request = parse({"messages": QUESTION, "output_config": {"effort": "high", "format": {"type": "json_schema", "schema": schema}}})
+    assert json.loads(request.params.json_schema) == schema
+    assert parse({"messages": QUESTION, "output_config": {"effort": "low"}}).params.json_schema is None
+
+
+def test_an_images_place_in_a_tool_result_is_named_rather_than_refused() -> None:
+    blocks = [{"type": "text", "text": "the file:"}, {"type": "image", "source": {"type": "base64", "data": ""}}]
+    body = {"messages": [QUESTION[0], {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": blocks}]}]}
+    assert parse(body).prompt[-1] == {"role": "tool", "tool_call_id": "t1", "content": "the file:[image block left out]"}
+
+
+@pytest.mark.parametrize("fixture", ["claude_code_messages.json", "claude_code_title.json"])
+def test_claude_codes_recorded_requests_parse(fixture) -> None:
+    """Claude Code 2.1.197's own bodies (recorded against a capturing server): system blocks with cache_control, a
+    system turn among the messages, thinking, context_management, output_config, metadata and 25 tools."""
+    body = json.loads((FIXTURES / fixture).read_text())
+    request = parse_request(body, [body["model"]], GREEDY)
+    roles = [m["role"] for m in body["messages"]]
+    assert request.stream and [m["role"] for m in request.prompt] == ["system"] + roles
+    assert len(request.tooling.tools) == len(body["tools"]) if body["tools"] else request.tooling is None
 
 
 def test_max_tokens_is_required_as_anthropic_requires_it() -> None:
@@ -94,9 +136,17 @@ def test_a_message_equals_generate_with_usage_and_speculation(client, tiny_pair)
     message = client.messages.create(model="tiny-target", max_tokens=24, messages=QUESTION, extra_body={"adaptive": False})
     assert [block.type for block in message.content] == ["text"] and message.content[0].text == expected.text
     assert message.stop_reason == ("end_turn" if expected.finish_reason == "stop" else "max_tokens")
-    assert (message.usage.input_tokens, message.usage.output_tokens) == (expected.stats.prompt_tokens, len(expected.tokens))
+    usage = message.usage
+    assert (usage.input_tokens + usage.cache_read_input_tokens, usage.output_tokens) == (expected.stats.prompt_tokens, len(expected.tokens))
     spec = message.model_extra["speculation"]
     assert spec["drafter"] == "model" and spec["drafted"] >= spec["accepted"] > 0
+
+
+def test_the_prompt_caches_tokens_are_reported_as_cache_reads(client) -> None:
+    """A repeated prompt is read from the prompt cache: Anthropic counts those tokens apart from input_tokens."""
+    first, second = (client.messages.create(model="tiny-target", max_tokens=2, messages=QUESTION).usage for _ in range(2))
+    assert second.cache_read_input_tokens > 0 and second.cache_creation_input_tokens == 0
+    assert second.input_tokens + second.cache_read_input_tokens == first.input_tokens + first.cache_read_input_tokens
 
 
 def test_a_streamed_message_sends_anthropics_events_in_order(client, base, tiny_pair) -> None:
@@ -216,3 +266,22 @@ def test_a_required_tool_use_not_made_is_an_error_in_anthropics_shape(tool_targe
                                         tool_choice={"type": "any"}) as stream:
                 assert "".join(stream.text_stream) == ""  # nothing streamed while the call is awaited
         assert client.messages.create(model="tiny-tools", max_tokens=50, messages=ASKED).content[0].text == FINAL_ANSWER
+
+
+READ_CALL = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "/home/user/project/notes.txt"}}\n</tool_call>'
+
+
+def test_claude_codes_recorded_request_replayed_streams_a_tool_use_and_counts_its_tokens(tool_target) -> None:
+    body = json.loads((FIXTURES / "claude_code_messages.json").read_text())
+    runner = ScriptedRunner(tool_target.tokenizer, [READ_CALL], model=body["model"])
+    with serving(runner) as url:
+        client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+        fields = {k: v for k, v in body.items() if k in ("model", "system", "messages", "tools", "metadata", "max_tokens")}
+        extra = {k: body[k] for k in ("thinking", "context_management", "output_config")}
+        with client.messages.stream(**fields, extra_body=extra) as stream:
+            message = stream.get_final_message()
+        count = client.messages.count_tokens(**{k: v for k, v in fields.items() if k not in ("metadata", "max_tokens")})
+    assert message.stop_reason == "tool_use" and message.content[-1].type == "tool_use"
+    assert (message.content[-1].name, message.content[-1].input) == ("Read", {"file_path": "/home/user/project/notes.txt"})
+    assert count.input_tokens == message.usage.input_tokens + message.usage.cache_read_input_tokens > 10_000
+    assert "<|im_start|>system\nAvailable agent types" in runner.prompts[0]

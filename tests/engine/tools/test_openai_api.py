@@ -105,7 +105,8 @@ def test_engine_errors_become_400s_and_a_long_prompt_says_context_length_exceede
 
 
 def result(text: str = "Hello there", finish: str = "length") -> Reply:
-    stats = GenerationStats(prompt_tokens=10, generated_tokens=6, rounds=3, drafted=8, accepted=3, generation_s=0.5)
+    stats = GenerationStats(prompt_tokens=10, generated_tokens=6, rounds=3, drafted=8, accepted=3, generation_s=0.5,
+                            cached_prompt_tokens=4)
     return Reply(text, [], GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats))  # type: ignore[arg-type]
 
 
@@ -113,7 +114,8 @@ def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
     body = ResponseShape(parse(CHAT)).whole(result())
     assert body["object"] == "chat.completion" and body["id"].startswith("chatcmpl-")
     assert body["choices"][0]["message"] == {"role": "assistant", "content": "Hello there"}
-    assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 6, "total_tokens": 16}
+    assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 6, "total_tokens": 16,
+                             "prompt_tokens_details": {"cached_tokens": 4}}
     spec = body["speculation"]
     assert (spec["rounds"], spec["drafted"], spec["accepted"], spec["tokens_per_pass"]) == (3, 8, 3, 2.0)
     assert spec["acceptance_rate"] == 0.375 and spec["tokens_per_second"] == 12.0

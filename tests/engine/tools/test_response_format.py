@@ -107,3 +107,17 @@ def test_responses_and_anthropic_ask_for_the_same_constraint(client: openai.Open
     message = httpx.post(tiny_url + "/v1/messages", json={"model": "tiny-target", "max_tokens": 120, "messages": PROMPT,
                                                           "output_format": {"type": "json_schema", "schema": SCHEMA}})
     assert message.json()["content"][0]["text"] == text
+
+
+def test_anthropics_messages_parse_sends_output_config_format_and_gets_its_model_back(tiny_url: str) -> None:
+    """The anthropic SDK's `messages.parse(output_format=Model)` (and Claude Code's title request) send the schema
+    as `output_config.format`; it was ignored and prose came back."""
+    import anthropic
+
+    class Title(BaseModel):  # closed fields: the SDK moves bounds into descriptions, and random weights write on
+        mood: Literal["calm", "stormy"]
+        sunny: bool
+
+    client = anthropic.Anthropic(base_url=tiny_url, api_key="unused", max_retries=0)
+    parsed = client.messages.parse(model="tiny-target", max_tokens=60, messages=PROMPT, output_format=Title)
+    assert isinstance(parsed.parsed_output, Title)

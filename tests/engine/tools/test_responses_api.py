@@ -56,8 +56,8 @@ def test_function_tools_and_a_named_choice_reach_the_job() -> None:
         ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
         ({"input": [{"type": "image_generation_call"}]}, "input[0].type"),
         ({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{x"}]}, "input[0]"),
-        ({"input": "Hi", "previous_response_id": "resp_1"}, "previous_response_id"),
-        ({"input": "Hi", "tools": [{"type": "web_search"}]}, "tools[0]"),
+        ({"input": "Hi", "previous_response_id": "resp_unknown"}, "previous_response_id"),
+        ({"input": "Hi", "tools": [{"type": "function"}]}, "tools[0]"),
         ({"input": "Hi", "max_output_tokens": 0}, "max_output_tokens"),
     ],
 )

@@ -15,10 +15,10 @@ import pytest
 
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.errors import SpecChatError
 from engine.params import GenerationParams
 from engine.tools.generation_queue import EngineThread, GenerationJob
-from engine.tools.server import RunningServer, bind, check_host, create_app
+from engine.tools.listener import RunningServer, bind
+from engine.tools.server import create_app
 from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
@@ -187,23 +187,6 @@ def test_a_key_is_required_when_set(engine) -> None:
         keyed.stop()
 
 
-def test_serving_beyond_loopback_needs_a_key() -> None:
-    with pytest.raises(SpecChatError, match="--api-key"):
-        check_host("0.0.0.0", None)
-    check_host("0.0.0.0", "key")
-    check_host("127.0.0.1", None)
-    check_host("::1", None)
-
-
-def test_a_port_in_use_is_a_clear_error() -> None:
-    taken = bind("127.0.0.1", 0)
-    try:
-        with pytest.raises(SpecChatError, match="in use. Pick another port"):
-            bind("127.0.0.1", taken.getsockname()[1])
-    finally:
-        taken.close()
-
-
 def test_a_client_that_disconnects_mid_stream_frees_the_model_within_one_round(server, engine, client) -> None:
     body = {"messages": QUESTION, "max_tokens": 900, "stream": True, "extra": 1}
     with httpx.stream("POST", url(server, "/v1/chat/completions"), json=body, timeout=30) as response:
@@ -313,8 +296,8 @@ def test_serving_an_adapter_folder_is_one_line_naming_it(tmp_path, capsys) -> No
 
 def test_unknown_routes_answer_in_the_shape_of_the_api_they_are_under(server) -> None:
     """Anthropic's clients parse `{"type": "error", "error": {...}}`, OpenAI's `{"error": {...}}`."""
-    count = httpx.post(url(server, "/v1/messages/count_tokens"), json={})
-    assert count.status_code == 404 and count.json()["error"]["type"] == "not_found_error"
+    batches = httpx.post(url(server, "/v1/messages/batches"), json={})
+    assert batches.status_code == 404 and batches.json()["error"]["type"] == "not_found_error"
     wrong = httpx.get(url(server, "/v1/responses"))
     assert wrong.status_code == 405 and wrong.json()["error"]["message"] and "type" not in wrong.json()
 
@@ -340,3 +323,67 @@ def test_a_request_drafts_with_the_block_drafter_loaded_as_the_draft(dflash_pair
     assert response.choices[0].message.content == expected.text
     spec = response.model_extra["speculation"]
     assert spec["drafter"] == drafter_kind and spec["drafted"] > 0
+
+
+@pytest.mark.parametrize("path, shape", [("/v1/chat/completions", "error"), ("/v1/completions", "error"),
+                                         ("/v1/responses", "error"), ("/v1/messages", "type")])
+def test_a_lone_surrogate_is_a_400_in_the_apis_own_shape(server, path, shape) -> None:
+    """JSON's \\ud800 escape decodes to a lone surrogate, which the tokenizer failed on with a 500 and a traceback."""
+    raw = b'{"model": "x", "max_tokens": 3, "prompt": "a\\ud800", "input": "a\\ud800", "messages": [{"role": "user", "content": "a\\ud800"}]}'
+    response = httpx.post(url(server, path), content=raw, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and "surrogate" in response.text and shape in response.json()
+
+
+def test_a_request_whose_client_goes_away_leaves_a_line_in_the_log(engine) -> None:
+    lines: list = []
+    logged = threading.Event()
+    server = serve(engine, log=lambda record: (lines.append(record.line()), logged.set()))
+    try:
+        body = {"messages": QUESTION, "max_tokens": 900, "stream": True}
+        with httpx.stream("POST", url(server, "/v1/chat/completions"), json=body, timeout=30) as response:
+            next(response.iter_lines())
+        assert logged.wait(30)
+    finally:
+        server.stop()
+    assert "499" in lines[0] and "cancelled: the client went away" in lines[0]
+
+
+class GatedRunner:
+    """Holds each job (as a queue behind a long job would) until the test opens the gate, then scripts it."""
+
+    def __init__(self, runner) -> None:
+        self.runner, self.gate = runner, threading.Event()
+
+    def submit(self, job: GenerationJob) -> None:
+        threading.Thread(target=lambda: (self.gate.wait(30), self.runner.submit(job)), daemon=True).start()
+
+    def model_ids(self) -> list[str]:
+        return self.runner.model_ids()
+
+
+@pytest.mark.parametrize("path, body, last", [
+    ("/v1/messages", {"max_tokens": 9, "messages": QUESTION, "stream": True}, "event: message_stop"),
+    ("/v1/chat/completions", {"messages": QUESTION, "stream": True}, "data: [DONE]"),
+    ("/v1/responses", {"input": "Hi", "stream": True}, "event: response.completed"),
+])
+def test_a_waiting_stream_sends_its_head_and_keep_alives_before_the_job_starts(tool_target, path, body, last) -> None:
+    """Claude Code drops a connection silent for 5 minutes (a long queue, a long prefill) and retries."""
+    from tests.engine.tools.scripted import ScriptedRunner
+
+    runner = GatedRunner(ScriptedRunner(tool_target.tokenizer, ["Calm seas."]))
+    server = RunningServer(create_app(runner, GREEDY, keepalive_s=0.05), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        with httpx.stream("POST", url(server, path), json=body, timeout=30) as response:
+            lines = response.iter_lines()
+            assert response.status_code == 200 and next(lines) == ": keep-alive"
+            runner.gate.set()
+            rest = [line for line in lines if line]
+    finally:
+        server.stop()
+    assert last in rest and not any(line == "event: error" or line.startswith('data: {"error"') for line in rest)
+
+
+def test_the_prompt_caches_tokens_are_reported_as_cached_tokens(client) -> None:
+    usages = [client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=2).usage for _ in range(2)]
+    assert usages[1].prompt_tokens_details.cached_tokens > 0 and usages[1].prompt_tokens == usages[0].prompt_tokens

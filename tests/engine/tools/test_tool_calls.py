@@ -88,6 +88,12 @@ def test_a_required_call_the_model_did_not_make_is_an_error_naming_what_it_wrote
         split(tool_target.tokenizer, answer, Tooling([WEATHER, TIME], choice))
 
 
+def test_a_required_call_the_token_limit_cut_is_the_text_it_wrote(tool_target) -> None:
+    splitter = Tooling([WEATHER], ToolChoice("required")).splitter(tool_target.tokenizer)
+    assert splitter.feed('{"name": "get_weather", "argu') == []
+    assert text(splitter.finish(cut=True)) == '{"name": "get_weather", "argu'
+
+
 def test_a_model_without_tool_calling_cannot_be_required_to_call(tiny_target) -> None:
     with pytest.raises(InvalidParameterError, match="no tool-call syntax"):
         Tooling([WEATHER], ToolChoice("required")).splitter(tiny_target.tokenizer)
@@ -231,3 +237,12 @@ def test_the_real_tool_model_reads_the_tools_and_answers_as_generate_does(tool_e
     assert offered.choices[0].message.content == expected.text
     assert offered.usage.prompt_tokens == expected.stats.prompt_tokens > plain.usage.prompt_tokens
     assert offered.model_extra["speculation"]["drafter"] == "model"
+
+
+def test_tools_a_models_template_has_no_place_for_are_served_with_a_warning(tiny_url) -> None:
+    import httpx
+
+    body = {"messages": QUESTION, "tools": [WEATHER_TOOL], "max_tokens": 3}
+    response = httpx.post(tiny_url + "/v1/chat/completions", json=body, timeout=30)
+    assert response.status_code == 200 and "no place for tools" in response.headers["x-specchat-warning"]
+    assert "x-specchat-warning" not in httpx.post(tiny_url + "/v1/chat/completions", json={**body, "tools": None}).headers
