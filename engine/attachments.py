@@ -165,22 +165,27 @@ def _pdf_text(name: str, data: bytes) -> str:
 def room(context_length: int, max_tokens: int) -> int:
     """The tokens a message's attachments may take: the model's context, less room for the answer (its token
     budget, at most half the context) and for the question itself (a line or two)."""
-    return max(0, context_length - min(max_tokens, context_length // 2) - QUESTION_ROOM)
+    return max(0, context_length - answer_room(context_length, max_tokens) - QUESTION_ROOM)
 
 
+def answer_room(context_length: int, max_tokens: int) -> int:
+    return min(max_tokens, context_length // 2)
 
-def check_fits(attachment: Attachment, attached: Iterable[Attachment], limit: int, model: str) -> None:
-    """Refuse `attachment` when with those already `attached` it takes more than `limit` tokens (`room`), with the
-    numbers and both ways out: cut it to fit, or attach a smaller part."""
+
+def check_fits(attachment: Attachment, attached: Iterable[Attachment], context_length: int, max_tokens: int,
+               model: str) -> None:
+    """Refuse `attachment` when beside those already `attached` it leaves the context no `room` for the question
+    and the answer, with the numbers. The way out is each front end's to offer (the window asks whether to send it
+    cut to fit; the CLI has --truncate-attachments)."""
     taken = sum(a.tokens for a in attached)
-    left = max(0, limit - taken)
+    left = max(0, room(context_length, max_tokens) - taken)
     if attachment.tokens <= left:
         return
-    others = f" beside the {taken:,} tokens already attached" if taken else ""
+    others = f", beside the {taken:,} tokens already attached," if taken else ""
     raise AttachmentTooLarge(
-        f"{attachment.name} is {attachment.tokens:,} tokens, but {model} has room for {left:,}{others} (its context, "
-        "less room for the answer): send it truncated to fit, or attach a smaller part of it.",
-        attachment, left,
+        f"{attachment.name} is {attachment.tokens:,} tokens, but {model} reads at most {context_length:,}: with "
+        f"{answer_room(context_length, max_tokens) + QUESTION_ROOM:,} kept for the question and the answer{others} "
+        f"there is room for {left:,}.", attachment, left,
     )
 
 

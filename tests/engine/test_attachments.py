@@ -112,17 +112,18 @@ def test_the_files_come_before_the_question_in_the_message() -> None:
     assert with_attachments("Just a question", []) == "Just a question"
 
 
-def test_an_oversized_file_is_refused_with_its_tokens_and_the_room_left() -> None:
-    limit = room(context_length=1024, max_tokens=200)
-    assert limit == 1024 - 200 - 64
+def test_an_oversized_file_is_refused_with_its_tokens_and_the_models_limit() -> None:
+    assert room(context_length=1024, max_tokens=200) == 1024 - 200 - 64
+    assert room(context_length=1024, max_tokens=4096) == 1024 - 512 - 64  # the answer keeps at most half the context
     big = Attachment("big.py", "x " * 2000, 4000, tokens=2003)
-    with pytest.raises(AttachmentTooLarge, match="big.py is 2,003 tokens, but Tiny has room for 760 .* send it truncated") as refused:
-        check_fits(big, [], limit, "Tiny")
+    with pytest.raises(AttachmentTooLarge, match=r"^big.py is 2,003 tokens, but Tiny reads at most 1,024: with 264 kept "
+                                                 r"for the question and the answer there is room for 760.$") as refused:
+        check_fits(big, [], 1024, 200, "Tiny")
     assert (refused.value.attachment, refused.value.room) == (big, 760)
     other = Attachment("small.py", "y", 1, tokens=700)
-    with pytest.raises(AttachmentTooLarge, match="room for 60 beside the 700 tokens already attached"):
-        check_fits(Attachment("c.py", "z", 1, tokens=61), [other], limit, "Tiny")
-    check_fits(Attachment("c.py", "z", 1, tokens=60), [other], limit, "Tiny")  # fits exactly: no error
+    with pytest.raises(AttachmentTooLarge, match="answer, beside the 700 tokens already attached, there is room for 60"):
+        check_fits(Attachment("c.py", "z", 1, tokens=61), [other], 1024, 200, "Tiny")
+    check_fits(Attachment("c.py", "z", 1, tokens=60), [other], 1024, 200, "Tiny")  # fits exactly: no error
 
 
 def test_truncated_cuts_at_a_line_to_fit_and_says_so() -> None:
