@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, Signal
-from PySide6.QtGui import QDropEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtGui import QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
@@ -26,9 +26,11 @@ from PySide6.QtWidgets import (
 
 from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, read_attachment
 from engine.attachments import truncated
+from engine.models.app_paths import RESOURCES
 
 from .flow_layout import flow_row
 
+PAPERCLIP = RESOURCES / "paperclip.svg"
 FILE_FILTER = "Text, code and documents (*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql);;All files (*)"
 CHIP_STYLE = ("QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 9px; background: palette(base); }"
               " QLabel { font-size: 11px; }")
@@ -41,8 +43,11 @@ def chip(attachment: Attachment, removable: bool = False) -> QFrame:
     frame.setStyleSheet(CHIP_STYLE)
     layout = QHBoxLayout(frame)
     layout.setContentsMargins(8, 1, 4 if removable else 8, 1)
-    label = QLabel(f"📎 {attachment.label()}")
+    icon = QLabel()
+    icon.setPixmap(QIcon(str(PAPERCLIP)).pixmap(12, 12))
+    label = QLabel(attachment.label())
     label.setObjectName("chipLabel")
+    layout.addWidget(icon)
     layout.addWidget(label)
     frame.setToolTip("\n".join(attachment.text.splitlines()[:12]))
     if removable:
@@ -93,7 +98,8 @@ class AttachmentsBar(QWidget):
         self.attached: list[Attachment] = []
         self.refusal: QMessageBox | None = None
         self.sent: tuple[str, tuple[Attachment, ...]] = ("", ())  # the last question sent and its files
-        self.paperclip = QToolButton(text="📎")
+        self.paperclip = QToolButton()
+        self.paperclip.setIcon(QIcon(str(PAPERCLIP)))
         self.paperclip.setObjectName("paperclip")
         self.paperclip.setToolTip(f"Attach files: {KINDS} (or drop them on the message box, or paste them)")
         self.paperclip.clicked.connect(self.choose_files)
