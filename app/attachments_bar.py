@@ -1,7 +1,7 @@
 """Files attached to the message being typed: the paperclip, drag and drop and paste onto the message box, and chips.
 
-Each file is read through `engine.attachments` (text, code, Markdown, CSV, JSON, PDF) and counted in the loaded
-target's tokens, and shown as a chip (name, size, tokens) with a ✕ to take it off. A file that cannot be attached
+Each file is read through `engine.attachments` (text, code, Markdown, CSV, JSON, PDF) off the GUI thread
+(`attachment_reader.py`: a long PDF takes seconds), counted in the loaded target's tokens, and shown as a chip (name, size, tokens) with a ✕ to take it off. A file that cannot be attached
 says why in the window's error banner; one too big for the context is refused with the numbers in a dialog that
 offers to send it cut to fit. Sent messages show the same chips (`show_chips`), from the text the chat saved.
 """
@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, read_attachment
-from engine.attachments import truncated
+from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated
 from engine.models.app_paths import RESOURCES
 
+from .attachment_reader import AttachmentReader
 from .flow_layout import flow_row
 
 PAPERCLIP = RESOURCES / "paperclip.svg"
@@ -85,6 +85,7 @@ class AttachmentsBar(QWidget):
 
     Attributes:
         attached: the files attached so far.
+        reader: reads the files given, off the GUI thread (`reader.idle`: all are read).
         refusal: the dialog open for a file too big for the context (None when none is).
     """
 
@@ -97,6 +98,12 @@ class AttachmentsBar(QWidget):
         self.show_error = show_error
         self.attached: list[Attachment] = []
         self.refusal: QMessageBox | None = None
+        self.waiting: list[Attachment] = []  # files read while the refusal dialog asks about another
+        self.problems: list[str] = []  # why files could not be read, shown once the reader is idle
+        self.reader = AttachmentReader(self)
+        self.reader.read.connect(self._on_read)
+        self.reader.failed.connect(self._on_failed)
+        self.reader.idle.connect(self._show_problems)
         self.sent: tuple[str, tuple[Attachment, ...]] = ("", ())  # the last question sent and its files
         self.paperclip = QToolButton()
         self.paperclip.setIcon(QIcon(str(PAPERCLIP)))
@@ -136,28 +143,35 @@ class AttachmentsBar(QWidget):
         self.attach_files([Path(p) for p in paths])
 
     def attach_files(self, paths: list[Path]) -> None:
-        """Read each file and attach it: a file that cannot be read is named in the error banner, one too big
-        for the context waits in the refusal dialog (the files after it are attached meanwhile)."""
-        problems = []
-        for path in paths:
-            try:
-                self._attach(read_attachment(path, self._count_tokens()))
-            except AttachmentTooLarge as too_big:
-                self._refuse(too_big)
-            except AttachmentError as error:
-                problems.append(str(error))
-        if problems:
-            self.show_error(" ".join(problems))
-
-    def _count_tokens(self):  # noqa: ANN202 - CountTokens | None
+        """Read the files (on the reader's thread) and attach each: a file that cannot be read is named in the error
+        banner once all are read, one too big for the context waits in the refusal dialog."""
         pair = self.session.pair
-        return pair.count_tokens if pair is not None else None
+        self.reader.start(paths, pair.count_tokens if pair is not None else None)
 
-    def _attach(self, attachment: Attachment) -> None:
+    def _on_read(self, attachment: Attachment) -> None:
+        """Attach a file read, or refuse it when it leaves the context no room (counted with the loaded target).
+        While the refusal dialog asks about a file, those read after it wait: each is checked beside those attached
+        once it is answered."""
+        if self.refusal is not None:
+            self.waiting.append(attachment)
+            return
         pair = self.session.pair
-        if pair is not None and pair.count_tokens is not None:
-            check_fits(attachment, self.attached, pair.context_length, self.session.params.max_tokens, pair.target_name)
+        try:
+            if pair is not None and pair.count_tokens is not None and attachment.tokens:
+                check_fits(attachment, self.attached, pair.context_length, self.session.params.max_tokens,
+                           pair.target_name)
+        except AttachmentTooLarge as too_big:
+            self._refuse(too_big)
+            return
         self.add(attachment)
+
+    def _on_failed(self, message: str) -> None:
+        self.problems.append(message)
+
+    def _show_problems(self) -> None:
+        if self.problems:
+            self.show_error(" ".join(self.problems))
+            self.problems = []
 
     def add(self, attachment: Attachment) -> None:
         """Show a file read already (a truncated one, one given back with a refused question) as attached."""
@@ -183,16 +197,20 @@ class AttachmentsBar(QWidget):
         self.refusal.open()
 
     def _decided(self, too_big: AttachmentTooLarge, send_cut: bool) -> None:
+        """Attach the file cut to fit, or not at all; then the files that waited, each checked anew."""
         self.refusal = None
-        if not send_cut:
-            return
-        try:
-            self.add(truncated(too_big.attachment, too_big.room, self.session.pair.count_tokens))
-        except AttachmentError as error:
-            self.show_error(str(error))
+        if send_cut:
+            try:
+                self.add(truncated(too_big.attachment, too_big.room, self.session.pair.count_tokens))
+            except AttachmentError as error:
+                self.show_error(str(error))
+        waiting, self.waiting = self.waiting, []
+        for attachment in waiting:
+            self._on_read(attachment)
 
     def take(self, shown_on: QWidget) -> tuple[Attachment, ...]:
         """The files for the message being sent, shown as chips on it (`shown_on`); the bar is empty after it."""
+        self.reader.finish()
         taken = tuple(self.attached)
         while self.attached:
             self._remove(self.attached[0], self.chips.itemAt(0).widget())
