@@ -14,7 +14,7 @@ the token count comes from a `count_tokens` function over the target's tokenizer
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -84,7 +84,7 @@ class Attachment:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "Attachment":
-        return cls(**{key: record[key] for key in ("name", "text", "size", "tokens", "cut_from") if key in record})
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
 def size_label(size: int) -> str:
