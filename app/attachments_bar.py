@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated
+from engine.attachments import with_attachments
 from engine.models.app_paths import RESOURCES
 
 from .attachment_reader import AttachmentReader
@@ -207,6 +208,12 @@ class AttachmentsBar(QWidget):
         waiting, self.waiting = self.waiting, []
         for attachment in waiting:
             self._on_read(attachment)
+
+    def with_files(self, typed: str) -> str:
+        """Typed text as the model would read it sent now, the files attached before it ("" when nothing is typed:
+        Compare then runs the last question sent)."""
+        self.reader.finish()
+        return with_attachments(typed, self.attached) if typed else ""
 
     def take(self, shown_on: QWidget) -> tuple[Attachment, ...]:
         """The files for the message being sent, shown as chips on it (`shown_on`); the bar is empty after it."""

@@ -320,7 +320,7 @@ class MainWindow(QMainWindow):
         if not self.session.ready:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
-        history = self.session.compare_messages(self.conversation_id, self.input.toPlainText().strip())
+        history = self.session.compare_messages(self.conversation_id, self.attachments.with_files(self.input.toPlainText().strip()))
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return

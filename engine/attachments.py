@@ -25,6 +25,8 @@ KINDS = "text, code, Markdown, CSV, JSON or PDF files"
 MAX_BYTES = 64 * 1024 * 1024  # past this no model's context holds the text; refused before reading it all
 SNIFF_BYTES = 8192  # a NUL byte in the first 8 KB marks a binary file, as git and grep decide it
 UNTAGGED = ("", ".txt", ".pdf")  # files whose fence gets no language (the suffix names it for the others: py, csv...)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif", ".bmp", ".tif", ".tiff")
+IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")  # images under another name, too
 QUESTION_ROOM = 64  # tokens kept for the question typed beside the files (a line or two)
 
 
@@ -129,6 +131,9 @@ def counted(attachment: Attachment, count_tokens: CountTokens) -> Attachment:
 
 
 def _plain_text(name: str, data: bytes) -> str:
+    if Path(name).suffix.lower() in IMAGE_SUFFIXES or data.startswith(IMAGE_SIGNATURES):
+        raise AttachmentError(f"{name} is an image, and SpecChat reads only the text of files: attach {KINDS}, or "
+                              "describe the image in words.")
     if b"\x00" in data[:SNIFF_BYTES]:
         raise AttachmentError(f"{name} is not a text file (it holds binary data): attach {KINDS}, or save its "
                               "content as text first.")

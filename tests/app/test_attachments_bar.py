@@ -108,7 +108,7 @@ def test_a_file_that_is_not_text_is_named_in_the_error_banner(make_window, qtbot
     image.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     attach(qtbot, window.attachments, image)
     assert window.attachments.attached == [] and not window.error_banner.isHidden()
-    assert window.error_banner.text().startswith("photo.png is not a text file (it holds binary data): attach text")
+    assert window.error_banner.text().startswith("photo.png is an image, and SpecChat reads only the text of files")
 
 
 @pytest.mark.parametrize("send_cut", [False, True])
@@ -152,6 +152,17 @@ def test_a_sent_question_keeps_its_files_shown_saved_and_read_by_the_model(make_
     window.chat.messages[0].edit_submitted.emit("Rename area to size")  # an edit keeps the question's files
     qtbot.waitUntil(lambda: not window.session.busy, timeout=60_000)
     assert window.session.store.messages(saved_conversation)[0].attachments == [attachment]
+
+
+def test_compare_runs_the_typed_question_with_the_files_attached_to_it(make_window, qtbot, tmp_path: Path) -> None:
+    window = make_window()
+    attach(qtbot, window.attachments, code_file(tmp_path))
+    window.input.setPlainText("Rename area to surface")
+    window.compare()
+    assert window.compare_dialog.messages == [
+        {"role": "user", "content": with_attachments("Rename area to surface", window.attachments.attached)}]
+    assert window.attachments.attached != []  # still there for the message to send
+    window.compare_dialog.close()
 
 
 def test_a_message_sent_while_its_file_is_still_being_read_takes_the_file(make_window, qtbot, tmp_path: Path,

@@ -46,7 +46,7 @@ def test_a_file_that_is_not_text_is_one_line(tiny_dirs, tmp_path: Path, capsys) 
     status, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "What is it?", "--attach",
                      str(tmp_path / "photo.png")])
     err = capsys.readouterr().err
-    assert status == 1 and err.startswith("error: photo.png is not a text file") and err.count("\n") == 1
+    assert status == 1 and err.startswith("error: photo.png is an image") and err.count("\n") == 1
 
 
 def test_the_benchmark_puts_the_attached_files_before_every_prompt(tiny_dirs, tmp_path: Path, capsys) -> None:
