@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-from PySide6.QtCore import QEvent, QMimeData, QObject, Signal
+from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtGui import QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -81,16 +81,11 @@ class AttachmentsBar(QWidget):
         message_box: the message box that takes drops and pastes of files.
         show_error: how the window shows what went wrong.
 
-    Signals:
-        changed(): a file was attached or taken off.
-
     Attributes:
         attached: the files attached so far.
         reader: reads the files given, off the GUI thread (`reader.idle`: all are read).
         refusal: the dialog open for a file too big for the context (None when none is).
     """
-
-    changed = Signal()
 
     def __init__(self, session, message_box: QPlainTextEdit, show_error: Callable[[str], None],  # noqa: ANN001
                  parent: QWidget | None = None) -> None:
@@ -180,13 +175,13 @@ class AttachmentsBar(QWidget):
         shown = chip(attachment, removable=True)
         shown.findChild(QToolButton, "removeAttachment").clicked.connect(lambda: self._remove(attachment, shown))
         self.chips.insertWidget(self.chips.count() - 1, shown)
-        self._update()
+        self.setVisible(bool(self.attached))
 
     def _remove(self, attachment: Attachment, shown: QWidget) -> None:
         self.attached.remove(attachment)
         self.chips.removeWidget(shown)
         shown.deleteLater()
-        self._update()
+        self.setVisible(bool(self.attached))
 
     def _refuse(self, too_big: AttachmentTooLarge) -> None:
         """The numbers, and the choice: send it cut to fit (its first lines), or not at all."""
@@ -231,7 +226,3 @@ class AttachmentsBar(QWidget):
         if text == sent_text and not self.attached:
             for attachment in files:
                 self.add(attachment)
-
-    def _update(self) -> None:
-        self.setVisible(bool(self.attached))
-        self.changed.emit()
