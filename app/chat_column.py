@@ -1,4 +1,5 @@
-"""The window's middle column: the conversation, the banners under it (an error, an Undo), the message box."""
+"""The window's middle column: the conversation, the banners under it (an error, an Undo), the message box with
+its attached files."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from engine.conversations import ConversationStore
-
+from .attachments_bar import AttachmentsBar
 from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
@@ -42,22 +42,25 @@ class ChatColumn(QWidget):
         error_banner: what went wrong and what to do (hidden when nothing did).
         undo_banner: deletes messages and offers Undo.
         input, send_button: the message box and Send (Stop while an answer is generated).
+        attachments: the files attached to the message being typed (their chips over the box, its paperclip).
         input_row: the row they are in (the window adds the Think switch).
     """
 
-    def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
+    def __init__(self, session, parent: QWidget | None = None) -> None:  # noqa: ANN001 - ChatSession
         super().__init__(parent)
         self.chat = ChatView()
-        self.store = store
+        self.store = store = session.store
         self.error_banner = ErrorBanner()
         self.undo_banner = UndoDeleteBanner(store)
         self.input = ChatInput()
         self.send_button = QPushButton("Send")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
-        for widget in (self.chat, self.error_banner, self.undo_banner):
+        self.attachments = AttachmentsBar(session, self.input, self.show_error)
+        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments):
             layout.addWidget(widget)
         self.input_row = QHBoxLayout()
+        self.input_row.addWidget(self.attachments.paperclip)
         self.input_row.addWidget(self.input)
         self.input_row.addWidget(self.send_button)
         layout.addLayout(self.input_row)

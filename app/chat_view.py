@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from engine.events import TokenEvent, split_rounds
 
+from .attachments_bar import show_chips
 from .flow_layout import flow_row
 from .palette import notice_colour
 from .reasoning_fold import ReasoningFold, route
@@ -202,9 +203,11 @@ class MessageWidget(QFrame):
             self.body.setPlainText(text)
 
     def show_stored(self, stored, markdown: bool) -> None:  # noqa: ANN001 - conversations.StoredMessage
-        """Show a saved message: an answer with its reasoning, tokens, trace and stats line; a question as text."""
+        """Show a saved message: an answer with its reasoning, tokens, trace and stats line; a question as text, with
+        chips for its files."""
         if self.role != "assistant":
             self.set_text(stored.content)
+            show_chips(self, stored.attachments)
             return
         self._set_runs(stored.runs, stored.trace)
         self.fold.show_reasoning(stored.reasoning, stored.reasoning_s, split_rounds(stored.trace)[0])

@@ -76,9 +76,10 @@ class MainWindow(QMainWindow):
         self.conversations.delete_confirmed.connect(self.delete_conversation)
         self.conversations.exported.connect(lambda path: self.statusBar().showMessage(f"Exported to {path}", 5000))
         self.conversations.changed.connect(lambda _id: self._update_pair_label())
-        column = ChatColumn(self.session.store)
+        column = ChatColumn(self.session)
         self.chat, self.error_banner, self.input, self.send_button = column.chat, column.error_banner, column.input, column.send_button
         self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
+        self.attachments = column.attachments
         self.undo_banner.restored.connect(self.open_conversation)
         self.undo_banner.failed.connect(self.show_error)
         self.think_switch = ThinkSwitch(self.session, lambda: self.conversation_id)
@@ -245,8 +246,7 @@ class MainWindow(QMainWindow):
         self.input.clear()
         if self.conversation_id is None:
             self.conversation_id = self.session.new_conversation(text)
-        self.chat.add_message("user", text)
-        self.session.send(self.conversation_id, text)
+        self.session.send(self.conversation_id, text, self.attachments.take(shown_on=self.chat.add_message("user", text)))
         self.conversations.refresh(self.conversation_id)
 
     def regenerate(self) -> None:
@@ -320,7 +320,7 @@ class MainWindow(QMainWindow):
         if not self.session.ready:
             self.show_error("Compare needs loaded models and no answer in progress.")
             return
-        history = self.session.compare_messages(self.conversation_id, self.input.toPlainText().strip())
+        history = self.session.compare_messages(self.conversation_id, self.attachments.with_files(self.input.toPlainText().strip()))
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return

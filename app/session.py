@@ -17,6 +17,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from engine.comparison import STANDARD, check_sides, compare_messages, side_params
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
+from engine.attachments import Attachment
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from .pair_label import next_drafter, pair_label
 from .download_worker import DownloadWorker
@@ -150,7 +151,7 @@ class ChatSession(QObject):
         reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
         if conversation_id is None:
             return []
-        return [{"role": m.role, "content": m.content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
+        return [{"role": m.role, "content": m.prompt_text, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
                 for m in self.store.messages(conversation_id) if m.content or m.role == "user"]
 
     def compare_messages(self, conversation_id: int | None, typed: str) -> list[dict[str, str]]:
@@ -227,17 +228,18 @@ class ChatSession(QObject):
             self.new_chat_think = None
         return conversation_id
 
-    def send(self, conversation_id: int, text: str) -> None:
-        """Save the user's message and start its answer."""
-        self.store.add_message(conversation_id, "user", text)
+    def send(self, conversation_id: int, text: str, attachments: tuple[Attachment, ...] = ()) -> None:
+        """Save the user's message (with the files attached to it) and start its answer."""
+        self.store.add_message(conversation_id, "user", text, attachments=attachments)
         self.start_answer(conversation_id)
 
     def edit(self, message_id: int, text: str) -> int | None:
-        """Ask an earlier question differently: a new branch from there (the old one is kept), answered now."""
+        """Ask an earlier question differently, with its files: a new branch from there (the old one kept), answered now."""
         conversation_id = self._conversation_of(message_id)
         if self.busy or conversation_id is None:
             return None
-        self.store.add_message(conversation_id, "user", text, parent_id=self.store.parent_of(message_id))
+        files = next((m.attachments for m in self.store.messages(conversation_id) if m.id == message_id), [])
+        self.store.add_message(conversation_id, "user", text, parent_id=self.store.parent_of(message_id), attachments=files)
         self.start_answer(conversation_id)
         return conversation_id
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from engine.attachments import CountTokens, token_counter
 from engine.models.app_paths import data_dir
 from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.errors import DistributedError, LoadCancelled, SpecChatError
@@ -57,7 +58,8 @@ class PairInfo:
     the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
     ("model", "mtp" for the target's own heads, "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
     many Macs the target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence);
-    `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone).
+    `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
+    tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
     """
 
     target: str
@@ -74,6 +76,7 @@ class PairInfo:
     macs: int = 1
     layout: str = ""
     weights_gb: float = 0.0
+    count_tokens: CountTokens | None = None
 
 
 @dataclass
@@ -242,6 +245,7 @@ class EngineWorker(QObject):
             macs=self.cluster.macs if self.cluster else 1,
             layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
+            count_tokens=token_counter(pair.tokenizer),
         )
 
     @Slot()

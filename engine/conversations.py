@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .database_file import is_read_only, open_for_reading, open_for_writing, read_into_memory, write_refusal
+from .attachments import Attachment, with_attachments
+from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal
 from .events import trace_line
 from .models.app_paths import data_dir
 
@@ -51,12 +52,14 @@ CREATE TABLE IF NOT EXISTS messages (
     selected INTEGER NOT NULL DEFAULT 1,
     trace TEXT NOT NULL DEFAULT '[]',
     reasoning TEXT NOT NULL DEFAULT '',
-    reasoning_s REAL NOT NULL DEFAULT 0
+    reasoning_s REAL NOT NULL DEFAULT 0,
+    attachments TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
 """
 # Databases from before branches: add the columns, and chain each conversation's messages in order. From before
 # thinking models: answers get their reasoning apart, chats their own Think switch (NULL: the Settings default).
+# From before attachments: questions get their files' texts.
 MIGRATIONS = (
     ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
     ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
@@ -65,8 +68,9 @@ MIGRATIONS = (
     ("messages", "reasoning", "ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''"),
     ("messages", "reasoning_s", "ALTER TABLE messages ADD COLUMN reasoning_s REAL NOT NULL DEFAULT 0"),
     ("conversations", "think", "ALTER TABLE conversations ADD COLUMN think INTEGER"),
+    ("messages", "attachments", "ALTER TABLE messages ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]'"),
 )
-_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s"
+_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s, attachments"
 AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
 
@@ -86,6 +90,7 @@ class StoredMessage:
         branch, branches: which of its siblings it is (from 1) and how many there are.
         reasoning: a thinking model's reasoning before the answer ("" for none).
         reasoning_s: how long it thought, in seconds.
+        attachments: for questions, the files attached to it (their text, as sent).
     """
 
     id: int
@@ -100,6 +105,12 @@ class StoredMessage:
     branches: int = 1
     reasoning: str = ""
     reasoning_s: float = 0.0
+    attachments: list[Attachment] = field(default_factory=list)
+
+    @property
+    def prompt_text(self) -> str:
+        """The message as the model reads it: a question's attached files before its text."""
+        return with_attachments(self.content, self.attachments)
 
 
 @dataclass
@@ -131,7 +142,7 @@ class ConversationStore:
         except (sqlite3.Error, OSError) as error:
             self.db = read_into_memory(path)
             self._prepare()
-            self.degraded = self._degraded_message(error)
+            self.degraded = degraded_message(self.path, error)
 
     def _prepare(self) -> None:
         self.db.execute("PRAGMA foreign_keys = ON")
@@ -148,20 +159,6 @@ class ConversationStore:
                         "UPDATE messages SET parent_id = (SELECT p.id FROM messages p WHERE p.conversation_id = "
                         "messages.conversation_id AND p.position < messages.position ORDER BY p.position DESC LIMIT 1)"
                     )
-
-    def _degraded_message(self, error: BaseException) -> str:
-        """What went wrong and what to do, in words: SQLite's own errors ("disk I/O error") do not say which."""
-        folder = self.path.parent
-        if "full" in str(error).lower():
-            reason, fix = "the disk is full", "free some space"
-        elif is_read_only(error if isinstance(error, OSError) else write_refusal(self.path)):
-            reason, fix = f"{folder} is read-only", f"make {folder} writable"
-        else:
-            reason, fix = f"{folder} refuses writes ({error})", f"free some space or make {folder} writable"
-        return (
-            f"Conversations cannot be saved: {reason}. Chats are kept in memory until you quit; to save them, {fix}, "
-            "then restart SpecChat."
-        )
 
     def _write(self, statement: str, args: tuple = (), touching: int | None = None) -> sqlite3.Cursor:
         """Run and commit a write, marking conversation `touching` updated in the same commit (one sync, not two);
@@ -188,7 +185,7 @@ class ConversationStore:
         self.db.close()
         self.db = memory
         self.db.execute("PRAGMA foreign_keys = ON")
-        self.degraded = self._degraded_message(error)
+        self.degraded = degraded_message(self.path, error)
         if self.on_degraded:
             self.on_degraded(self.degraded)
 
@@ -250,8 +247,10 @@ class ConversationStore:
         """The thread shown: from the first message through each message's selected child."""
         return _shown_thread(self.db, conversation_id)
 
-    def add_message(self, conversation_id: int, role: str, content: str, parent_id: int | None = AFTER_LAST) -> int:
-        """Add a message under `parent_id` (None: a first message; by default after the thread's last) and show it.
+    def add_message(self, conversation_id: int, role: str, content: str, parent_id: int | None = AFTER_LAST,
+                    attachments: tuple[Attachment, ...] = ()) -> int:
+        """Add a message (with its attached files) under `parent_id` (None: a first message; by default after the
+        thread's last) and show it.
 
         A message added where one already is becomes its sibling: the new branch is shown, the old one kept."""
         if parent_id == AFTER_LAST:
@@ -262,8 +261,10 @@ class ConversationStore:
             "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?", (conversation_id,)
         ).fetchone()
         cursor = self._write(
-            "INSERT INTO messages (conversation_id, position, role, content, parent_id, selected) VALUES (?, ?, ?, ?, ?, 1)",
-            (conversation_id, position, role, content, parent_id),
+            "INSERT INTO messages (conversation_id, position, role, content, parent_id, selected, attachments) "
+            "VALUES (?, ?, ?, ?, ?, 1, ?)",
+            (conversation_id, position, role, content, parent_id,
+             json.dumps([a.record() for a in attachments], ensure_ascii=False)),
             touching=conversation_id,
         )
         return int(cursor.lastrowid)
@@ -334,11 +335,12 @@ class ConversationStore:
         return "".join(trace_line(record) for record in json.loads(row[0])) if row else ""
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation shown as Markdown: a heading, then each message under its speaker."""
+        """The conversation shown as Markdown: a heading, then each message under its speaker (a question's files as
+        the model read them: fenced, under their names)."""
         lines = [f"# {self.title(conversation_id)}", ""]
         for message in self.messages(conversation_id):
             speaker = "You" if message.role == "user" else "Assistant"
-            lines += [f"**{speaker}:**", "", message.content.rstrip(), ""]
+            lines += [f"**{speaker}:**", "", message.prompt_text.rstrip(), ""]
             if message.summary:
                 lines += [f"*{message.summary}*", ""]
         return "\n".join(lines).rstrip() + "\n"
@@ -358,10 +360,11 @@ def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMe
     thread, parent = [], None
     while children.get(parent):
         siblings = children[parent]
-        index = next((i for i, row in enumerate(siblings) if row[10]), len(siblings) - 1)
+        index = next((i for i, row in enumerate(siblings) if row[11]), len(siblings) - 1)
         row = siblings[index]
         thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
-                                    json.loads(row[7]), index + 1, len(siblings), row[8], row[9]))
+                                    json.loads(row[7]), index + 1, len(siblings), row[8], row[9],
+                                    [Attachment.from_record(a) for a in json.loads(row[10])]))
         parent = row[0]
     return thread
 
@@ -380,7 +383,7 @@ def saved_chats(path: Path | None = None, limit: int = 1000) -> Iterator[list[di
     try:
         rows = db.execute("SELECT id, system_prompt FROM conversations ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
         for conversation_id, system_prompt in reversed(rows.fetchall()):
-            messages = [{"role": m.role, "content": m.content} for m in _shown_thread(db, conversation_id) if m.content]
+            messages = [{"role": m.role, "content": m.prompt_text} for m in _shown_thread(db, conversation_id) if m.content]
             if system_prompt:
                 messages.insert(0, {"role": "system", "content": system_prompt})
             if messages:

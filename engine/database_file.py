@@ -58,6 +58,22 @@ def is_read_only(refusal: OSError | None) -> bool:
     return refusal is not None and refusal.errno in READ_ONLY_ERRORS
 
 
+def degraded_message(path: Path, error: BaseException) -> str:
+    """Why the database at `path` cannot be saved and what to do, in words: SQLite's own errors ("disk I/O error")
+    do not say which."""
+    folder = path.parent
+    if "full" in str(error).lower():
+        reason, fix = "the disk is full", "free some space"
+    elif is_read_only(error if isinstance(error, OSError) else write_refusal(path)):
+        reason, fix = f"{folder} is read-only", f"make {folder} writable"
+    else:
+        reason, fix = f"{folder} refuses writes ({error})", f"free some space or make {folder} writable"
+    return (
+        f"Conversations cannot be saved: {reason}. Chats are kept in memory until you quit; to save them, {fix}, "
+        "then restart SpecChat."
+    )
+
+
 def open_for_writing(path: Path) -> sqlite3.Connection:
     """The database at `path` (created if missing), journaled in a `-journal` file and never memory-mapped.
 

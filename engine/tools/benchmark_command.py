@@ -16,6 +16,7 @@ from typing import Any, Callable, TextIO
 from ..errors import SpecChatError
 from ..models.app_paths import RESOURCES
 from ..params import GenerationParams
+from .attach_option import attached
 
 DEFAULT_PROMPTS = RESOURCES / "prompts" / "benchmark.json"
 
@@ -80,7 +81,8 @@ def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dic
         raise SpecChatError(str(e)) from e
     prompts = _benchmark_prompts(args)
     pair = ModelPair.load(args.target, args.draft)
-    prompt_ids = [pair.prompt_ids(p, chat=args.chat, system_prompt=args.system) for p, _ in prompts]
+    prompt_ids = [pair.prompt_ids(attached(pair, args, p, params), chat=args.chat, system_prompt=args.system)
+                  for p, _ in prompts]
 
     def progress(run) -> None:  # noqa: ANN001
         if not args.json:

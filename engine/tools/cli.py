@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Sequence, TextIO
 
+from .attach_option import add_attach_option, attached
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from ..drafters import default_drafter
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     source = g.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="the prompt; - reads it from standard input")
     source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
+    add_attach_option(g)
     g.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
     g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
@@ -133,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--prompt-file", type=Path, help="prompts, one per line, or a JSON list of strings or {prompt, category}"
     )
+    add_attach_option(b)
     b.add_argument("--iterations", type=int, default=1)
     b.add_argument("--follow-up", action="store_true", help="also time a chat's second turn (prompt caching)")
     b.add_argument(
@@ -222,7 +225,7 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
     from ..decoding.generation import generate_stream
     from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
 
-    prompt = _prompt_text(args)
+    prompt = attached(pair, args, _prompt_text(args), params)
     trace = _open_trace(args.trace)
     result, part = None, "answer"
     for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):

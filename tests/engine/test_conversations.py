@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from engine.attachments import Attachment, with_attachments
 from engine.conversations import ConversationStore, saved_chats
 from tests.data_folders import crashed_wal_database, read_only, saved_chats_at, snapshot, turned_read_only_mid_run
 
@@ -216,3 +217,37 @@ def test_a_database_from_before_reasoning_is_migrated(tmp_path: Path) -> None:
     assert store.think(1) is None
     store.set_think(1, True)
     assert store.think(1) is True
+
+
+def test_a_question_keeps_its_attached_files_text_through_reopening_and_export(tmp_path: Path) -> None:
+    """The files' text is saved, not their paths; the history index and the Markdown export read them as the
+    model did: fenced under their names, before the question."""
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Edit")
+    files = (Attachment("app.py", "def f():\n    return 1\n", 24, tokens=12), Attachment("notes.md", "# Notes", 7, tokens=5))
+    store.add_message(chat, "user", "Make f return 2.", attachments=files)
+    store.add_message(chat, "assistant", "def f():\n    return 2")
+    store.close()
+    reopened = ConversationStore(tmp_path / "c.sqlite3")
+    question, answer = reopened.messages(chat)
+    assert (question.content, question.attachments, answer.attachments) == ("Make f return 2.", list(files), [])
+    assert question.prompt_text == with_attachments("Make f return 2.", files)
+    markdown = reopened.export_markdown(chat)
+    assert "**You:**\n\napp.py\n```py\ndef f():\n    return 1\n```\n\nnotes.md\n```md\n# Notes\n```\n\nMake f return 2." in markdown
+    assert markdown.index("Make f return 2.") < markdown.index("**Assistant:**\n\ndef f():\n    return 2")
+    assert list(saved_chats(tmp_path / "c.sqlite3"))[0][0]["content"] == question.prompt_text
+
+
+def test_a_database_from_before_attachments_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    ConversationStore(path).close()
+    db = sqlite3.connect(str(path))
+    db.execute("ALTER TABLE messages DROP COLUMN attachments")
+    db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (1, 'Old', 0, 0)")
+    db.execute("INSERT INTO messages (id, conversation_id, position, role, content, parent_id) VALUES (1, 1, 0, 'user', 'a', NULL)")
+    db.commit()
+    db.close()
+    store = ConversationStore(path)
+    assert [(m.content, m.attachments) for m in store.messages(1)] == [("a", [])]
+    store.add_message(1, "user", "b", attachments=(Attachment("x.txt", "x", 1),))
+    assert store.messages(1)[1].attachments == [Attachment("x.txt", "x", 1)]

@@ -1,0 +1,228 @@
+"""Files attached to the message being typed: the paperclip, drag and drop and paste onto the message box, and chips.
+
+Each file is read through `engine.attachments` (text, code, Markdown, CSV, JSON, PDF) off the GUI thread
+(`attachment_reader.py`: a long PDF takes seconds), counted in the loaded target's tokens, and shown as a chip (name, size, tokens) with a ✕ to take it off. A file that cannot be attached
+says why in the window's error banner; one too big for the context is refused with the numbers in a dialog that
+offers to send it cut to fit. Sent messages show the same chips (`show_chips`), from the text the chat saved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable
+
+from PySide6.QtCore import QEvent, QMimeData, QObject
+from PySide6.QtGui import QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QToolButton,
+    QWidget,
+)
+
+from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated
+from engine.attachments import with_attachments
+from engine.models.app_paths import RESOURCES
+
+from .attachment_reader import AttachmentReader
+from .flow_layout import flow_row
+
+PAPERCLIP = RESOURCES / "paperclip.svg"
+FILE_FILTER = "Text, code and documents (*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql);;All files (*)"
+CHIP_STYLE = ("QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 9px; background: palette(base); }"
+              " QLabel { font-size: 11px; }")
+
+
+def chip(attachment: Attachment, removable: bool = False) -> QFrame:
+    """A file as a small rounded label: name, size and tokens, the full text's first lines as its tooltip."""
+    frame = QFrame()
+    frame.setObjectName("attachmentChip")
+    frame.setStyleSheet(CHIP_STYLE)
+    layout = QHBoxLayout(frame)
+    layout.setContentsMargins(8, 1, 4 if removable else 8, 1)
+    icon = QLabel()
+    icon.setPixmap(QIcon(str(PAPERCLIP)).pixmap(12, 12))
+    label = QLabel(attachment.label())
+    label.setObjectName("chipLabel")
+    layout.addWidget(icon)
+    layout.addWidget(label)
+    frame.setToolTip("\n".join(attachment.text.splitlines()[:12]))
+    if removable:
+        remove = QToolButton(text="✕")
+        remove.setObjectName("removeAttachment")
+        remove.setAutoRaise(True)
+        remove.setToolTip(f"Take {attachment.name} off this message")
+        layout.addWidget(remove)
+    return frame
+
+
+def show_chips(message: QWidget, attachments: Iterable[Attachment]) -> None:
+    """Show a sent question's files under its header (nothing for a message without any)."""
+    chips = [chip(attachment) for attachment in attachments]
+    if chips:
+        message.layout().insertWidget(1, flow_row(chips))
+
+
+def local_files(mime: QMimeData) -> list[Path]:
+    """The local files a drop or a paste carries (none for text, images or remote links)."""
+    return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile()] if mime.hasUrls() else []
+
+
+class AttachmentsBar(QWidget):
+    """The chips of the files attached to the message being typed (a row over the message box, hidden while there
+    are none), and the paperclip the window puts beside the box.
+
+    Args:
+        session: the chat session (the loaded pair's tokenizer, context and the answer's token budget).
+        message_box: the message box that takes drops and pastes of files.
+        show_error: how the window shows what went wrong.
+
+    Attributes:
+        attached: the files attached so far.
+        reader: reads the files given, off the GUI thread (`reader.idle`: all are read).
+        refusal: the dialog open for a file too big for the context (None when none is).
+    """
+
+    def __init__(self, session, message_box: QPlainTextEdit, show_error: Callable[[str], None],  # noqa: ANN001
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.show_error = show_error
+        self.attached: list[Attachment] = []
+        self.refusal: QMessageBox | None = None
+        self.waiting: list[Attachment] = []  # files read while the refusal dialog asks about another
+        self.problems: list[str] = []  # why files could not be read, shown once the reader is idle
+        self.reader = AttachmentReader(self)
+        self.reader.read.connect(self._on_read)
+        self.reader.failed.connect(self._on_failed)
+        self.reader.idle.connect(self._show_problems)
+        self.sent: tuple[str, tuple[Attachment, ...]] = ("", ())  # the last question sent and its files
+        self.paperclip = QToolButton()
+        self.paperclip.setIcon(QIcon(str(PAPERCLIP)))
+        self.paperclip.setObjectName("paperclip")
+        self.paperclip.setToolTip(f"Attach files: {KINDS} (or drop them on the message box, or paste them)")
+        self.paperclip.clicked.connect(self.choose_files)
+        self.chips = QHBoxLayout(self)
+        self.chips.setContentsMargins(0, 0, 0, 0)
+        self.chips.addStretch()
+        self.setVisible(False)
+        message_box.viewport().setAcceptDrops(True)
+        message_box.viewport().installEventFilter(self)
+        message_box.installEventFilter(self)
+        session.prompt_rejected.connect(self._restore_rejected)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        """Files dropped on the message box, or pasted into it, are attached; text goes on as text."""
+        kind = event.type()
+        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove) and local_files(event.mimeData()):
+            event.acceptProposedAction()
+            return True
+        if kind == QEvent.Type.Drop and local_files(event.mimeData()):
+            assert isinstance(event, QDropEvent)
+            event.acceptProposedAction()
+            self.attach_files(local_files(event.mimeData()))
+            return True
+        if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.matches(QKeySequence.StandardKey.Paste):
+            files = local_files(QGuiApplication.clipboard().mimeData())
+            if files:
+                self.attach_files(files)
+                return True
+        return super().eventFilter(watched, event)
+
+    def choose_files(self) -> None:
+        """The paperclip: pick files in the system's dialog."""
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", FILE_FILTER)
+        self.attach_files([Path(p) for p in paths])
+
+    def attach_files(self, paths: list[Path]) -> None:
+        """Read the files (on the reader's thread) and attach each: a file that cannot be read is named in the error
+        banner once all are read, one too big for the context waits in the refusal dialog."""
+        pair = self.session.pair
+        self.reader.start(paths, pair.count_tokens if pair is not None else None)
+
+    def _on_read(self, attachment: Attachment) -> None:
+        """Attach a file read, or refuse it when it leaves the context no room (counted with the loaded target).
+        While the refusal dialog asks about a file, those read after it wait: each is checked beside those attached
+        once it is answered."""
+        if self.refusal is not None:
+            self.waiting.append(attachment)
+            return
+        pair = self.session.pair
+        try:
+            if pair is not None and pair.count_tokens is not None and attachment.tokens:
+                check_fits(attachment, self.attached, pair.context_length, self.session.params.max_tokens,
+                           pair.target_name)
+        except AttachmentTooLarge as too_big:
+            self._refuse(too_big)
+            return
+        self.add(attachment)
+
+    def _on_failed(self, message: str) -> None:
+        self.problems.append(message)
+
+    def _show_problems(self) -> None:
+        if self.problems:
+            self.show_error(" ".join(self.problems))
+            self.problems = []
+
+    def add(self, attachment: Attachment) -> None:
+        """Show a file read already (a truncated one, one given back with a refused question) as attached."""
+        self.attached.append(attachment)
+        shown = chip(attachment, removable=True)
+        shown.findChild(QToolButton, "removeAttachment").clicked.connect(lambda: self._remove(attachment, shown))
+        self.chips.insertWidget(self.chips.count() - 1, shown)
+        self.setVisible(bool(self.attached))
+
+    def _remove(self, attachment: Attachment, shown: QWidget) -> None:
+        self.attached.remove(attachment)
+        self.chips.removeWidget(shown)
+        shown.deleteLater()
+        self.setVisible(bool(self.attached))
+
+    def _refuse(self, too_big: AttachmentTooLarge) -> None:
+        """The numbers, and the choice: send it cut to fit (its first lines), or not at all."""
+        self.refusal = QMessageBox(QMessageBox.Icon.Warning, "File too big for the model", str(too_big),
+                                   QMessageBox.StandardButton.Cancel, self)
+        self.refusal.setInformativeText("Send its beginning, cut at a line to fit, or attach a smaller part of it.")
+        cut = self.refusal.addButton("Send truncated", QMessageBox.ButtonRole.AcceptRole)
+        self.refusal.buttonClicked.connect(lambda button: self._decided(too_big, button is cut))
+        self.refusal.open()
+
+    def _decided(self, too_big: AttachmentTooLarge, send_cut: bool) -> None:
+        """Attach the file cut to fit, or not at all; then the files that waited, each checked anew."""
+        self.refusal = None
+        if send_cut:
+            try:
+                self.add(truncated(too_big.attachment, too_big.room, self.session.pair.count_tokens))
+            except AttachmentError as error:
+                self.show_error(str(error))
+        waiting, self.waiting = self.waiting, []
+        for attachment in waiting:
+            self._on_read(attachment)
+
+    def with_files(self, typed: str) -> str:
+        """Typed text as the model would read it sent now, the files attached before it ("" when nothing is typed:
+        Compare then runs the last question sent)."""
+        self.reader.finish()
+        return with_attachments(typed, self.attached) if typed else ""
+
+    def take(self, shown_on: QWidget) -> tuple[Attachment, ...]:
+        """The files for the message being sent, shown as chips on it (`shown_on`); the bar is empty after it."""
+        self.reader.finish()
+        taken = tuple(self.attached)
+        while self.attached:
+            self._remove(self.attached[0], self.chips.itemAt(0).widget())
+        show_chips(shown_on, taken)
+        self.sent = (shown_on.text, taken)
+        return taken
+
+    def _restore_rejected(self, _conversation_id: int, text: str, _message: str) -> None:
+        """A question the model could not take (too long) comes back to the box with its files, to shorten."""
+        sent_text, files = self.sent
+        if text == sent_text and not self.attached:
+            for attachment in files:
+                self.add(attachment)
