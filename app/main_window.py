@@ -19,7 +19,7 @@ from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
-from .import_progress import ImportProgress
+from .load_status import LoadStatus
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
@@ -97,7 +97,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
-        self.import_progress = ImportProgress(self.session, self.statusBar())
+        self.load_status = LoadStatus(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
         self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
@@ -116,8 +116,8 @@ class MainWindow(QMainWindow):
     def _connect_session(self) -> None:
         s = self.session
         for signal, slot in (
-            (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
-            (s.load_cancelled, self._on_loading), (s.answer_started, self._on_answer_started),
+            (s.pair_loading, self._update_controls), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
+            (s.load_cancelled, self._update_controls), (s.answer_started, self._on_answer_started),
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
@@ -134,20 +134,12 @@ class MainWindow(QMainWindow):
         self.picker.show()
         self.picker.raise_()
 
-    def _on_loading(self, message: str) -> None:
-        self.statusBar().showMessage(message)
-        self._update_controls()
-
     def _on_loaded(self, info: PairInfo) -> None:
         self.hide_error()
         self._update_controls()
-        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
-        self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {info.layout} {warnings}", 10000)
 
     def _on_load_failed(self, message: str) -> None:
-        kept = " The models loaded before are still in use." if self.session.pair else ""
-        self.statusBar().showMessage("Could not load the models." + kept, 10000)
-        self.show_error(message + kept)
+        self.show_error(message + (" The models loaded before are still in use." if self.session.pair else ""))
         self._update_controls()
 
     def _update_pair_label(self) -> None:

@@ -11,7 +11,7 @@ def test_cancelling_an_import_keeps_nothing_and_the_loaded_pair(make_window, qtb
     monkeypatch.setenv("SPECCHAT_CACHE", str(tmp_path / "cache"))
     path, _, _ = _write_synthetic(tmp_path, TYPES)
     window = make_window()
-    progress = window.import_progress
+    progress = window.load_status
     seen: list[tuple[str, int, int]] = []
 
     def cancel_on_first_report(stage: str, done: int, total: int) -> None:
