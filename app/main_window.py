@@ -269,19 +269,19 @@ class MainWindow(QMainWindow):
             self.answer_view.set_waiting(False)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
-        self.stats.add_events(events)
-        if self.answer_view is not None:
+        if self.answer_view is not None:  # the panel shows the chat shown: not the rounds of one left mid-answer
+            self.stats.add_events(events)
             self.answer_view.append_events(events)
             self.answer_view.text = answer.text
 
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
         """The streamed answer is finished in place and given its actions (no redraw of the conversation)."""
+        view, self.answer_view = self.answer_view, None
+        if view is None or answer.conversation_id != self.conversation_id:
+            return  # its numbers are not the chat shown's
         self.stats.finish(result)
         ttft = self.stats.values["ttft"]
         ttft.setText(ttft.text() + answer.wait_note(short=True))
-        view, self.answer_view = self.answer_view, None
-        if view is None or answer.conversation_id != self.conversation_id:
-            return
         view.finish_answer(result, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):

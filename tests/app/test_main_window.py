@@ -13,7 +13,7 @@ from app.palette import ghost_colour, origin_colour
 from app.round_timeline import time_colours
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
-from tests.app.conftest import send_and_wait, start_long_answer
+from tests.app.conftest import send_and_wait, start_long_answer, stream_in_a_second_chat
 
 
 def colour_runs(view) -> list[tuple[str, str]]:
@@ -351,12 +351,7 @@ def test_leaving_a_streaming_conversation_never_leaves_the_window_stuck(make_win
     """Switching or deleting mid-answer left the button on "Stopping…" for good (and Enter, New chat and Compare
     dead), with "Internal C++ object (TokenTextView) already deleted" on stderr."""
     window = make_window(max_tokens=30)
-    send_and_wait(qtbot, window, "First chat")
-    first = window.conversation_id
-    window.new_conversation()
-    window.apply_settings(window.session.params.replace(max_tokens=900), "")
-    start_long_answer(qtbot, window)
-    streaming = window.conversation_id
+    first, streaming = stream_in_a_second_chat(qtbot, window)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
         if away == "open another conversation":
             window.open_conversation(first)

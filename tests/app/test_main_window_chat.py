@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QPalette
 
 from app.chat_view import cut_notice
 from app.palette import notice_colour
-from tests.app.conftest import send_and_wait
+from tests.app.conftest import send_and_wait, stream_in_a_second_chat
 
 
 def watch_stats_lines(window) -> list[str]:
@@ -165,3 +165,13 @@ def test_at_900_by_600_the_chat_column_never_scrolls_sideways(make_window, qtbot
     QCoreApplication.processEvents()
     assert window.chat.width() >= window.chat.widget().minimumSizeHint().width() + window.chat.verticalScrollBar().width()
     assert window.chat.horizontalScrollBar().maximum() == 0
+
+
+def test_an_answer_that_ends_after_a_chat_switch_leaves_the_other_chat_s_panel_alone(make_window, qtbot) -> None:
+    """Its numbers went into the panel of the chat switched to (the panel was filled before the chat was looked at)."""
+    window = make_window(max_tokens=30)
+    first, _ = stream_in_a_second_chat(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
+        window.open_conversation(first)
+        assert window.stats.values["ttft"].text() == "–"  # reset for the chat shown
+    assert [window.stats.values[key].text() for key in ("ttft", "tps", "drafted", "prefill")] == ["–"] * 4
