@@ -25,7 +25,7 @@ class LoadStatus(QWidget):
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setFixedWidth(160)
-        self.cancel_button = QPushButton("Cancel import")
+        self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -40,12 +40,18 @@ class LoadStatus(QWidget):
         session.load_cancelled.connect(self.show_cancelled)
 
     def show_loading(self, message: str) -> None:
-        self.status_bar.showMessage(message)
+        """From the click on, not from the first stage's report: a load's first seconds are not silent."""
+        self.status_bar.clearMessage()
+        self.show_progress(message, 0, 0)
 
     def show_progress(self, stage: str, done: int, total: int) -> None:
-        self.label.setText(stage)
-        self.bar.setValue(1000 * done // max(total, 1))
-        self.cancel_button.setEnabled(True)
+        """A stage with how far it is (total 0: a stage that cannot say, shown as a busy bar); once Cancel is
+        clicked the line says so until the load ends, whatever stage reports after it."""
+        cancelling = self.session.cancelling_load
+        self.label.setText("Cancelling…" if cancelling else stage)
+        self.bar.setRange(0, 1000 if total else 0)
+        self.bar.setValue(1000 * done // total if total else 0)
+        self.cancel_button.setEnabled(not cancelling)
         self.show()
 
     def show_loaded(self, info: PairInfo) -> None:
@@ -63,6 +69,7 @@ class LoadStatus(QWidget):
         self.status_bar.showMessage(message, timeout_ms)
 
     def cancel(self) -> None:
-        self.cancel_button.setEnabled(False)
-        self.label.setText("Cancelling the import…")
         self.session.cancel_load()
+        if self.session.cancelling_load:
+            self.cancel_button.setEnabled(False)
+            self.label.setText("Cancelling…")
