@@ -108,10 +108,10 @@ class MainWindow(QMainWindow):
                              (t.settings_action.triggered, self.open_settings),
                              (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
             signal.connect(slot)
-        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, there.
+        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, and Cmd+Q there.
         for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
-                           ("Ctrl+,", self.open_settings)):
-            QShortcut(QKeySequence(keys), self, slot)
+                           ("Ctrl+,", self.open_settings), ("Ctrl+Q", self.close)):  # Ctrl+Q: closing asks mid-answer
+            QShortcut(QKeySequence(keys), self, slot)  # (QKeySequence.Quit is empty off macOS and KDE/GNOME themes)
 
     def _connect_session(self) -> None:
         s = self.session
