@@ -19,7 +19,7 @@ from engine.events import GenerationResult, GenerationStats, PolicyBelief, Prefi
 from engine.params import drafter_label
 from engine.recent_rate import RecentRate
 
-from .chat_view import FIRST_TOKEN_MEANING
+from .chat_view import FIRST_TOKEN_MEANING, reading_line
 from .cost_card import CostCard
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
@@ -243,7 +243,7 @@ class StatsPanel(QFrame):
                     self._accept_rates.append(100.0 * self.accepted / self.drafted)
             elif isinstance(event, PrefillEvent):
                 self._prompt_tokens = event.total
-                self.values["prefill"].setText(f"reading ({event.model}): {event.processed} / {event.total} tokens")
+                self.values["prefill"].setText(reading_line(event))
             elif isinstance(event, MemoryReading):
                 self.values["memory"].setText(memory_text(event.peak_gb))
         self._rate.add(now, self.tokens)
