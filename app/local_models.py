@@ -237,9 +237,16 @@ class LocalModelsTab(QWidget):
                 self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
         self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
 
-    def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
+    def _on_drafts_progress(self, target: str, done: int, total: int) -> None:
+        if self._is_selected(target):
+            self.draft_note.setText(f"Checking which drafts fit the target: {done} of {total} checked…")
+
+    def _is_selected(self, target: str) -> bool:
         item = self.targets.currentItem()
-        if item is None or item.data(Qt.ItemDataRole.UserRole) != target:
+        return item is not None and item.data(Qt.ItemDataRole.UserRole) == target
+
+    def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
+        if not self._is_selected(target):
             return  # an answer for a target no longer selected
         self._verdicts = list(verdicts)
         self._show_drafts()

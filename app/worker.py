@@ -136,6 +136,7 @@ class EngineWorker(QObject):
         generation_finished(int, GenerationResult): a request is done (including cancelled ones).
         generation_errored(int, str, str): a request failed; the message says why and what to do, the kind is
             the engine error's name ("PromptError", ...) or "".
+        drafts_check_progress(str, int, int): a target's drafts checked so far, of how many.
         drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
@@ -147,6 +148,7 @@ class EngineWorker(QObject):
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
     generation_errored = Signal(int, str, str)
+    drafts_check_progress = Signal(str, int, int)
     drafts_check_finished = Signal(str, object)
 
     def __init__(self) -> None:
@@ -156,7 +158,7 @@ class EngineWorker(QObject):
         self._cancel_up_to = -1
         self._server_jobs = 0  # Local server jobs handed to this worker and not yet done
         self._lock = threading.Lock()
-        self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
+        self._draft_checks = None  # engine.drafters.draft_checks.DraftChecks, read on the first check
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
         self._load_cancel_up_to = -1  # loads are numbered by the session; a cancel ends every one up to its number
         self._load_id = 0  # the load running (or the last one)
@@ -337,20 +339,20 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Check candidate drafts against a target (cached per pair): draft models by their tokenizers, drafter
-        folders by their configs, the target's own MTP heads by its config."""
-        from engine.drafters.pairing import check_draft
+        """Check candidate drafts against a target (remembered across launches while their files are unchanged):
+        draft models by their tokenizers, drafter folders by their configs, the target's own MTP heads by its
+        config; how many are checked is reported as it goes."""
+        from engine.drafters.draft_checks import DraftChecks
 
+        self._draft_checks = self._draft_checks or DraftChecks()
         verdicts = []
-        for name in candidates:
-            key = (target, name)
-            if key not in self._verdicts:
-                try:
-                    check = check_draft(target, name)
-                    self._verdicts[key] = DraftVerdict(name, check.compatible, "; ".join(check.reasons))
-                except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
-                    self._verdicts[key] = DraftVerdict(name, False, readable_error(error))
-            verdicts.append(self._verdicts[key])
+        for done, name in enumerate(candidates):
+            self.drafts_check_progress.emit(target, done, len(candidates))
+            try:
+                check = self._draft_checks.check(target, name)
+                verdicts.append(DraftVerdict(name, check.compatible, "; ".join(check.reasons)))
+            except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
+                verdicts.append(DraftVerdict(name, False, readable_error(error)))
         self.drafts_check_finished.emit(target, verdicts)
 
 
