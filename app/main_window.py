@@ -148,7 +148,7 @@ class MainWindow(QMainWindow):
     # --- conversations -------------------------------------------------------------------------------------
 
     def new_conversation(self) -> None:
-        self.session.stop()
+        self._leave_answer(None)
         self.conversation_id = None
         self.answer_view = None
         self.chat.clear()
@@ -158,8 +158,7 @@ class MainWindow(QMainWindow):
 
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
-        if self.session.busy and self.session.answer.conversation_id != conversation_id:
-            self.session.stop()
+        self._leave_answer(conversation_id)
         switching, self.conversation_id = conversation_id != self.conversation_id, conversation_id
         self.answer_view = None
         self.chat.clear()
@@ -179,6 +178,12 @@ class MainWindow(QMainWindow):
         self.chat.set_busy(self.session.busy)
         self.think_switch.refresh()
         self.conversations.refresh(conversation_id)
+
+    def _leave_answer(self, going_to: int | None) -> None:
+        """Stop an answer in a chat the user leaves, and say so: it stopped silently."""
+        if self.session.busy and self.session.answer.conversation_id != going_to:
+            self.session.stop()
+            self.statusBar().showMessage("Stopped the answer in the chat you left: what it wrote so far is kept there.", 10000)
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
         """Connect a message's actions to the saved message it shows."""

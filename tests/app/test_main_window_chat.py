@@ -176,6 +176,7 @@ def test_an_answer_that_ends_after_a_chat_switch_leaves_the_other_chat_s_panel_a
         window.open_conversation(first)
         assert window.stats.values["ttft"].text() == "–"  # reset for the chat shown
     assert [window.stats.values[key].text() for key in ("ttft", "tps", "drafted", "prefill")] == ["–"] * 4
+    assert window.statusBar().currentMessage().startswith("Stopped the answer in the chat you left")  # not silently
 
 
 
