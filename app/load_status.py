@@ -41,12 +41,12 @@ class LoadStatus(QWidget):
 
     def show_loading(self, message: str) -> None:
         """From the click on, not from the first stage's report: a load's first seconds are not silent."""
-        self.status_bar.clearMessage()
         self.show_progress(message, 0, 0)
 
     def show_progress(self, stage: str, done: int, total: int) -> None:
         """A stage with how far it is (total 0: a stage that cannot say, shown as a busy bar); once Cancel is
         clicked the line says so until the load ends, whatever stage reports after it."""
+        self.status_bar.clearMessage()  # the one line about the load: not beside an older message
         cancelling = self.session.cancelling_load
         self.label.setText("Cancelling…" if cancelling else stage)
         self.bar.setRange(0, 1000 if total else 0)
