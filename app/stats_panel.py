@@ -19,7 +19,7 @@ from engine.events import GenerationResult, GenerationStats, PolicyBelief, Prefi
 from engine.params import drafter_label
 from engine.recent_rate import RecentRate
 
-from .chat_view import FIRST_TOKEN_MEANING, reading_line
+from .chat_view import FIRST_TOKEN_MEANING
 from .cost_card import CostCard
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
@@ -243,7 +243,8 @@ class StatsPanel(QFrame):
                     self._accept_rates.append(100.0 * self.accepted / self.drafted)
             elif isinstance(event, PrefillEvent):
                 self._prompt_tokens = event.total
-                self.values["prefill"].setText(reading_line(event))
+                by = " by the draft" if event.model == "draft" else ""  # one line in a narrow panel; the bubble says more
+                self.values["prefill"].setText(f"{event.processed} of {event.total} tokens read{by}")
             elif isinstance(event, MemoryReading):
                 self.values["memory"].setText(memory_text(event.peak_gb))
         self._rate.add(now, self.tokens)

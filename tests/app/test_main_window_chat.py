@@ -188,7 +188,8 @@ def test_reading_the_message_is_said_until_the_first_token(make_window) -> None:
     bubble = window.chat.add_message("assistant")
     bubble.append_events([PrefillEvent(0, 172)])
     window.stats.add_events([PrefillEvent(0, 172)])
-    assert bubble.notice.text() == window.stats.values["prefill"].text() == "Reading your message: 0 of 172 tokens"
+    assert bubble.notice.text() == "Reading your message: 0 of 172 tokens"
+    assert window.stats.values["prefill"].text() == "0 of 172 tokens read"
     assert not bubble.notice.isHidden()
     bubble.append_events([PrefillEvent(171, 172, "draft")])
     assert bubble.notice.text() == "Reading your message: 171 of 172 tokens (the draft model reads it too)"
