@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.events import TokenEvent, split_rounds
+from engine.events import PrefillEvent, TokenEvent, split_rounds
 
 from .attachments_bar import show_chips
 from .flow_layout import flow_row
@@ -39,6 +39,12 @@ def cut_notice(finish: str, tokens: int) -> str:
     if finish == "context":
         return "Cut where the conversation filled the model's context: start a new chat to go on."
     return ""
+
+
+def reading_line(event: PrefillEvent) -> str:
+    """Prefill's progress as the user reads it, from its first chunk (a long prompt takes the models minutes)."""
+    by = " (the draft model reads it too)" if event.model == "draft" else ""
+    return f"Reading your message: {event.processed} of {event.total} tokens{by}"
 
 
 def _tool_button(text: str, tip: str) -> QToolButton:
@@ -241,6 +247,11 @@ class MessageWidget(QFrame):
             view.rounds.update(records)
             view.append_runs(runs)
         parts = {event.part for event in events if isinstance(event, TokenEvent) and event.text}
+        reading = [event for event in events if isinstance(event, PrefillEvent)]
+        if reading or any(isinstance(event, TokenEvent) for event in events):  # read: the first token hides it
+            still_reading = reading and not any(isinstance(event, TokenEvent) for event in events)
+            self.notice.setText(reading_line(reading[-1]) if still_reading else "")
+            self.notice.setVisible(bool(still_reading))
         if "reasoning" in parts:
             self.fold.streaming(True)
         if "answer" in parts:

@@ -174,7 +174,7 @@ def drafters_line(rounds: Counter) -> str:
     "dspark"); lookup here never drafts from saved answers to this question."""
     drafted = [(name, n) for name, n in rounds.most_common() if name != "none"]
     if not drafted:
-        return "Nothing was drafted."
+        return "Nothing was drafted: this side ran as standard decoding."
     parts = ", ".join(f"{drafter_label(name)} in {n} round{'s' * (n != 1)}" for name, n in drafted)
     plain = f"; {rounds['none']} round{'s' * (rounds['none'] != 1)} drafted nothing" if rounds["none"] else ""
     lookup = " (lookup left out saved chats that asked this question)" if "lookup" in rounds else ""

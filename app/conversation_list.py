@@ -14,7 +14,6 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QInputDialog,
     QLabel,
     QLineEdit,
@@ -29,6 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from engine.conversations import ConversationStore
+
+from .file_dialogs import save_file
 
 # Characters no file name may hold on one system or another (Windows' set, which covers macOS' ":" and Unix' "/"),
 # and control characters such as the line breaks a title taken from a first message can hold.
@@ -158,8 +159,7 @@ class ConversationList(QWidget):
 
     def export(self, conversation_id: int, path: str | None = None) -> None:
         if path is None:
-            default = str(Path.home() / markdown_file_name(self.store.title(conversation_id)))
-            path, _ = QFileDialog.getSaveFileName(self, "Export as Markdown", default, "Markdown (*.md)")
+            path = save_file(self, "Export as Markdown", markdown_file_name(self.store.title(conversation_id)), "Markdown (*.md)")
         if path:
             Path(path).write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
             self.exported.emit(path)

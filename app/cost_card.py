@@ -117,6 +117,8 @@ class CostCard(QWidget):
         self.plot.hideButtons()
         self.plot.setLabel("bottom", "K (draft length)")
         self.plot.setLabel("left", "tokens / s")
+        for axis in ("left", "bottom"):  # no "(x0.001)" added to the label, which the narrow card cut off
+            self.plot.getAxis(axis).enableAutoSIPrefix(False)
         self.predicted = self.plot.plot(pen=pg.mkPen("#4C78A8", width=2), name="predicted")
         self.measured = self.plot.plot(pen=None, symbol="o", symbolSize=7, symbolBrush="#E45756", name="measured")
         layout.addWidget(self.plot)

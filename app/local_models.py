@@ -13,7 +13,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -30,6 +29,7 @@ from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, DRAFTER
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 
+from .file_dialogs import open_file, open_folder
 from .worker import DraftVerdict
 
 NO_DRAFT = "None: lookup only (this chat and saved chats)"
@@ -237,9 +237,16 @@ class LocalModelsTab(QWidget):
                 self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
         self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
 
-    def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
+    def _on_drafts_progress(self, target: str, done: int, total: int) -> None:
+        if self._is_selected(target):
+            self.draft_note.setText(f"Checking which drafts fit the target: {done} of {total} checked…")
+
+    def _is_selected(self, target: str) -> bool:
         item = self.targets.currentItem()
-        if item is None or item.data(Qt.ItemDataRole.UserRole) != target:
+        return item is not None and item.data(Qt.ItemDataRole.UserRole) == target
+
+    def _on_drafts_checked(self, target: str, verdicts: list[DraftVerdict]) -> None:
+        if not self._is_selected(target):
             return  # an answer for a target no longer selected
         self._verdicts = list(verdicts)
         self._show_drafts()
@@ -247,12 +254,12 @@ class LocalModelsTab(QWidget):
         self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}.")
 
     def open_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open a model folder")
+        folder = open_folder(self, "Open a model folder")
         if folder:
             self.add_local(Path(folder))
 
     def open_gguf(self) -> None:
-        file, _ = QFileDialog.getOpenFileName(self, "Open a GGUF file", filter="GGUF models (*.gguf)")
+        file = open_file(self, "Open a GGUF file", "GGUF models (*.gguf)")
         if file:
             self.add_local(Path(file))
 

@@ -19,7 +19,7 @@ from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
 from .local_server import LocalServer
-from .import_progress import ImportProgress
+from .load_status import LoadStatus
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
@@ -98,7 +98,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
-        self.import_progress = ImportProgress(self.session, self.statusBar())
+        self.load_status = LoadStatus(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
         self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
@@ -109,16 +109,16 @@ class MainWindow(QMainWindow):
                              (t.settings_action.triggered, self.open_settings),
                              (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
             signal.connect(slot)
-        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, there.
+        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, and Cmd+Q there.
         for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
-                           ("Ctrl+,", self.open_settings)):
-            QShortcut(QKeySequence(keys), self, slot)
+                           ("Ctrl+,", self.open_settings), ("Ctrl+Q", self.close)):  # Ctrl+Q: closing asks mid-answer
+            QShortcut(QKeySequence(keys), self, slot)  # (QKeySequence.Quit is empty off macOS and KDE/GNOME themes)
 
     def _connect_session(self) -> None:
         s = self.session
         for signal, slot in (
-            (s.pair_loading, self._on_loading), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
-            (s.load_cancelled, self._on_loading), (s.answer_started, self._on_answer_started),
+            (s.pair_loading, self._update_controls), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
+            (s.load_cancelled, self._update_controls), (s.answer_started, self._on_answer_started),
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
@@ -135,20 +135,12 @@ class MainWindow(QMainWindow):
         self.picker.show()
         self.picker.raise_()
 
-    def _on_loading(self, message: str) -> None:
-        self.statusBar().showMessage(message)
-        self._update_controls()
-
     def _on_loaded(self, info: PairInfo) -> None:
         self.hide_error()
         self._update_controls()
-        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
-        self.statusBar().showMessage(f"Loaded {self.toolbar.pair_label.text()}. {info.layout} {warnings}", 10000)
 
     def _on_load_failed(self, message: str) -> None:
-        kept = " The models loaded before are still in use." if self.session.pair else ""
-        self.statusBar().showMessage("Could not load the models." + kept, 10000)
-        self.show_error(message + kept)
+        self.show_error(message + (" The models loaded before are still in use." if self.session.pair else ""))
         self._update_controls()
 
     def _update_pair_label(self) -> None:
@@ -157,7 +149,7 @@ class MainWindow(QMainWindow):
     # --- conversations -------------------------------------------------------------------------------------
 
     def new_conversation(self) -> None:
-        self.session.stop()
+        self._leave_answer(None)
         self.conversation_id = None
         self.answer_view = None
         self.chat.clear()
@@ -167,8 +159,7 @@ class MainWindow(QMainWindow):
 
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
-        if self.session.busy and self.session.answer.conversation_id != conversation_id:
-            self.session.stop()
+        self._leave_answer(conversation_id)
         switching, self.conversation_id = conversation_id != self.conversation_id, conversation_id
         self.answer_view = None
         self.chat.clear()
@@ -188,6 +179,12 @@ class MainWindow(QMainWindow):
         self.chat.set_busy(self.session.busy)
         self.think_switch.refresh()
         self.conversations.refresh(conversation_id)
+
+    def _leave_answer(self, going_to: int | None) -> None:
+        """Stop an answer in a chat the user leaves, and say so: it stopped silently."""
+        if self.session.busy and self.session.answer.conversation_id != going_to:
+            self.session.stop()
+            self.statusBar().showMessage("Stopped the answer in the chat you left: what it wrote so far is kept there.", 10000)
 
     def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
         """Connect a message's actions to the saved message it shows."""
@@ -277,19 +274,19 @@ class MainWindow(QMainWindow):
             self.answer_view.set_waiting(False)
 
     def _on_answer_events(self, answer: StreamingAnswer, events: list[object]) -> None:
-        self.stats.add_events(events)
-        if self.answer_view is not None:
+        if self.answer_view is not None:  # the panel shows the chat shown: not the rounds of one left mid-answer
+            self.stats.add_events(events)
             self.answer_view.append_events(events)
             self.answer_view.text = answer.text
 
     def _on_answer_finished(self, answer: StreamingAnswer, result: GenerationResult, summary: str) -> None:
         """The streamed answer is finished in place and given its actions (no redraw of the conversation)."""
+        view, self.answer_view = self.answer_view, None
+        if view is None or answer.conversation_id != self.conversation_id:
+            return  # its numbers are not the chat shown's
         self.stats.finish(result)
         ttft = self.stats.values["ttft"]
         ttft.setText(ttft.text() + answer.wait_note(short=True))
-        view, self.answer_view = self.answer_view, None
-        if view is None or answer.conversation_id != self.conversation_id:
-            return
         view.finish_answer(result, summary, self.toolbar.markdown_action.isChecked())
         view.message_id = None  # wired below with the others the session saved since the last redraw
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):

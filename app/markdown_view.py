@@ -3,6 +3,10 @@
 Qt renders Markdown itself (`QTextCursor.insertMarkdown`) but shows code as plain monospace. Fenced code blocks
 are cut out and rendered by Pygments (its inline-styled HTML, light or dark to match the window) inside a framed
 table, under a header with the language and a `copy:N` link that the view answers by copying block N.
+
+A model's line breaks are kept: CommonMark joins lines that are not apart by a blank one into one paragraph (a soft
+break), which ran a poem's lines, or a list item's continued lines, together the moment the answer finished,
+while streaming had shown each on its own. Every such break becomes a hard one before Qt reads the Markdown.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from PySide6.QtGui import QTextCursor, QTextDocument
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
+SOFT_BREAK = re.compile(r"(?<=\S)[ \t]*\n(?=[ \t]*\S)")  # a line's end, with more text on the next line
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,11 @@ def split_code_blocks(text: str) -> list[str | CodeBlock]:
     if position < len(text):
         parts.append(text[position:])
     return parts
+
+
+def keep_line_breaks(prose: str) -> str:
+    """Markdown prose whose every line break is a hard one (two spaces before it), as the model wrote it."""
+    return SOFT_BREAK.sub("  \n", prose)
 
 
 def code_html(block: CodeBlock, index: int, dark: bool) -> str:
@@ -70,6 +80,6 @@ def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
             blocks.append(part)
             cursor.insertBlock()
         elif part.strip():
-            cursor.insertMarkdown(part)
+            cursor.insertMarkdown(keep_line_breaks(part))
             cursor.insertBlock()
     return blocks

@@ -82,6 +82,7 @@ class PairPickerDialog(QDialog):
         downloads.download_cancelled.connect(self._on_download_cancelled)
         downloads.hub_check_finished.connect(self._on_hub_checked)
         self.on_disk.drafts_check_requested.connect(engine.check_drafts)
+        engine.drafts_check_progress.connect(self.on_disk._on_drafts_progress)
         engine.drafts_check_finished.connect(self.on_disk._on_drafts_checked)
         self.refresh()
 

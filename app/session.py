@@ -30,7 +30,7 @@ from .across_macs import AcrossMacs, loading_line
 class _Requests(QObject):
     """Signals from the session to the engine worker (queued into its thread)."""
 
-    load = Signal(str, str, str)
+    load = Signal(int, str, str, str)
     generate = Signal(object)
     release = Signal()
 
@@ -43,7 +43,7 @@ class ChatSession(QObject):
         pair_loaded(PairInfo): a pair finished loading.
         pair_failed(str): a pair could not be loaded (the one loaded before stays); the message says why.
         load_progress(str, int, int): a loading stage with done and total.
-        load_cancelled(str): the user cancelled a load (a GGUF import); the text says so. The loaded pair stays.
+        load_cancelled(str): the user cancelled a load (in any of its stages); the text says so. The loaded pair stays.
         answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
         answer_running(StreamingAnswer): the worker took the answer up (after any Local server request it waited
             for: `answer.waiting` says whether it does, `answer.waited_s` how long it did).
@@ -85,7 +85,8 @@ class ChatSession(QObject):
         self.system_prompt = self.settings.system_prompt()
         self.new_chat_think: bool | None = None  # the Think switch of a chat not saved yet (None: the default)
         self.pair: PairInfo | None = None
-        self.loading = False
+        self.loading = self.cancelling_load = False  # cancelling: Cancel was clicked, the load ends at its next step
+        self._loads = 0  # the loads asked for, numbered so that a cancel ends the one running and any queued
         self.answer: StreamingAnswer | None = None
         self.across = AcrossMacs(self)
         self.compare_requests: dict[str, int] = {}
@@ -181,32 +182,33 @@ class ChatSession(QObject):
         """Load a pair on the engine worker (across Macs when the setting is on), stopping a running answer first;
         the loaded pair works until then."""
         self.stop()
-        self.loading = True
+        self.loading, self.cancelling_load = True, False
+        self._loads += 1
         self.pair_loading.emit(loading_line(target, draft, self.across.hosts))
-        self._requests.load.emit(target, draft, self.across.hosts)
+        self._requests.load.emit(self._loads, target, draft, self.across.hosts)
 
     def _on_loaded(self, info: PairInfo) -> None:
         if self._closed:
             return
-        self.pair, self.loading = info, False
+        self.pair, self.loading, self.cancelling_load = info, False, False
         self.settings.save_pair(info.target, info.draft)
         self.pair_loaded.emit(info)
         self.across.loaded()
 
     def _on_load_failed(self, message: str) -> None:
         if not self._closed:
-            self.loading = False
+            self.loading = self.cancelling_load = False
             self.pair_failed.emit(self.across.load_failed(message))
 
     def cancel_load(self) -> None:
-        """Stop the running load (a GGUF import) at its next step; called directly, not queued behind it."""
-        self.engine.cancel_load()
+        """Stop the load at its next step, in whichever stage it is; called directly, not queued behind it."""
+        self.cancelling_load = self.engine.cancel_load(self._loads)  # False: loaded already, pair_loaded is on its way
 
-    def _on_load_cancelled(self) -> None:
+    def _on_load_cancelled(self, stage: str) -> None:
         if not self._closed:
-            self.loading = False
+            self.loading = self.cancelling_load = False
             kept = " The models loaded before are still in use." if self.pair else ""
-            self.load_cancelled.emit("Import cancelled: nothing was kept." + kept)
+            self.load_cancelled.emit(f"Cancelled while {stage[:1].lower()}{stage[1:]}." + kept)
 
     def _on_load_progress(self, stage: str, done: int, total: int) -> None:
         if not self._closed:

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -27,6 +26,8 @@ from engine.comparison import side_heading
 from engine.distributed.hostfile import read_hostfile
 from engine.errors import DistributedError, InvalidParameterError
 from engine.params import RANGES, GenerationParams, drafter_label
+
+from .file_dialogs import open_file
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 DRAFTERS = [("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
@@ -81,7 +82,7 @@ class AcrossMacsField(QWidget):
         self.choose.setEnabled(on)
 
     def _choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The Macs to run the target across", self.path.text(), "Hostfile (*.json)")
+        path = open_file(self, "The Macs to run the target across", "Hostfile (*.json)")
         if path:
             self.path.setText(path)
 

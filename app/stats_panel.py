@@ -243,7 +243,8 @@ class StatsPanel(QFrame):
                     self._accept_rates.append(100.0 * self.accepted / self.drafted)
             elif isinstance(event, PrefillEvent):
                 self._prompt_tokens = event.total
-                self.values["prefill"].setText(f"reading ({event.model}): {event.processed} / {event.total} tokens")
+                by = " by the draft" if event.model == "draft" else ""  # one line in a narrow panel; the bubble says more
+                self.values["prefill"].setText(f"{event.processed} of {event.total} tokens read{by}")
             elif isinstance(event, MemoryReading):
                 self.values["memory"].setText(memory_text(event.peak_gb))
         self._rate.add(now, self.tokens)

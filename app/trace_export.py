@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QWidget
 
 from engine.conversations import ConversationStore
+
+from .file_dialogs import save_file
 
 
 def save_trace(parent: QWidget, store: ConversationStore, message_id: int, path: str | None = None) -> tuple[str, str]:
     """Write an answer's trace (asking where, unless given a path): (the file written, "" if the user cancelled;
     what went wrong and what to do, "" if nothing did)."""
     if path is None:
-        path, _ = QFileDialog.getSaveFileName(parent, "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
+        path = save_file(parent, "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
     if not path:
         return "", ""
     try:

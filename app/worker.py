@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -128,25 +129,29 @@ class EngineWorker(QObject):
     """Loads models and generates, on its own thread.
 
     Signals:
-        load_progress(str, int, int): a loading stage (e.g. a GGUF import) with done and total.
+        load_progress(str, int, int): a loading stage (a GGUF import's, a model's loading) with done and total
+            (total 0: the stage cannot say how far it is).
         load_finished(PairInfo): a pair finished loading.
         load_errored(str): loading failed; the message says why and what to do.
+        load_cancelled(str): the user cancelled the load; the stage it was at ("Importing x.gguf").
         generation_started(int): the worker started on a request (it may have waited for a Local server job).
         generation_yielded(int, list): a batch of engine events (tokens, rounds, prefill) for a request.
         generation_finished(int, GenerationResult): a request is done (including cancelled ones).
         generation_errored(int, str, str): a request failed; the message says why and what to do, the kind is
             the engine error's name ("PromptError", ...) or "".
+        drafts_check_progress(str, int, int): a target's drafts checked so far, of how many.
         drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
     load_progress = Signal(str, int, int)
     load_finished = Signal(object)
     load_errored = Signal(str)
-    load_cancelled = Signal()
+    load_cancelled = Signal(str)
     generation_started = Signal(int)
     generation_yielded = Signal(int, object)
     generation_finished = Signal(int, object)
     generation_errored = Signal(int, str, str)
+    drafts_check_progress = Signal(str, int, int)
     drafts_check_finished = Signal(str, object)
 
     def __init__(self) -> None:
@@ -156,23 +161,43 @@ class EngineWorker(QObject):
         self._cancel_up_to = -1
         self._server_jobs = 0  # Local server jobs handed to this worker and not yet done
         self._lock = threading.Lock()
-        self._verdicts: dict[tuple[str, str], DraftVerdict] = {}
+        self._draft_checks = None  # engine.drafters.draft_checks.DraftChecks, read on the first check
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
-        self._load_cancel = threading.Event()
+        self._load_cancel_up_to = -1  # loads are numbered by the session; a cancel ends every one up to its number
+        self._load_id = 0  # the load running (or the last one)
+        self._load_kept = 0  # the last load whose pair replaced the one in use: too late to cancel
+        self._load_stage = ""  # the stage the running load reported last: where a cancel finds it
 
     def cancel(self, up_to_request: int) -> None:
         """Cancel every request with an id up to this one (thread-safe; seen between rounds)."""
         with self._lock:
             self._cancel_up_to = max(self._cancel_up_to, up_to_request)
 
-    def cancel_load(self) -> None:
-        """Cancel the running load at its next progress step (thread-safe): a GGUF import stops and keeps nothing."""
-        self._load_cancel.set()
+    def cancel_load(self, up_to_load: int) -> bool:
+        """Cancel the loads numbered up to this one (thread-safe), whether running or still queued: the running
+        one ends at its next stage or progress step (a GGUF import keeps nothing), or once loaded, before it
+        replaces the pair in use. False when the last of them has replaced it already (its pair_loaded is on its
+        way): too late, nothing is cancelled."""
+        with self._lock:
+            if self._load_kept >= up_to_load:
+                return False
+            self._load_cancel_up_to = max(self._load_cancel_up_to, up_to_load)
+            return True
+
+    def _load_is_cancelled(self, keep: bool = False) -> bool:
+        """Whether the running load is cancelled; with `keep`, if not, its pair is kept from now on (no cancel
+        after this can take it back, so a cancel either wins or is refused, never accepted and ignored)."""
+        with self._lock:
+            cancelled = self._load_id <= self._load_cancel_up_to
+            if keep and not cancelled:
+                self._load_kept = self._load_id
+            return cancelled
 
     def _load_progress(self, stage: str, done: int, total: int) -> None:
-        """Report a loading stage's progress, or end the load if the user cancelled it."""
-        if self._load_cancel.is_set():
-            raise LoadCancelled(f"{stage} cancelled.")
+        """Report a loading stage's progress, or end the load if the user cancelled it (in the stage before)."""
+        if self._load_is_cancelled():
+            raise LoadCancelled(self._load_stage or stage)
+        self._load_stage = stage
         self.load_progress.emit(stage, done, total)
 
     def _cancelled(self, request_id: int) -> bool:
@@ -190,21 +215,28 @@ class EngineWorker(QObject):
         with self._lock:
             self._server_jobs += change
 
-    @Slot(str, str, str)
-    def load(self, target: str, draft: str, hosts: str = "") -> None:
-        """Load a pair beside the current one, which keeps working if the new one fails to load; with `hosts` (an
-        mlx.launch hostfile), the target across those Macs (the pair before is let go once the new one runs)."""
+    @Slot(int, str, str, str)
+    def load(self, load_id: int, target: str, draft: str, hosts: str = "") -> None:
+        """Load a pair beside the current one, which keeps working if the new one fails to load or is cancelled;
+        with `hosts` (an mlx.launch hostfile), the target across those Macs (the pair before is let go once the new
+        one runs)."""
         from engine.conversations import saved_chats
         from engine.decoding.history import start_indexing
 
-        self._load_cancel.clear()
+        with self._lock:
+            self._load_id = load_id
+        self._load_stage = ""
         drafter = drafter_for(draft)
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
             if drafter == "mtp":
                 pair.mtp_state()  # the head loads now: a target without one is refused here, not in the first answer
-        except LoadCancelled:
-            self.load_cancelled.emit()
+            if self._load_is_cancelled(keep=True):  # a cancel after the last stage's report still wins
+                if cluster is not None:
+                    cluster.close()
+                raise LoadCancelled(self._load_stage or f"Loading {Path(target).name}")
+        except LoadCancelled as cancelled:
+            self.load_cancelled.emit(str(cancelled))
             return
         except BaseException as error:  # noqa: BLE001 - reported, never raised into Qt
             self.load_errored.emit(readable_error(error))
@@ -219,8 +251,6 @@ class EngineWorker(QObject):
 
         if not hosts:
             return ModelPair.load(target, draft_model(draft), progress=self._load_progress), None
-        from pathlib import Path
-
         from engine.distributed.app_head import start_head
 
         self.load_progress.emit("Starting SpecChat on the other Macs", 0, 0)
@@ -313,20 +343,20 @@ class EngineWorker(QObject):
 
     @Slot(str, object)
     def check_drafts(self, target: str, candidates: list[str]) -> None:
-        """Check candidate drafts against a target (cached per pair): draft models by their tokenizers, drafter
-        folders by their configs, the target's own MTP heads by its config."""
-        from engine.drafters.pairing import check_draft
+        """Check candidate drafts against a target (remembered across launches while their files are unchanged):
+        draft models by their tokenizers, drafter folders by their configs, the target's own MTP heads by its
+        config; how many are checked is reported as it goes."""
+        from engine.drafters.draft_checks import DraftChecks
 
+        self._draft_checks = self._draft_checks or DraftChecks()
         verdicts = []
-        for name in candidates:
-            key = (target, name)
-            if key not in self._verdicts:
-                try:
-                    check = check_draft(target, name)
-                    self._verdicts[key] = DraftVerdict(name, check.compatible, "; ".join(check.reasons))
-                except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
-                    self._verdicts[key] = DraftVerdict(name, False, readable_error(error))
-            verdicts.append(self._verdicts[key])
+        for done, name in enumerate(candidates):
+            self.drafts_check_progress.emit(target, done, len(candidates))
+            try:
+                check = self._draft_checks.check(target, name)
+                verdicts.append(DraftVerdict(name, check.compatible, "; ".join(check.reasons)))
+            except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
+                verdicts.append(DraftVerdict(name, False, readable_error(error)))
         self.drafts_check_finished.emit(target, verdicts)
 
 

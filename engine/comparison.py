@@ -13,6 +13,9 @@ from .events import GenerationResult
 from .params import DRAFTERS, GenerationParams, drafter_label
 
 STANDARD = "standard"
+# Two answers this far apart in length are no measure of each other: a 9-token answer's speed is mostly its first
+# passes', a 512-token one's its steady state.
+COMPARABLE_LENGTHS = 2.0
 
 
 def sides() -> tuple[str, ...]:
@@ -53,19 +56,28 @@ def how_it_ran(result: GenerationResult) -> str:
     if result.mode == STANDARD:
         return "1 token per pass"
     if not s.drafted:
-        return "nothing drafted"
+        return "nothing drafted: it ran as standard decoding"
     return f"{s.tokens_per_pass:.2f} tokens per pass, {s.acceptance_rate:.0%} of {s.drafted} drafted accepted"
 
 
 def verdict(first: str, first_result: GenerationResult, second: str, second_result: GenerationResult) -> str:
-    """Both sides' speeds, what explains them, and how fast the second side ran against the first."""
+    """Both sides' speeds, what explains them, and how fast the second side ran against the first; no ratio when it
+    would declare a winner from noise (neither side drafted anything: both ran standard decoding) or from answers
+    of very different lengths."""
     a, b = first_result.stats.generation_tps, second_result.stats.generation_tps
+    speeds = (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
+              f"{b:.1f} tok/s ({how_it_ran(second_result)})")
+    if not (first_result.stats.drafted or second_result.stats.drafted):
+        return f"{speeds}: both ran standard decoding, so neither is faster (their difference is the machine's noise)"
+    lengths = sorted(r.stats.generated_tokens for r in (first_result, second_result))
+    if lengths[1] > COMPARABLE_LENGTHS * max(lengths[0], 1):
+        return (f"{speeds}: the answers' lengths differ too much to compare ({lengths[0]} against {lengths[1]} tokens); "
+                "try a prompt both answer at length")
     ratio = b / a if a else 0.0
     outcome = f"{'faster' if ratio >= 1 else 'slower'} than {side_label(first)}"
     if ratio < 1 and first == STANDARD:
         outcome += ": speculation does not pay here"
-    return (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
-            f"{b:.1f} tok/s ({how_it_ran(second_result)}): {side_label(second)} {ratio:.2f}x ({outcome})")
+    return f"{speeds}: {side_label(second)} {ratio:.2f}x ({outcome})"
 
 
 def compare_messages(history: list[dict[str, str]], typed: str) -> list[dict[str, str]]:

@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 from .attachments import Attachment, with_attachments
 from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal
 from .events import trace_line
+from .markdown_export import conversation_markdown
 from .models.app_paths import data_dir
 
 SCHEMA = """
@@ -335,15 +336,9 @@ class ConversationStore:
         return "".join(trace_line(record) for record in json.loads(row[0])) if row else ""
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation shown as Markdown: a heading, then each message under its speaker (a question's files as
-        the model read them: fenced, under their names)."""
-        lines = [f"# {self.title(conversation_id)}", ""]
-        for message in self.messages(conversation_id):
-            speaker = "You" if message.role == "user" else "Assistant"
-            lines += [f"**{speaker}:**", "", message.prompt_text.rstrip(), ""]
-            if message.summary:
-                lines += [f"*{message.summary}*", ""]
-        return "\n".join(lines).rstrip() + "\n"
+        """The conversation shown as Markdown (engine/markdown_export.py), a question's files as the model read them:
+        fenced, under their names."""
+        return conversation_markdown(self.title(conversation_id), self.messages(conversation_id))
 
 
 def database_path() -> Path:

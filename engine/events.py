@@ -105,7 +105,7 @@ class RoundEvent:
         predrafted: tokens SSD pre-drafted for the next round while this round's verify ran.
         predraft_wasted: pre-drafted tokens this round's outcome left unused.
         hidden_draft_s: on a hit, the drafting time it hid behind the previous verify (sync cost per token x K).
-        reasoning: the round began while the model was thinking (its drafts guessed reasoning, not the answer).
+        reasoning: most of the round's tokens were the model's thinking (its drafts guessed reasoning, not the answer).
         network_s: with the target across Macs, the seconds of this round the head spent in the pipeline's
             collectives (its message, the hops, waiting on the other Macs); None on one machine.
     """
@@ -237,8 +237,8 @@ class GenerationStats:
     drafted_by: dict[str, int] = field(default_factory=dict)  # draft tokens verified, per drafter that drafted them
     network_s: float | None = None  # across Macs: the rounds' seconds in the pipeline's collectives (None: one machine)
     policy: list[PolicyBelief] = field(default_factory=list)  # the adaptive policy's belief, per drafter
-    thinking: PartStats = field(default_factory=PartStats)  # rounds begun while reasoning; seconds: the thinking
-    answering: PartStats = field(default_factory=PartStats)  # rounds begun in the answer
+    thinking: PartStats = field(default_factory=PartStats)  # rounds mostly reasoning; seconds: the thinking
+    answering: PartStats = field(default_factory=PartStats)  # rounds mostly answering
 
     def count_ssd(self, r: "RoundEvent") -> None:
         """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 @dataclass
 class PartStats:
-    """The speculation of one part of a thinking model's output (its reasoning, or its answer): the rounds that
-    began in it, what they drafted and accepted, the tokens of that part, and (reasoning) how long it took."""
+    """The speculation of one part of a thinking model's output (its reasoning, or its answer): the rounds most of
+    whose tokens went to it, what they drafted and accepted, the tokens of that part, and (reasoning) how long it
+    took."""
 
     rounds: int = 0
     drafted: int = 0
@@ -44,8 +45,8 @@ class PartStats:
 
 
 def split_rounds(records: list[dict]) -> tuple[PartStats, PartStats]:
-    """(thinking, answering): the speculation of a saved answer's rounds (trace records), by the part each round
-    began in, so that acceptance while thinking and while answering can be read apart."""
+    """(thinking, answering): the speculation of a saved answer's rounds (trace records), by the part most of each
+    round's tokens went to, so that acceptance while thinking and while answering can be read apart."""
     thinking, answering = PartStats(), PartStats()
     for record in records:
         part = thinking if record.get("reasoning") else answering

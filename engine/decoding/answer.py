@@ -27,7 +27,8 @@ class Answer:
     """A generation's running state: the context so far, what was emitted, the text, the stats, how it ended.
 
     A thinking model's tokens are split as they come (`reasoning.py`): each token's part is kept beside it, each
-    part's text apart, and every round counted in the part it began in, so that acceptance while thinking and
+    part's text apart, and every round counted in the part most of its tokens went to (not the one it began in:
+    the first round begins before `<think>` and is mostly reasoning), so that acceptance while thinking and
     while answering can be read apart; the time spent thinking is measured round by round. With the target across
     Macs, `network` reads the head's seconds in the pipeline's collectives so far, and each round is given its share.
     """
@@ -78,7 +79,7 @@ class Answer:
 
     def take(self, r: Round) -> Iterator[Event]:
         """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
-        kept, thinking = 0, self.split.part == "reasoning"
+        kept, reasoning = 0, 0
         logprobs = r.logprobs or [None] * len(r.tokens)
         for token, origin, logprob in zip(r.tokens, r.origins, logprobs):
             if token in self.eos:
@@ -90,6 +91,7 @@ class Answer:
             self.stats.generated_tokens += 1
             self._logprobs.append(logprob)
             yield from self._release(self._with_logprobs(self.split.push(token, origin, self.stats.rounds)))
+            reasoning += self.split.part == "reasoning"  # a marker counts in the part it opens
             if self.stops.stopped:
                 self.finish = "stop"
                 break
@@ -98,6 +100,7 @@ class Answer:
         self.stats.count_ssd(r)
         if r.drafted:
             self.stats.drafted_by[r.drafter] = self.stats.drafted_by.get(r.drafter, 0) + r.drafted
+        thinking = 2 * reasoning > kept if kept else self.split.part == "reasoning"
         (self.stats.thinking if thinking else self.stats.answering).add_round(r.drafted, r.accepted, kept)
         yield self._round_event(r, kept, thinking)
         self.stats.rounds += 1

@@ -170,7 +170,9 @@ class CachedModel:
                 return done.value
 
     def catch_up_steps(self, context: list[int], max_tail: int = 1) -> Generator[tuple[int, int], None, list[int]]:
-        """`catch_up` one prefill chunk at a time, yielding (tokens cached, len(context)) after each chunk.
+        """`catch_up` one prefill chunk at a time, yielding (tokens cached, len(context)) before the first chunk and
+        after each: a progress report starts with the click, not after a first chunk that can take seconds (one
+        chunk holds a whole short prompt).
 
         What the cache already shares with `context` is kept; what differs is rewound; what is missing beyond
         the tail is prefilled in chunks of `prefill_step_size`, evaluating each chunk so memory stays flat.
@@ -181,6 +183,8 @@ class CachedModel:
         self.rewind_to(min(common_prefix_length(self.tokens, context), len(context) - 1))
         position = len(self.tokens)
         end = len(context) - min(len(context) - position, max(max_tail, 1))
+        if position < end:
+            yield position, len(context)
         while position < end:
             chunk = context[position : min(position + self.prefill_step_size, end)]
             self._run(mx.array(chunk, dtype=mx.uint32), chunk)

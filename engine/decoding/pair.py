@@ -23,10 +23,9 @@ from .policy import DraftPolicy
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
-from ..models.loading import LoadedModel, load_model
+from ..models.loading import LoadedModel, LoadProgress, load_model
 from ..models.memory import weight_bytes
 
-LoadProgress = Callable[[str, int, int], None]
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
 State = TypeVar("State")  # a drafter state the pair holds (EAGLE-3, DFlash)
 REMEMBERED_ANSWERS = 64
@@ -67,16 +66,13 @@ class ModelPair:
 
     @classmethod
     def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> "ModelPair":
-        """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id)."""
-
-        def stage(name: str) -> Callable[[int, int], None] | None:
-            return (lambda done, total: progress(name, done, total)) if progress else None
-
+        """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id), reporting each
+        stage of each to `progress`."""
         from ..drafters.draft_folder import hidden_drafter
 
-        target_model = load_model(target, progress=stage(f"Importing {target}"))
+        target_model = load_model(target, progress=progress)
         drafter = hidden_drafter(draft)  # an EAGLE-3, DFlash or DSpark folder: no draft model, a drafter of the target
-        draft_model = load_model(draft, progress=stage(f"Importing {draft}")) if draft and drafter is None else None
+        draft_model = load_model(draft, progress=progress) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
         if drafter is not None:
             {"eagle3": pair.set_eagle3, "dflash": pair.set_dflash, "dspark": pair.set_dspark}[drafter[0]](drafter[1])

@@ -4,6 +4,11 @@ A draft model must share the target's tokenizer (engine/models/compatibility.py)
 no tokenizer of its own: it reads the target's hidden states and names the model it was trained for, so it is
 judged by its config against the target's (hidden size, vocabulary, layers it taps, the target it names) with
 the same checks its loader runs. The target's built-in MTP heads are there when its config declares them.
+
+A draft model must also cost less than the target: one as big or bigger (the 1.5B of a 0.5B target's family, a
+model's own quantized copy, which computes as much per token) only slows every answer down. Its cost is read from
+the configs as parameters per token, not from the files' sizes, which a quantization shrinks without making a
+token any cheaper to compute on this machine's CPU.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ def check_draft(target: str, draft: str) -> PairCheck:
     folder = draft_folder(draft)
     drafter = folder_drafter(folder)
     if folder is None or drafter is None:
-        return check_pair(target, draft)
+        check = check_pair(target, draft)
+        return _cost_check(target_path, resolve_model_path(draft)) if check.compatible else check
     try:
         check_drafter_folder(folder, drafter, read_json(target_path / "config.json") or {}, target_name)
     except SpecChatError as error:
@@ -57,6 +63,39 @@ def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, An
 
         config = read_json(folder / "config.json") or {}
         check_target(folder, config, parse_config(config, folder), target_config, target_name, layers)
+
+
+def parameters_per_token(config: dict[str, Any]) -> int:
+    """About how many weights a token's forward pass reads (attention, MLP, embeddings; a mixture of experts'
+    active experts only), from a config.json; 0 when its shape is not there to read."""
+    text = config.get("text_config") or config
+    try:
+        hidden, layers, heads = (int(text[key]) for key in ("hidden_size", "num_hidden_layers", "num_attention_heads"))
+        vocab = int(text["vocab_size"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    head_dim = int(text.get("head_dim") or hidden // heads)
+    kv_heads = int(text.get("num_key_value_heads") or heads)
+    experts = int(text.get("num_experts_per_tok") or 1)
+    inner = int(text.get("moe_intermediate_size") if experts > 1 and text.get("moe_intermediate_size") else
+                text.get("intermediate_size") or 4 * hidden)
+    attention = 2 * hidden * head_dim * (heads + kv_heads)
+    embeddings = vocab * hidden * (1 if text.get("tie_word_embeddings", config.get("tie_word_embeddings")) else 2)
+    return layers * (attention + 3 * hidden * inner * experts) + embeddings
+
+
+def _shown_count(n: int) -> str:
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
+
+
+def _cost_check(target_path: Path, draft_path: Path) -> PairCheck:
+    """A draft model that reads as many weights a token as the target, or more, is refused with its count."""
+    target, draft = (parameters_per_token(read_json(p / "config.json") or {}) for p in (target_path, draft_path))
+    if target and draft >= target:
+        return PairCheck(compatible=False, reasons=[
+            f"as costly as the target or more ({_shown_count(draft)} parameters a token against the target's "
+            f"{_shown_count(target)}): a draft must be a smaller, faster model"])
+    return PairCheck(compatible=True)
 
 
 def _mtp_check(target_path: Path, target_name: str) -> PairCheck:

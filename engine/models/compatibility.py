@@ -45,20 +45,26 @@ def _special_tokens(tokenizer: Any) -> set[str]:
 
 
 def _readable(token: str, tokenizer: Any) -> str:
-    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces), quoted. A piece of a
-    multi-byte character decodes to '\ufffd', the same for every byte, so its bytes are shown instead: 'âĢ' (the
-    first two bytes of '—') is '<0xE2><0x80>'."""
+    """A vocabulary entry as the text it stands for, quoted (see _text)."""
+    return repr(_text(token, tokenizer))
+
+
+def _text(token: str, tokenizer: Any) -> str:
+    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces). A piece of a multi-byte
+    character decodes to '\ufffd', the same for every byte, so its bytes are shown instead: 'âĢ' (the first two
+    bytes of '—') is '<0xE2><0x80>'."""
     try:
         text = tokenizer.convert_tokens_to_string([token])
     except Exception:  # noqa: BLE001 - a tokenizer that cannot say shows the entry as it is
         text = token
     if REPLACEMENT in text and REPLACEMENT not in token:
         text = _byte_pieces(token)
-    return repr(text)
+    return text
 
 
 REPLACEMENT = "\ufffd"
 BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # SentencePiece's byte fallback pieces
+BYTES_ONLY = re.compile(r"^(<0x[0-9A-F]{2}>)+$")  # a token shown as its bytes: a piece of a character
 
 
 def _byte_pieces(token: str) -> str:
@@ -76,7 +82,16 @@ def _byte_pieces(token: str) -> str:
 
 
 def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
-    return ", ".join(_readable(s, tokenizer) for s in items[:limit]) + (", ..." if len(items) > limit else "")
+    """A few of the tokens as words a person reads; when none is a word (the differing entries are pieces of
+    characters, or runs of spaces and newlines, which printed as "('<0x90>', '<0x9D>', …)" and "('\\n      ', …)"),
+    what kind of entries differ, in words."""
+    texts = [_text(s, tokenizer) for s in items[:200]]
+    words = [t for t in texts if t.strip() and not BYTES_ONLY.match(t)][:limit]
+    if words:
+        return ", ".join(repr(t) for t in words) + (", ..." if len(items) > len(words) else "")
+    if all(not t.strip() for t in texts):
+        return "runs of spaces and newlines: the tokenizers split whitespace differently"
+    return "pieces of characters: the tokenizers split bytes differently"
 
 
 def check_tokenizers(target: Any, draft: Any) -> PairCheck:

@@ -19,15 +19,15 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import NotAModelError
 from .gguf_architectures import architecture, model_config
 from .gguf_rope import llama3_rope_scaling
 from .gguf_tensors import TensorFile
 from .gguf_weights import quantization_config, write_weights
+from .loading import LoadProgress
 
-ProgressCallback = Callable[[int, int], None]
 # Part of an imported folder's name: raised when the importer writes folders differently, so that a GGUF
 # imported by an older version is imported again (2: kept quantized, sharded; 1: bf16).
 IMPORT_FORMAT = 2
@@ -54,9 +54,9 @@ def file_fingerprint(path: Path) -> str:
 def imported_model_path(
     gguf_path: str | os.PathLike[str],
     cache_dir: Path | None = None,
-    progress: ProgressCallback | None = None,
+    progress: LoadProgress | None = None,
 ) -> Path:
-    """The MLX folder for a GGUF file, importing it on first use."""
+    """The MLX folder for a GGUF file, importing it on first use (each stage reported to `progress`)."""
     source = Path(gguf_path).expanduser().resolve()
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", source.stem)
     key = f"{stem}-{file_fingerprint(source)}"
@@ -75,17 +75,20 @@ def _remove_older_imports(cache: Path, key: str) -> None:
 
 
 def import_gguf(
-    gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], progress: ProgressCallback | None = None
+    gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], progress: LoadProgress | None = None
 ) -> Path:
     """Convert a GGUF file into an MLX model folder at `out_dir` and return it.
 
     The folder is written under a temporary name and renamed when complete, so an interrupted import never
-    leaves a folder that a later load would trip on.
+    leaves a folder that a later load would trip on. Each stage is reported as it starts, and the last once it
+    is done, before the rename: a `progress` that raises to cancel ends the import in any of them, keeping nothing.
     """
     import gguf
 
     source = Path(gguf_path)
     out = Path(out_dir)
+    report = progress or (lambda stage, done, total: None)
+    report(f"Reading {source.name}", 0, 0)
     try:
         reader = gguf.GGUFReader(source)
     except (ValueError, OSError) as e:
@@ -100,11 +103,17 @@ def import_gguf(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        quantization = quantization_config(write_weights(reader, source, config, arch, staging, progress))
+        def weights(done: int, total: int) -> None:
+            report(f"Importing {source.name}", done, total)
+
+        quantization = quantization_config(write_weights(reader, source, config, arch, staging, weights))
         if quantization:
             config["quantization"] = config["quantization_config"] = quantization
         (staging / "config.json").write_text(json.dumps(config, indent=2))
+        converting = f"Converting the tokenizer of {source.name}"
+        report(converting, 0, 0)
         _write_tokenizer(metadata, arch, staging)
+        report(converting, 1, 1)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

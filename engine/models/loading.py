@@ -31,7 +31,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.mo
 # On the CPU backend, quantized models are dequantized at load while float32 takes at most this share of RAM.
 CPU_DEQUANTIZE_SHARE = 0.25
 
-ProgressCallback = Callable[[int, int], None]
+# A load's stage ("Importing x.gguf", "Loading x"), done and total (total 0: a stage that cannot say how far
+# it is). The callback may raise to cancel the load: every stage reports once it starts, so a cancel is seen
+# in every phase, not only while an import's weights are written.
+LoadProgress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -204,7 +207,7 @@ def check_model_path(path: Path) -> None:
         raise NotAModelError(f"{path} is not a model: pick a model folder or a .gguf file.")
 
 
-def resolve_model_path(spec: str, progress: ProgressCallback | None = None) -> Path:
+def resolve_model_path(spec: str, progress: LoadProgress | None = None) -> Path:
     """The local folder for a model name (importing a GGUF file on first use)."""
     from .gguf_import import imported_model_path
 
@@ -296,11 +299,13 @@ def build_model(spec: str, path: Path, lazy: bool = False) -> tuple[nn.Module, d
         raise build_failure(path, config, e) from e
 
 
-def load_model(spec: str, progress: ProgressCallback | None = None) -> LoadedModel:
+def load_model(spec: str, progress: LoadProgress | None = None) -> LoadedModel:
     """Load a model by name (folder, .gguf file or downloaded repo id) with mlx-lm's loader."""
     from mlx_lm.utils import load_tokenizer
 
     path = resolve_model_path(spec, progress=progress)
+    if progress:
+        progress(f"Loading {Path(spec).name}", 0, 0)
     model, config = build_model(spec, path)
     use_float32_on_cpu(model)
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))

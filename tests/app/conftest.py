@@ -105,3 +105,13 @@ def start_long_answer(qtbot, window: MainWindow, text: str = LONG_ANSWER_PROMPT,
         window.send()
 
     start_streaming(qtbot, window.session, send, until)
+
+
+def stream_in_a_second_chat(qtbot, window: MainWindow) -> tuple[int, int]:
+    """A first chat with a finished answer, then a long answer streaming in a second one: (first, second)."""
+    send_and_wait(qtbot, window, "First chat")
+    first = window.conversation_id
+    window.new_conversation()
+    window.apply_settings(window.session.params.replace(max_tokens=900), "")
+    start_long_answer(qtbot, window)
+    return first, window.conversation_id

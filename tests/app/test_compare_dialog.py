@@ -78,7 +78,7 @@ def test_the_drafters_line_names_each_drafter_and_the_plain_rounds() -> None:
         "(lookup left out saved chats that asked this question).")
     assert drafters_line(Counter({"dspark": 2, "none": 58})) == (
         "Drafted by DSpark drafter in 2 rounds; 58 rounds drafted nothing.")
-    assert drafters_line(Counter({"none": 9})) == "Nothing was drafted."
+    assert drafters_line(Counter({"none": 9})) == "Nothing was drafted: this side ran as standard decoding."
 
 
 def test_a_long_speedup_line_wraps_instead_of_widening_the_dialog(make_window, qtbot) -> None:

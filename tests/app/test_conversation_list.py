@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app import conversation_list
+from app import file_dialogs
 from app.conversation_list import ConversationList, markdown_file_name
 from engine.conversations import ConversationStore
 
@@ -59,7 +59,8 @@ def test_an_exports_file_name_is_made_from_the_title_safe_on_every_system(title:
 
 
 def test_export_offers_the_clean_name_in_the_home_folder_and_writes_there(sidebar: ConversationList, monkeypatch,
-                                                                           tmp_path: Path) -> None:
+                                                                           tmp_path: Path, isolated_home: Path) -> None:
+    """Then in the folder chosen last: every file dialog opened in the app's working directory."""
     offered: list[str] = []
     target = tmp_path / "chosen.md"
 
@@ -67,9 +68,11 @@ def test_export_offers_the_clean_name_in_the_home_folder_and_writes_there(sideba
         offered.append(default)
         return str(target), ""
 
-    monkeypatch.setattr(conversation_list.QFileDialog, "getSaveFileName", save_dialog)
+    monkeypatch.setattr(file_dialogs.QFileDialog, "getSaveFileName", save_dialog)
     chat = sidebar.store.create("Why is the sky blue.")
     sidebar.store.add_message(chat, "user", "Why is the sky blue?")
     sidebar.export(chat)
     assert offered == [str(Path.home() / "Why is the sky blue.md")]
     assert target.read_text(encoding="utf-8").startswith("# Why is the sky blue.\n")
+    sidebar.export(chat)  # the next one offers the folder chosen last
+    assert offered[1] == str(tmp_path / "Why is the sky blue.md")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QCoreApplication
 
 from app.cost_card import STANDARD, WAITING, CostCard
 from tests.app.conftest import send_and_wait
@@ -79,3 +80,14 @@ def test_the_card_predicts_each_drafter_from_published_acceptance_labelled_as_su
         card.published.text())
     assert "EAGLE-3 drafter tokens cost 0.20 each, as measured in this answer" in card.gpu.text()
     assert "weights' share" not in card.gpu.text()  # it has no weights share of its own: it used to say 0.00
+
+
+def test_the_y_label_is_never_given_a_scale_the_card_cuts_off(qtbot) -> None:
+    """pyqtgraph scaled a range of very small or large speeds and said so in the label, "tokens / s (x0.001)", which
+    the card cut off."""
+    card = CostCard()
+    qtbot.addWidget(card)
+    card.show()
+    card.plot.setYRange(0.0002, 0.0004, padding=0)
+    QCoreApplication.processEvents()
+    assert card.plot.getAxis("left").labelString().count("(") == 0

@@ -241,3 +241,38 @@ def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, 
     assert set(dialog.drafters[drafter]) - {"none"} == {drafter}
     assert f"Drafted by {label} in " in dialog.speeds[drafter].text()
     dialog.close()
+
+
+def test_a_draft_as_costly_as_the_target_is_never_offered_but_listed_with_the_reason(make_window, qtbot, tiny_dirs) -> None:
+    """With qwen-coder-0.5b as the target the picker offered and preselected qwen-coder-1.5b as its draft."""
+    target, draft = (str(d.resolve()) for d in tiny_dirs)
+    for folder in (target, draft):
+        remember_model(Path(folder))
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    window.picker.refresh()
+    tab.targets.setCurrentRow(rows(tab)[draft])
+    qtbot.waitUntil(lambda: checked(tab) and "draft" in tab.draft_note.text(), timeout=30_000)
+    assert drafts_offered(tab) == [""] and tab.drafts.currentData() == ""
+    left_out = [tab.left_out.item(i).text() for i in range(tab.left_out.count())]
+    assert any(line.startswith(model_label(target)) and "as costly as the target or more" in line for line in left_out)
+    tab.targets.setCurrentRow(rows(tab)[target])
+    qtbot.waitUntil(lambda: checked(tab) and "draft" in tab.draft_note.text(), timeout=30_000)
+    assert tab.drafts.currentData() == draft  # the smaller one is offered and preselected
+
+
+def test_checking_the_drafts_says_how_far_it_is(make_window, qtbot, tiny_dirs) -> None:
+    """"Checking which drafts fit the target…" stood for 60-90 s with no sign of progress."""
+    window = make_window(pair=None)
+    tab, notes = window.picker.on_disk, []
+    window.session.engine.drafts_check_progress.connect(lambda target, done, total: notes.append((done, total)))
+    for folder in tiny_dirs:
+        remember_model(folder.resolve())
+    window.picker.refresh()
+    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
+    qtbot.waitUntil(lambda: checked(tab) and "draft" in tab.draft_note.text(), timeout=30_000)
+    assert notes and notes[0][0] == 0 and all(total == notes[0][1] for _, total in notes)
+    tab._on_drafts_progress(str(tiny_dirs[0].resolve()), 1, 3)
+    assert tab.draft_note.text() == "Checking which drafts fit the target: 1 of 3 checked…"
+    tab._on_drafts_progress("another target", 2, 3)  # no longer selected: not said
+    assert tab.draft_note.text() == "Checking which drafts fit the target: 1 of 3 checked…"

@@ -13,7 +13,7 @@ from app.palette import ghost_colour, origin_colour
 from app.round_timeline import time_colours
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
-from tests.app.conftest import send_and_wait, start_long_answer
+from tests.app.conftest import send_and_wait, start_long_answer, stream_in_a_second_chat
 
 
 def colour_runs(view) -> list[tuple[str, str]]:
@@ -351,12 +351,7 @@ def test_leaving_a_streaming_conversation_never_leaves_the_window_stuck(make_win
     """Switching or deleting mid-answer left the button on "Stopping…" for good (and Enter, New chat and Compare
     dead), with "Internal C++ object (TokenTextView) already deleted" on stderr."""
     window = make_window(max_tokens=30)
-    send_and_wait(qtbot, window, "First chat")
-    first = window.conversation_id
-    window.new_conversation()
-    window.apply_settings(window.session.params.replace(max_tokens=900), "")
-    start_long_answer(qtbot, window)
-    streaming = window.conversation_id
+    first, streaming = stream_in_a_second_chat(qtbot, window)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
         if away == "open another conversation":
             window.open_conversation(first)
@@ -514,7 +509,7 @@ def test_keyboard_shortcuts(make_window, qtbot, monkeypatch) -> None:
 
     window = make_window(max_tokens=900)
     shortcuts = {s.key().toString(): s for s in window.findChildren(QShortcut)}
-    assert set(shortcuts) == {"Esc", "Ctrl+N", "Ctrl+K", "Ctrl+,"}
+    assert set(shortcuts) == {"Esc", "Ctrl+N", "Ctrl+K", "Ctrl+,", "Ctrl+Q"}
     start_long_answer(qtbot, window)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
         shortcuts["Esc"].activated.emit()
@@ -530,17 +525,32 @@ def test_keyboard_shortcuts(make_window, qtbot, monkeypatch) -> None:
     assert window.conversation_id is None and window.chat.messages == []
 
 
-def test_quitting_mid_answer_asks_first(make_window, qtbot, monkeypatch) -> None:
+@pytest.mark.parametrize("how", ["close the window", "Ctrl+Q"])
+def test_quitting_mid_answer_asks_first(make_window, qtbot, monkeypatch, how: str) -> None:
+    """Ctrl+Q (Cmd+Q) did nothing, idle or mid-answer: only the title bar's close quit."""
+    from PySide6.QtGui import QShortcut
     from PySide6.QtWidgets import QMessageBox
 
     window = make_window(max_tokens=900)
+    quit_keys = next(s for s in window.findChildren(QShortcut) if s.key().toString() == "Ctrl+Q")
+    quit = window.close if how == "close the window" else quit_keys.activated.emit
     window.ask_before_quitting = True
     start_long_answer(qtbot, window)
     monkeypatch.setattr("app.main_window.QMessageBox.question", lambda *a, **k: QMessageBox.StandardButton.No)
-    window.close()
+    quit()
     assert not window.session.engine_thread.isFinished() and window.session.busy  # still running
     monkeypatch.setattr("app.main_window.QMessageBox.question", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    window.close()
+    quit()
+    assert window.session.engine_thread.isFinished()
+
+
+def test_ctrl_q_quits_an_idle_window_without_asking(make_window, monkeypatch) -> None:
+    from PySide6.QtGui import QShortcut
+
+    window = make_window()
+    window.ask_before_quitting = True
+    monkeypatch.setattr("app.main_window.QMessageBox.question", lambda *a, **k: pytest.fail("asked while idle"))
+    next(s for s in window.findChildren(QShortcut) if s.key().toString() == "Ctrl+Q").activated.emit()
     assert window.session.engine_thread.isFinished()
 
 

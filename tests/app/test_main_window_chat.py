@@ -8,7 +8,8 @@ from PySide6.QtGui import QColor, QPalette
 
 from app.chat_view import cut_notice
 from app.palette import notice_colour
-from tests.app.conftest import send_and_wait
+from engine.events import PrefillEvent, TokenEvent
+from tests.app.conftest import send_and_wait, stream_in_a_second_chat
 
 
 def watch_stats_lines(window) -> list[str]:
@@ -165,3 +166,32 @@ def test_at_900_by_600_the_chat_column_never_scrolls_sideways(make_window, qtbot
     QCoreApplication.processEvents()
     assert window.chat.width() >= window.chat.widget().minimumSizeHint().width() + window.chat.verticalScrollBar().width()
     assert window.chat.horizontalScrollBar().maximum() == 0
+
+
+def test_an_answer_that_ends_after_a_chat_switch_leaves_the_other_chat_s_panel_alone(make_window, qtbot) -> None:
+    """Its numbers went into the panel of the chat switched to (the panel was filled before the chat was looked at)."""
+    window = make_window(max_tokens=30)
+    first, _ = stream_in_a_second_chat(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
+        window.open_conversation(first)
+        assert window.stats.values["ttft"].text() == "–"  # reset for the chat shown
+    assert [window.stats.values[key].text() for key in ("ttft", "tps", "drafted", "prefill")] == ["–"] * 4
+    assert window.statusBar().currentMessage().startswith("Stopped the answer in the chat you left")  # not silently
+
+
+
+def test_reading_the_message_is_said_until_the_first_token(make_window) -> None:
+    """The panel's Prompt row said "reading (target): 171 / 172 tokens" only once the prompt was read, and the
+    bubble nothing: the wait before the first token was silent. The engine reports before the first chunk
+    (tests/engine/decoding/test_cached_model.py); the bubble and the panel say it in words."""
+    window = make_window(pair=None)
+    bubble = window.chat.add_message("assistant")
+    bubble.append_events([PrefillEvent(0, 172)])
+    window.stats.add_events([PrefillEvent(0, 172)])
+    assert bubble.notice.text() == "Reading your message: 0 of 172 tokens"
+    assert window.stats.values["prefill"].text() == "0 of 172 tokens read"
+    assert not bubble.notice.isHidden()
+    bubble.append_events([PrefillEvent(171, 172, "draft")])
+    assert bubble.notice.text() == "Reading your message: 171 of 172 tokens (the draft model reads it too)"
+    bubble.append_events([TokenEvent(5, "Hi", "target", 0)])
+    assert bubble.notice.isHidden()

@@ -67,3 +67,13 @@ def test_long_code_lines_wrap_inside_their_frame(qtbot) -> None:
     block = view.document().find(line[:20]).block()
     assert block.text() == line and block.layout().lineCount() > 1
     assert view.code_blocks[0].code == f"{line}\nprint(total)"  # Copy still copies the line whole
+
+
+def test_the_model_s_line_breaks_are_kept_in_a_poem_and_a_list(qtbot) -> None:
+    """CommonMark's soft breaks joined a poem's lines into one paragraph the moment the answer finished."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("The sea\nis wide and grey,\nthe gulls cry.\n\n- salt\n  and spray\n- *wind*\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+    lines = view.toPlainText().split("\n")
+    assert lines[:6] == ["The sea", "is wide and grey,", "the gulls cry.", "salt", "and spray", "wind"]
+    assert "|" not in view.toPlainText()  # a table is still a table

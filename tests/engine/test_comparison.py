@@ -37,11 +37,23 @@ def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_fir
     line = verdict("model", _result("speculative", 10.0, 20, 10), "eagle3", _result("speculative", 15.0, 30, 24))
     assert line == ("Draft model 10.0 tok/s (2.00 tokens per pass, 50% of 20 drafted accepted), EAGLE-3 drafter 15.0 tok/s "
                     "(3.00 tokens per pass, 80% of 30 drafted accepted): EAGLE-3 drafter 1.50x (faster than draft model)")
-    slower = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 8.0))
+    slower = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 8.0, 20, 2))
     assert slower.endswith("lookup 0.80x (slower than standard decoding: speculation does not pay here)")
-    assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower and "(nothing drafted)" in slower
+    assert "Standard decoding 10.0 tok/s (1 token per pass)" in slower
     mtp = verdict("mtp", _result("speculative", 12.0, 10, 8), "standard", _result("standard", 10.0))
     assert mtp.startswith("Built-in MTP drafter 12.0 tok/s")  # "Built-in mtp drafter" with str.capitalize()
+
+
+def test_no_winner_is_declared_from_noise_or_from_answers_of_very_different_lengths() -> None:
+    """"lookup 0.98x (slower than standard decoding…)" stood beside "Nothing was drafted", and a 9-token side was
+    given a ratio against a 512-token one."""
+    nothing = verdict("standard", _result("standard", 10.0), "lookup", _result("speculative", 9.8))
+    assert "(nothing drafted: it ran as standard decoding)" in nothing and "x (" not in nothing
+    assert nothing.endswith("both ran standard decoding, so neither is faster (their difference is the machine's noise)")
+    short, long = _result("speculative", 4.5, 4, 2), _result("standard", 256.0)  # 9 tokens against 512
+    uneven = verdict("standard", long, "model", short)
+    assert uneven.endswith("the answers' lengths differ too much to compare (9 against 512 tokens); try a prompt "
+                           "both answer at length") and "x (" not in uneven
 
 
 def test_compare_runs_up_to_the_last_question_or_the_typed_one() -> None:

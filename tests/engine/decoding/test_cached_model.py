@@ -24,7 +24,7 @@ def test_catch_up_prefills_all_but_the_tail_in_chunks() -> None:
     cached = CachedModel(model, prefill_step_size=4)
     context = list(range(10))
     steps = list(cached.catch_up_steps(context))
-    assert steps == [(4, 10), (8, 10), (9, 10)]
+    assert steps == [(0, 10), (4, 10), (8, 10), (9, 10)]  # said before the first chunk, then after each
     assert model.calls == [4, 4, 1] and cached.tokens == context[:9]
 
 

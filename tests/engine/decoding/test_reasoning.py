@@ -129,6 +129,17 @@ def test_speculation_is_counted_apart_while_thinking_and_while_answering(thinkin
     assert "while thinking" in result.summary() and "while answering" in result.summary()
 
 
+def test_a_round_counts_in_the_part_most_of_its_tokens_went_to(thinking_pair: ModelPair) -> None:
+    """The first round begins before `<think>`: it was counted as answering while its tokens were reasoning (the
+    fold said "while thinking: nothing drafted" under drafts coloured in the reasoning)."""
+    tokens, rounds, result = stream(thinking_pair, QUESTION, GREEDY.replace(drafter="model"))
+    for r in rounds:
+        parts = [t.part for t in tokens if t.round == r.round]
+        if parts.count("reasoning") != parts.count("answer"):
+            assert r.reasoning == (parts.count("reasoning") > parts.count("answer")), (r.round, parts)
+    assert rounds[0].reasoning and rounds[0].drafted and result.stats.thinking.drafted >= rounds[0].drafted
+
+
 def test_the_next_turn_drops_the_reasoning_and_reuses_the_cache_up_to_it(thinking_pair: ModelPair) -> None:
     """Qwen3's rule: earlier answers are rendered without their reasoning; the prompt cache holds the first turn's
     prompt, so only what follows it is processed again (the reasoning it had is no longer in the conversation)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.drafters.pairing import check_draft
+from engine.drafters.pairing import check_draft, parameters_per_token
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
@@ -79,3 +79,18 @@ def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp
 
 def test_a_draft_model_is_still_judged_by_its_tokenizer(tiny_dirs) -> None:
     assert check_draft(str(tiny_dirs[0]), str(tiny_dirs[1])).compatible
+
+
+
+def test_a_draft_model_as_costly_as_the_target_is_refused_with_the_reason(tiny_dirs, tmp_path: Path) -> None:
+    """The picker offered and selected qwen-coder-1.5b as the draft of qwen-coder-0.5b (and a bf16 folder's own Q4
+    GGUF, as costly a token): only drafts that cost less than the target are offered."""
+    target, draft = tiny_dirs
+    assert check_draft(str(target), str(draft)).compatible
+    bigger = check_draft(str(draft), str(target))
+    counts = [parameters_per_token(json.loads((d / "config.json").read_text())) for d in (target, draft)]
+    assert counts[0] > counts[1] > 0 and not bigger.compatible
+    assert bigger.reasons == [f"as costly as the target or more ({round(counts[0] / 1000)}K parameters a token against the "
+                              f"target's {round(counts[1] / 1000)}K): a draft must be a smaller, faster model"]
+    copy = shutil.copytree(target, tmp_path / "copy-of-the-target")  # as a quantized copy: the same shape
+    assert not check_draft(str(target), str(copy)).compatible

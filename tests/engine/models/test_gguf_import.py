@@ -332,18 +332,41 @@ def test_an_import_cancelled_from_its_progress_keeps_nothing(synthetic, tmp_path
     from engine.errors import LoadCancelled
 
     path, _, _ = synthetic
-    reports: list[tuple[int, int]] = []
+    reports: list[tuple[str, int, int]] = []
 
-    def cancel_after_first(done: int, total: int) -> None:
-        reports.append((done, total))
-        if len(reports) == 2:
-            raise LoadCancelled("Importing tiny.gguf cancelled.")
+    def cancel_after_second_weights_report(stage: str, done: int, total: int) -> None:
+        reports.append((stage, done, total))
+        if len(reports) == 3:
+            raise LoadCancelled(stage)
 
     with pytest.raises(LoadCancelled):
-        imported_model_path(path, cache_dir=tmp_path, progress=cancel_after_first)
+        imported_model_path(path, cache_dir=tmp_path, progress=cancel_after_second_weights_report)
     assert list(tmp_path.iterdir()) == []
-    assert reports[0][0] < reports[1][0] < reports[0][1]  # bytes read so far, of the file's tensors
+    assert reports[0] == ("Reading tiny.gguf", 0, 0)
+    (_, first, total), (_, second, _) = reports[1:]
+    assert reports[1][0] == "Importing tiny.gguf" and first < second < total  # bytes read so far, of the file's tensors
     assert (imported_model_path(path, cache_dir=tmp_path) / "config.json").exists()
+
+
+@pytest.mark.parametrize("last", [1, 2])
+def test_an_import_cancelled_while_its_tokenizer_converts_keeps_nothing(synthetic, tmp_path: Path, last: int) -> None:
+    """The weights at 100% were the last report: a cancel while the tokenizer converted was never seen. The
+    conversion says when it starts (a stage that cannot say how far it is) and once it is done, before the rename."""
+    from engine.errors import LoadCancelled
+
+    path, _, _ = synthetic
+    converting = "Converting the tokenizer of tiny.gguf"
+    seen: list[tuple[int, int]] = []
+
+    def cancel_in_conversion(stage: str, done: int, total: int) -> None:
+        if stage == converting:
+            seen.append((done, total))
+            if len(seen) == last:
+                raise LoadCancelled(stage)
+
+    with pytest.raises(LoadCancelled):
+        imported_model_path(path, cache_dir=tmp_path, progress=cancel_in_conversion)
+    assert list(tmp_path.iterdir()) == [] and seen == [(0, 0), (1, 1)][:last]
 
 
 def _reference_folder(expected: dict[str, np.ndarray], imported: Path, out: Path) -> Path:

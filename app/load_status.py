@@ -1,0 +1,75 @@
+"""The status bar's one line about loading a pair: what loads, the stage it is at, a bar, and a Cancel button.
+
+Importing a 7B GGUF takes minutes; the user sees how far it is and can stop it. Cancelling ends the load at its
+next step and keeps nothing of an import (the engine writes under a temporary name); the pair loaded before stays
+in use. Every message about a load is said here, in one place, so the status bar never shows "Loading…" beside
+"Importing…".
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QStatusBar, QWidget
+
+from .session import ChatSession
+from .worker import PairInfo
+
+
+class LoadStatus(QWidget):
+    """Shown in the status bar while a pair loads; the outcome is the status bar's message when it ends."""
+
+    def __init__(self, session: ChatSession, status_bar: QStatusBar) -> None:
+        super().__init__()
+        self.session = session
+        self.status_bar = status_bar
+        self.label = QLabel()
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setFixedWidth(160)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.label, self.bar, self.cancel_button):
+            layout.addWidget(widget)
+        status_bar.addPermanentWidget(self)
+        self.hide()
+        session.pair_loading.connect(self.show_loading)
+        session.load_progress.connect(self.show_progress)
+        session.pair_loaded.connect(self.show_loaded)
+        session.pair_failed.connect(self.show_failed)
+        session.load_cancelled.connect(self.show_cancelled)
+
+    def show_loading(self, message: str) -> None:
+        """From the click on, not from the first stage's report: a load's first seconds are not silent."""
+        self.show_progress(message, 0, 0)
+
+    def show_progress(self, stage: str, done: int, total: int) -> None:
+        """A stage with how far it is (total 0: a stage that cannot say, shown as a busy bar); once Cancel is
+        clicked the line says so until the load ends, whatever stage reports after it."""
+        self.status_bar.clearMessage()  # the one line about the load: not beside an older message
+        cancelling = self.session.cancelling_load
+        self.label.setText("Cancelling…" if cancelling else stage)
+        self.bar.setRange(0, 1000 if total else 0)
+        self.bar.setValue(1000 * done // total if total else 0)
+        self.cancel_button.setEnabled(not cancelling)
+        self.show()
+
+    def show_loaded(self, info: PairInfo) -> None:
+        self._end(f"Loaded {self.session.describe_pair()}. {info.layout} "
+                  + (("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""), 10000)
+
+    def show_failed(self, message: str) -> None:
+        self._end("Could not load the models." + (" The models loaded before are still in use." if self.session.pair else ""), 10000)
+
+    def show_cancelled(self, message: str) -> None:
+        self._end(message, 0)
+
+    def _end(self, message: str, timeout_ms: int) -> None:
+        self.hide()
+        self.status_bar.showMessage(message, timeout_ms)
+
+    def cancel(self) -> None:
+        self.session.cancel_load()
+        if self.session.cancelling_load:
+            self.cancel_button.setEnabled(False)
+            self.label.setText("Cancelling…")

@@ -1,0 +1,77 @@
+"""The status bar's line about a load: shown from the click on, one line for every stage (no "Loading…" beside
+"Importing…"), and its Cancel wins in every stage of a GGUF import and of the loading after it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.engine.models.test_gguf_import import TYPES, _write_synthetic
+
+
+def cancel_in_stage(qtbot, window, path: Path, stage: str) -> tuple[bool, list[str]]:
+    """Load `path` and click Cancel while the worker is held at the first report of a stage starting with `stage`:
+    the worker waits there until the click is done, so the cancel arrives in that stage whatever the machine's load
+    (a load that ran on to its end before the GUI saw the report made this test fail 1 run in 4). Returns whether
+    the load ended cancelled, and every stage reported."""
+    engine, held, clicked, stages, ended = window.session.engine, threading.Event(), threading.Event(), [], []
+
+    def hold(reported: str, done: int, total: int) -> None:  # on the worker's thread (a direct connection)
+        stages.append(reported)
+        if reported.startswith(stage) and not held.is_set():
+            held.set()
+            clicked.wait(60)
+
+    engine.load_progress.connect(hold, Qt.ConnectionType.DirectConnection)
+    window.session.load_cancelled.connect(lambda message: ended.append(True))
+    window.session.pair_loaded.connect(lambda info: ended.append(False))
+    window.session.load_pair(str(path), "")
+    qtbot.waitUntil(lambda: held.is_set() or bool(ended), timeout=60_000)
+    if held.is_set():
+        window.load_status.cancel_button.click()
+        assert window.load_status.label.text() == "Cancelling…" and not window.load_status.cancel_button.isEnabled()
+    clicked.set()
+    qtbot.waitUntil(lambda: bool(ended), timeout=60_000)
+    engine.load_progress.disconnect(hold)
+    return ended[0], stages
+
+
+@pytest.mark.parametrize("stage", ["Reading", "Importing", "Converting the tokenizer", "Loading"])
+def test_cancel_wins_in_every_stage_of_an_import(make_window, qtbot, tmp_path: Path, monkeypatch, stage: str) -> None:
+    """A Cancel clicked at 100% (the tokenizer converting, the model loading) was accepted and ignored: the
+    imported model replaced the pair in use ~36 s later."""
+    monkeypatch.setenv("SPECCHAT_CACHE", str(tmp_path / "cache"))
+    path, _, _ = _write_synthetic(tmp_path, TYPES)
+    window = make_window()
+    cancelled, stages = cancel_in_stage(qtbot, window, path, stage)
+    assert cancelled, f"the load ended with the new pair in use; stages reported: {stages}"
+    message = window.statusBar().currentMessage()
+    assert message.startswith(f"Cancelled while {stage.lower()}") and "still in use" in message
+    assert window.load_status.isHidden() and window.error_banner.isHidden()
+    assert window.session.pair.target_name == "tiny-target" and not window.session.loading
+    imported = any((tmp_path / "cache" / "gguf").glob("*/config.json"))
+    assert imported == (stage == "Loading")  # an import cut short keeps nothing; a finished one is the cache
+
+
+def test_every_stage_shows_on_one_line_from_the_click_on(make_window, qtbot, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SPECCHAT_CACHE", str(tmp_path / "cache"))
+    path, _, _ = _write_synthetic(tmp_path, TYPES)
+    window = make_window()
+    seen: list[tuple[str, str, int]] = []
+    window.session.load_progress.connect(lambda stage, done, total: seen.append(
+        (window.load_status.label.text(), window.statusBar().currentMessage(), window.load_status.bar.maximum())))
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        window.session.load_pair(str(path), "")
+        assert not window.load_status.isHidden() and window.load_status.label.text().startswith("Loading")
+        assert window.statusBar().currentMessage() == ""
+    labels = [label for label, _, _ in seen]
+    assert [s for s in ("Reading", "Importing", "Converting the tokenizer", "Loading") if any(l.startswith(s) for l in labels)] \
+        == ["Reading", "Importing", "Converting the tokenizer", "Loading"]
+    assert all(message == "" for _, message, _ in seen)  # the stage is the status bar's only line
+    assert (labels[0], seen[0][2]) == (f"Reading {path.name}", 0)  # a stage that cannot say how far: a busy bar
+    assert window.load_status.isHidden() and window.statusBar().currentMessage().startswith("Loaded")
+    window.load_status.cancel()  # too late: refused, not accepted and ignored
+    assert not window.session.cancelling_load

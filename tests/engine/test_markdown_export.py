@@ -1,0 +1,31 @@
+"""A conversation exported as Markdown: an answer cut inside a code block gets its fence closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.conversations import ConversationStore
+from engine.markdown_export import closed_fences
+
+
+@pytest.mark.parametrize("text, closed", [
+    ("Here:\n```python\nprint(1)", "Here:\n```python\nprint(1)\n```"),
+    ("~~~~\na\n~~~", "~~~~\na\n~~~\n~~~~"),  # a shorter fence does not close a longer one
+    ("```\na\n```\nDone.", "```\na\n```\nDone."),
+    ("```js\nlet s = '```x';\n", "```js\nlet s = '```x';\n\n```"),
+    ("No code.", "No code."),
+])
+def test_a_fence_left_open_is_closed(text: str, closed: str) -> None:
+    assert closed_fences(text) == closed
+
+
+def test_an_answer_cut_inside_a_code_block_exports_with_its_fence_closed(tmp_path) -> None:  # noqa: ANN001
+    """The open fence swallowed every message after it into the code."""
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Code")
+    store.add_message(chat, "user", "Show me")
+    answer = store.add_message(chat, "assistant", "")
+    store.update_message(answer, "```python\nfor i in range(", [], "(interrupted)", "cancelled")
+    store.add_message(chat, "user", "Go on")
+    exported = store.export_markdown(chat)
+    assert "```python\nfor i in range(\n```\n\n*(interrupted)*\n\n**You:**\n\nGo on\n" in exported
