@@ -237,7 +237,7 @@ class ChatSession(QObject):
 
     def edit(self, message_id: int, text: str) -> int | None:
         """Ask an earlier question differently, with its files: a new branch from there (the old one kept), answered now."""
-        conversation_id = self._conversation_of(message_id)
+        conversation_id = self.store.conversation_of(message_id)
         if self.busy or conversation_id is None:
             return None
         files = next((m.attachments for m in self.store.messages(conversation_id) if m.id == message_id), [])
@@ -274,10 +274,6 @@ class ChatSession(QObject):
         """Delete a message and what followed it on its branch (not while an answer is generated)."""
         if not self.busy:
             self.store.delete_message(message_id)
-
-    def _conversation_of(self, message_id: int) -> int | None:
-        row = self.store.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
-        return row[0] if row else None
 
     def stop(self) -> None:
         """Stop the running answer within one round (what was generated is kept)."""

@@ -279,6 +279,10 @@ class ConversationStore:
         row = self.db.execute("SELECT parent_id FROM messages WHERE id = ?", (message_id,)).fetchone()
         return row[0] if row else None
 
+    def conversation_of(self, message_id: int) -> int | None:
+        row = self.db.execute("SELECT conversation_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return row[0] if row else None
+
     def select_branch(self, message_id: int, step: int) -> None:
         """Show the sibling `step` places after (or before) this message instead of it."""
         row = self.db.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?", (message_id,)).fetchone()

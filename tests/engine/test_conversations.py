@@ -231,6 +231,7 @@ def test_a_question_keeps_its_attached_files_text_through_reopening_and_export(t
     reopened = ConversationStore(tmp_path / "c.sqlite3")
     question, answer = reopened.messages(chat)
     assert (question.content, question.attachments, answer.attachments) == ("Make f return 2.", list(files), [])
+    assert reopened.conversation_of(answer.id) == chat and reopened.conversation_of(answer.id + 1) is None
     assert question.prompt_text == with_attachments("Make f return 2.", files)
     markdown = reopened.export_markdown(chat)
     assert "**You:**\n\napp.py\n```py\ndef f():\n    return 1\n```\n\nnotes.md\n```md\n# Notes\n```\n\nMake f return 2." in markdown
