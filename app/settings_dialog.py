@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 from engine.comparison import side_heading
 from engine.distributed.hostfile import read_hostfile
 from engine.errors import DistributedError, InvalidParameterError
-from engine.params import RANGES, GenerationParams, drafter_label
+from engine.drafter_kinds import drafter_label
+from engine.params import RANGES, GenerationParams
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 DRAFTERS = [("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]

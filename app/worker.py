@@ -199,7 +199,7 @@ class EngineWorker(QObject):
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
             if drafter == "mtp":
-                pair.mtp_state()  # the head loads now: a target without one is refused here, not in the first answer
+                pair.drafter_state("mtp")  # the head loads now: a target without one is refused here, not in the first answer
         except LoadCancelled:
             self.load_cancelled.emit()
             return

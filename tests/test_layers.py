@@ -41,6 +41,7 @@ def test_every_layer_contract_is_kept() -> None:
         ("engine/models/memory.py", "from engine.decoding import pair", "Tools above decoding above the model library"),
         ("engine/decoding/acceptance.py", "from engine.models import downloads", "The decoding core never imports downloads or the CLI"),
         ("engine/events.py", "from engine.decoding import chat", "Events, params and errors are the base every layer stands on"),
+        ("engine/drafter_kinds.py", "import mlx.core", "Events, params and errors are the base every layer stands on"),
         ("app/chat_view.py", "import mlx.core", "The app never touches MLX"),
     ],
 )

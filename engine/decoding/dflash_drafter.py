@@ -23,15 +23,17 @@ are the argmax, as z-lab drafts them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import mlx.core as mx
 
-from ..drafters.dflash import DFlashDrafter
+from ..drafters.dflash import DFlashDrafter, load_drafter_for
 from ..drafters.dflash_model import Chooser
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter
 from .hidden_states import AttachedStates, LayerTap
+from ..models.loading import LoadedModel
 from .policy import DraftPolicy
 from .sampling import Warper
 
@@ -140,7 +142,7 @@ class DFlashBlockDrafter(NetworkDrafter):
     """Proposes the first K tokens of a block the DFlash drafter drafts in one pass, with the q each was drawn from.
 
     Args:
-        state: the chat's DFlash side (`ModelPair.dflash_state`).
+        state: the chat's DFlash side (`ModelPair.drafter_state("dflash")`).
         warper: the sampling warp shared with the target.
         policy: chooses how many of the block's tokens to verify.
     """
@@ -188,3 +190,14 @@ class DFlashBlockDrafter(NetworkDrafter):
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """Nothing to do here: the verified states arrive with the target's passes, and the next context says
         which of them stand (the next block pass feeds them)."""
+
+
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DFlashState:
+    """The DFlash drafter in `path` bound to the target, with its side of the chat; one line if it does not fit the
+    target (`drafters/dflash_pairing.py`)."""
+    return DFlashState(load_drafter_for(path, target.model, target.config, target.display_name), target_cache)
+
+
+def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DFlashBlockDrafter:
+    """The round's drafter for a DFlash side of the chat."""
+    return DFlashBlockDrafter(state, warper, policy)

@@ -38,6 +38,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..drafter_kinds import is_block, is_persistent
 from ..events import PolicyBelief
 from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
@@ -48,12 +49,6 @@ GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4
 MAX_PROBE_SHARE = 0.06  # and never more than this
 FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
 RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
-# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, EAGLE-3, DFlash and DSpark.
-PERSISTENT_SOURCES = ("model", "mtp", "eagle3", "dflash", "dspark")
-# Drafters that draft a whole block in one pass (DFlash, DSpark): a round costs one pass whatever K (DSpark's
-# Markov steps, one small matrix each, are priced in it), so their draft cost is per pass, and their acceptance
-# falls along the block, so it is estimated position by position.
-BLOCK_SOURCES = ("dflash", "dspark")
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
@@ -176,7 +171,7 @@ class AdaptiveDraftLength:
 
     def acceptance_along(self, source: str, positions: int) -> float | list[float]:
         """What `expected_tokens` takes for a drafter: its rate, or a block drafter's rate at each position."""
-        if not source.startswith(BLOCK_SOURCES):
+        if not is_block(source):
             return self.acceptance(source)
         return self._positions.setdefault(source, PositionalAcceptance()).rates(self.acceptance(source), positions)
 
@@ -235,8 +230,8 @@ class AdaptiveDraftLength:
         cost = self.draft_cost(source)
         if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
-        self._runway = RUNWAY if source.startswith(PERSISTENT_SOURCES) else 1  # lookup: a match may end after one round
-        self._per_pass = source.startswith(BLOCK_SOURCES)
+        self._runway = RUNWAY if is_persistent(source) else 1  # lookup: a match may end after one round
+        self._per_pass = is_block(source)
         plain = 1.0 / self._line()[0]
         best_k, best_rate = self._best(self.acceptance_along(source, limit), limit, cost)
         if best_rate < MARGIN * plain:
@@ -330,7 +325,7 @@ class AdaptiveDraftLength:
             return PolicyBelief(source, a, None, [], self.first_draft, "learning: nothing measured yet", since, verified)
         base = self._line()[0]
         split, per_pass = self.split_pass, self._per_pass
-        self.split_pass, self._per_pass = False, source.startswith(BLOCK_SOURCES)  # a steady run: no switch to pay
+        self.split_pass, self._per_pass = False, is_block(source)  # a steady run: no switch to pay
         try:
             rates = self.acceptance_along(source, self.max_draft)
             predicted = [1.0 / base] + [expected_tokens(rates, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
@@ -339,7 +334,7 @@ class AdaptiveDraftLength:
             self.split_pass, self._per_pass = split, per_pass
         chosen = max(range(len(predicted)), key=predicted.__getitem__)
         chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
-        unit = "a block pass" if source.startswith(BLOCK_SOURCES) else "a draft token"
+        unit = "a block pass" if is_block(source) else "a draft token"
         reason = _reason(a, predicted, chosen, verified, f"{cost / base:.2f} steps {unit}", best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
@@ -347,7 +342,7 @@ class AdaptiveDraftLength:
         for estimate in [*self._acceptance.values(), *self._positions.values()]:
             estimate.decay()
         self._account(costs)
-        block = costs.source.startswith(BLOCK_SOURCES)
+        block = is_block(costs.source)
         if costs.drafted:
             estimate = self._acceptance.setdefault(costs.source, AcceptanceEstimate())
             estimate.add(costs.accepted, 1 if costs.accepted < costs.drafted else 0)
