@@ -70,10 +70,10 @@ class DrafterKind:
             one pass per draft token.
         persistent: always has a draft (a network); False: only when it finds a match (lookup).
         pairs_with: which targets it drafts for (see `Pairing`).
-        needs: what it needs loaded, in a sentence ("a DFlash drafter").
-        checkpoint: the folders it loads from, in a sentence.
-        network: the module (engine/drafters/) with `check_folder(folder, target_config, target_name)`, for a kind
-            with a folder.
+        needs: for a kind with a folder, what it needs loaded, in a sentence ("a DFlash drafter").
+        checkpoint: for a kind with a folder, the folders it loads from, in a sentence.
+        network: for a kind with a folder, the module (engine/drafters/) with
+            `check_folder(folder, target_config, target_layers, target_name)`.
         round: the module with `load_state(target, target_cache, path)` and `round_drafter(state, warper, policy)`,
             for a kind that drafts from the target's hidden states.
     """
@@ -99,13 +99,11 @@ class DrafterKind:
 
 
 KINDS: dict[str, DrafterKind] = {row.name: row for row in (
-    DrafterKind("model", "draft model", pairs_with="tokenizer", needs="a draft model",
-                checkpoint="a small chat model of the target's family"),
+    DrafterKind("model", "draft model", pairs_with="tokenizer"),
     DrafterKind("lookup", "lookup", persistent=False, pairs_with="any"),
     DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer"),
     DrafterKind("mtp", "built-in MTP drafter", target_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
-                pairs_with="built-in", needs="a target with built-in MTP heads",
-                checkpoint="Qwen3.5/3.6, Qwen3-Next or MiMo", round="engine.decoding.mtp_drafter"),
+                pairs_with="built-in", round="engine.decoding.mtp_drafter"),
     DrafterKind("eagle3", "EAGLE-3 drafter", family="EAGLE-3",
                 folder=FolderMarks(architectures=("eagle3",), speculators_types=("eagle3",), keys=("draft_vocab_size",)),
                 needs="an EAGLE-3 drafter", checkpoint="a speculators-format EAGLE-3 checkpoint",
