@@ -32,7 +32,8 @@ from ..drafters.dflash_model import Chooser
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter
-from .hidden_states import AttachedStates, LayerTap
+from .drafter_state import AttachedStates
+from .hidden_states import LayerTap
 from ..models.loading import LoadedModel
 from .policy import DraftPolicy
 from .sampling import Warper
@@ -151,8 +152,8 @@ class DFlashBlockDrafter(NetworkDrafter):
         super().__init__(warper, policy, SOURCE)
         self.state = state
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        k = self._last_k = self.policy.choose(self.source, min(limit, self.state.block_tokens))
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, min(limit, self.state.block_tokens), split_pass)
         if not k:
             return NO_DRAFT
         start = time.perf_counter()

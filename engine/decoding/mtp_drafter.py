@@ -31,7 +31,8 @@ from ..models.loading import LoadedModel
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter, draft_steps
-from .hidden_states import LAST_POST_NORM, AttachedStates, LayerTap
+from .drafter_state import AttachedStates
+from .hidden_states import LAST_POST_NORM, LayerTap
 from .policy import DraftPolicy
 from .sampling import Warper
 
@@ -153,8 +154,8 @@ class MTPDrafter(NetworkDrafter):
         super().__init__(warper, policy, source)
         self.state = state
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        k = self._last_k = self.policy.choose(self.source, limit)
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, limit, split_pass)
         if not k:
             return NO_DRAFT
         start = time.perf_counter()

@@ -18,7 +18,7 @@ import mlx.core as mx
 from .. import drafter_kinds
 from .cached_model import CachedModel
 from .chat import Message, is_base_model, prompt_token_ids
-from .hidden_states import AttachedStates
+from .drafter_state import AttachedStates
 from .history import DraftHistory
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers

@@ -67,7 +67,8 @@ ROUND = '''
 import mlx.core as mx
 
 from engine.decoding.draft import NO_DRAFT, point_draft
-from engine.decoding.hidden_states import AttachedStates, LayerTap
+from engine.decoding.drafter_state import AttachedStates
+from engine.decoding.hidden_states import LayerTap
 
 
 class SketchState(AttachedStates):
@@ -94,7 +95,7 @@ class SketchDrafter:
     def start(self, context):
         pass
 
-    def propose(self, context, limit):
+    def propose(self, context, limit, split_pass=False):
         return point_draft([context[-1]], "sketch", 0.0) if self.state.heard_positions else NO_DRAFT
 
     def speculate(self, context, draft, verdict):
