@@ -10,16 +10,14 @@ setting off too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from PySide6.QtCore import QTimer
 
 from engine.models.memory import check_fit, estimate_memory_gb
 
+from .settings import AppSettings
 from .worker import PairInfo
-
-if TYPE_CHECKING:
-    from .session import ChatSession
 
 OFF = "SpecChat runs on this Mac alone again (Settings: Run the target across Macs… is off)"
 
@@ -40,57 +38,60 @@ def back_to_one_mac(info: PairInfo, error: str) -> tuple[str, bool]:
 
 
 class AcrossMacs:
-    """The session's part in running the target across Macs.
+    """The session's part in running the target across Macs, given what it uses: the settings that keep the hostfile,
+    a way to load a pair, and a way to show a line again once a pair has loaded.
 
     Attributes:
         notice: an error the window keeps showing once the next pair has loaded (a Mac left and the pair was
             loaded here instead); "" otherwise.
     """
 
-    def __init__(self, session: "ChatSession") -> None:
-        self.session = session
+    def __init__(self, settings: AppSettings, load_pair: Callable[[str, str], None],
+                 show_again: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.load_pair = load_pair
+        self.show_again = show_again
         self.notice = ""
 
     @property
     def hosts(self) -> str:
         """The hostfile the next load runs the target across ("": this Mac alone)."""
-        return self.session.settings.cluster_hosts()
+        return self.settings.cluster_hosts()
 
-    def choose(self, hosts: str) -> None:
-        """Run the target across the Macs of `hosts` ("": this Mac alone) from now on, reloading the pair if it changes."""
+    def choose(self, hosts: str, pair: PairInfo | None) -> None:
+        """Run the target across the Macs of `hosts` ("": this Mac alone) from now on, reloading the pair loaded
+        (`pair`) if it changes."""
         if hosts == self.hosts:
             return
-        self.session.settings.save_cluster_hosts(hosts)
-        pair = self.session.pair
+        self.settings.save_cluster_hosts(hosts)
         if pair is not None:
-            self.session.load_pair(pair.target, pair.draft or "")
+            self.load_pair(pair.target, pair.draft or "")
 
     def loaded(self) -> None:
         """A pair loaded: after a Mac left, the window shows again why this Mac runs alone (loading hid it)."""
         if self.notice:
-            self.session.kept_error.emit(self.notice)
+            self.show_again(self.notice)
         self.notice = ""
 
     def load_failed(self, error: str) -> str:
         """The banner's line for a failed load: a load across Macs switches the setting off; after a Mac left, both
         failures are told."""
         if self.hosts:
-            self.session.settings.save_cluster_hosts("")
+            self.settings.save_cluster_hosts("")
             error = f"{error} {OFF}."
         line = f"{self.notice} Loading the pair here failed too: {error}" if self.notice else error
         self.notice = ""
         return line
 
-    def mac_left(self, error: str) -> str:
-        """A Mac left mid-answer and the worker let the pipeline go: this Mac alone from now on, the pair loaded here
-        (once the failure is shown) if it fits. Returns the banner's line."""
-        pair = self.session.pair
+    def mac_left(self, pair: PairInfo | None, error: str) -> tuple[str, PairInfo | None]:
+        """A Mac left mid-answer and the worker let the pipeline go (`pair`: the pair loaded): this Mac alone from now
+        on, the pair loaded here (once the failure is shown) if it fits. Returns the banner's line, and the pair still
+        loaded (None when it ran across Macs)."""
         if pair is None or pair.macs < 2:
-            return error
-        self.session.pair = None
-        self.session.settings.save_cluster_hosts("")
+            return error, pair
+        self.settings.save_cluster_hosts("")
         line, fits = back_to_one_mac(pair, error)
         if fits:
             self.notice = line
-            QTimer.singleShot(0, lambda: self.session.load_pair(pair.target, pair.draft or ""))
-        return line
+            QTimer.singleShot(0, lambda: self.load_pair(pair.target, pair.draft or ""))
+        return line, None

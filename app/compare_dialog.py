@@ -17,9 +17,9 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
 from engine.comparison import STANDARD, side_heading, side_label, sides, verdict
+from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
-from engine.params import drafter_label
 
 from .token_view import TokenTextView
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from engine.errors import SpecChatError
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, DRAFTER_KINDS, has_mtp_heads
+from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, drafts_with, has_mtp_heads
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 
@@ -201,8 +201,8 @@ class LocalModelsTab(QWidget):
 
     @staticmethod
     def _can_draft(model: LocalModel) -> bool:
-        """A chat model, or a DFlash, DSpark or EAGLE-3 drafter folder (no chat model, but a draft for its target)."""
-        return model.complete or model.kind in DRAFTER_KINDS
+        """A chat model, or a drafter folder SpecChat drafts with (no chat model, but a draft for its target)."""
+        return model.complete or drafts_with(model.kind)
 
     @staticmethod
     def _is_target(model: LocalModel, target: LocalModel) -> bool:

@@ -365,7 +365,7 @@ class MainWindow(QMainWindow):
                                 pair_drafter=info.drafter if info else "")
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
-            self.session.across.choose(dialog.across_macs.hosts())
+            self.session.across.choose(dialog.across_macs.hosts(), self.session.pair)
 
     def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
         """Use new settings from the next answer on, and remember them."""

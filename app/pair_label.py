@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from engine.events import lossy_label
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.params import GenerationParams, drafter_label
+from engine.drafter_kinds import drafter_label
+from engine.params import GenerationParams
 
 from .worker import PairInfo
 

@@ -88,7 +88,7 @@ class ChatSession(QObject):
         self.loading = self.cancelling_load = False  # cancelling: Cancel was clicked, the load ends at its next step
         self._loads = 0  # the loads asked for, numbered so that a cancel ends the one running and any queued
         self.answer: StreamingAnswer | None = None
-        self.across = AcrossMacs(self)
+        self.across = AcrossMacs(self.settings, self.load_pair, self.kept_error.emit)
         self.compare_requests: dict[str, int] = {}
         self._compares = 0
         self._next_request = 0
@@ -358,7 +358,7 @@ class ChatSession(QObject):
         else:
             self.store.delete_message(answer.message_id)
         if kind == "DistributedError":
-            message = self.across.mac_left(message)
+            message, self.pair = self.across.mac_left(self.pair, message)
         self._idle()
         self.answer_failed.emit(answer, message)
         if kind == "PromptError" and not answer.text:

@@ -230,7 +230,7 @@ class EngineWorker(QObject):
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
             if drafter == "mtp":
-                pair.mtp_state()  # the head loads now: a target without one is refused here, not in the first answer
+                pair.drafter_state("mtp")  # the head loads now: a target without one is refused here, not in the first answer
             if self._load_is_cancelled(keep=True):  # a cancel after the last stage's report still wins
                 if cluster is not None:
                     cluster.close()

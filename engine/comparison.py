@@ -1,6 +1,6 @@
 """Compare: one prompt decoded two ways, each side standard decoding or one drafter, and what the two runs say.
 
-A side is "standard" or a drafter's name from `params.DRAFTERS`, so a drafter added there can be compared at once.
+A side is "standard" or a drafter's name from the registry (`drafter_kinds`), so a drafter added there can be compared at once.
 Both sides run with the same settings (prompt, seed, temperature, every sampling setting); only the mode and the
 drafter differ. Whether a drafter can run with the loaded pair (an MTP head on a target that ships none, a draft
 model with none loaded) is the engine's to say when its side starts, in the one line it says it everywhere else.
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .errors import InvalidParameterError
 from .events import GenerationResult
-from .params import DRAFTERS, GenerationParams, drafter_label
+from .drafter_kinds import drafter_label, names
+from .params import GenerationParams
 
 STANDARD = "standard"
 # Two answers this far apart in length are no measure of each other: a 9-token answer's speed is mostly its first
@@ -20,7 +21,7 @@ COMPARABLE_LENGTHS = 2.0
 
 def sides() -> tuple[str, ...]:
     """What each side of a Compare can be: standard decoding, or speculation with any drafter."""
-    return (STANDARD, *DRAFTERS)
+    return (STANDARD, *names())
 
 
 def side_label(side: str) -> str:

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
-from .params import drafters_named
+from .drafter_kinds import drafters_named
 from .part_stats import PartStats, split_rounds  # noqa: F401 - where the views read them from
 
 Origin = Literal["accepted", "corrected", "bonus", "target"]
@@ -89,7 +89,7 @@ class RoundEvent:
         drafted: draft tokens verified (0 in standard decoding).
         accepted: draft tokens the target accepted.
         emitted: tokens this round added to the output (accepted + 1, fewer at the end of generation).
-        drafter: one of params.DRAFTERS that drafted it ("model", "lookup", "mtp", "eagle3", "dflash"...) or "none".
+        drafter: the drafter (`drafter_kinds`) that drafted it ("model", "lookup", "mtp", "eagle3", "dflash"...) or "none".
         draft_s, verify_s: host seconds spent drafting and verifying. The draft model's work is queued, not
             waited for, so its device time mostly shows in verify_s, except in the rounds timed for the
             adaptive policy (a drafter's first three, then one in eight), which wait for the draft first.

@@ -10,14 +10,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from . import drafter_kinds
 from .errors import InvalidParameterError
 
 Mode = Literal["speculative", "standard"]
-DrafterKind = Literal["model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
-DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark")
 MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
@@ -38,7 +37,7 @@ class GenerationParams:
 
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
-        drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
+        drafter: where drafts come from, one of `drafter_kinds.names()`: a draft "model", prompt "lookup" (n-gram matches in the context,
             no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
             (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo), "eagle3"
             (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder), "dflash" (a
@@ -87,7 +86,7 @@ class GenerationParams:
     """
 
     mode: Mode = "speculative"
-    drafter: DrafterKind = "model"
+    drafter: str = "model"
     num_draft: int = 4
     adaptive: bool = True
     max_draft: int = 16
@@ -130,12 +129,17 @@ class GenerationParams:
     @property
     def uses_draft_model(self) -> bool:
         """Whether a separate draft model is among the drafters."""
-        return self.drafter in ("model", "model+lookup")
+        return "model" in self._drafters_run
 
     @property
     def looks_up(self) -> bool:
         """Whether lookup is among the drafters (alone, or before the draft model)."""
-        return self.drafter in ("lookup", "model+lookup")
+        return "lookup" in self._drafters_run
+
+    @property
+    def _drafters_run(self) -> tuple[str, ...]:
+        """The drafters the chosen one runs (a combination's parts)."""
+        return drafter_kinds.kind(self.drafter).runs
 
     @property
     def drafts_from_history(self) -> bool:
@@ -169,8 +173,8 @@ def _problems(p: GenerationParams) -> list[str]:
     problems = []
     if p.mode not in MODES:
         problems.append(f"mode must be one of {', '.join(MODES)}, not {p.mode!r}.")
-    if p.drafter not in DRAFTERS:
-        problems.append(f"drafter must be one of {', '.join(DRAFTERS)}, not {p.drafter!r}.")
+    if p.drafter not in drafter_kinds.names():
+        problems.append(f"drafter must be one of {', '.join(drafter_kinds.names())}, not {p.drafter!r}.")
     problems += [problem for name in RANGES if (problem := _out_of_range(name, getattr(p, name)))]
     if p.temperature < 0:
         problems.append(f"Temperature must be 0 (greedy) or more, not {p.temperature}.")
@@ -213,33 +217,3 @@ PRESETS: dict[str, GenerationParams] = {
     "creative": GenerationParams(temperature=1.0, top_p=0.95, num_draft=4),
     "conservative": GenerationParams(temperature=0.3, top_p=0.9, num_draft=3),
 }
-
-
-# How a person reads each drafter's name (the stats line, the toolbar, Compare); a drafter not listed here is shown
-# by its own name, so a new drafter needs no entry to be named everywhere.
-DRAFTER_LABELS: dict[str, str] = {
-    "model": "draft model",
-    "lookup": "lookup",
-    "model+lookup": "draft model + lookup",
-    "mtp": "built-in MTP drafter",
-    "eagle3": "EAGLE-3 drafter",
-    "dflash": "DFlash drafter",
-    "dspark": "DSpark drafter",
-}
-
-
-def drafter_label(drafter: str) -> str:
-    """A drafter's name as a person reads it ("mtp" -> "built-in MTP drafter")."""
-    return DRAFTER_LABELS.get(drafter, drafter)
-
-
-def drafters_named(drafted_by: dict[str, int], asked: str) -> str:
-    """Who drafted an answer's tokens (`drafted_by`: draft tokens per drafter; `asked`: the drafter asked for, named
-    when nothing was drafted): "built-in MTP drafter", or with several each one's share of the drafted tokens, said
-    as such ("of drafted tokens: lookup 62%, draft model 38%": bare percentages beside an acceptance rate read as
-    acceptance rates)."""
-    if len(drafted_by) < 2:
-        return drafter_label(next(iter(drafted_by), asked))
-    total = sum(drafted_by.values())
-    shares = sorted(drafted_by.items(), key=lambda item: -item[1])
-    return "of drafted tokens: " + ", ".join(f"{drafter_label(name)} {n / total:.0%}" for name, n in shares)

@@ -45,7 +45,7 @@ class DFlashPairs:
 
     def pair(self, kind: str, **variant: Any) -> ModelPair:
         pair = ModelPair(self.target(kind))
-        pair.set_dflash(self.folders(kind, **variant)[1])
+        pair.set_drafter("dflash", self.folders(kind, **variant)[1])
         return pair
 
     def dspark_folders(self, kind: str, **variant: Any) -> tuple[Path, Path]:
@@ -53,7 +53,7 @@ class DFlashPairs:
 
     def dspark_pair(self, kind: str, **variant: Any) -> ModelPair:
         pair = ModelPair(self.target(kind))
-        pair.set_dspark(self.dspark_folders(kind, **variant)[1])
+        pair.set_drafter("dspark", self.dspark_folders(kind, **variant)[1])
         return pair
 
 

@@ -32,7 +32,7 @@ class Eagle3Pairs:
 
     def pair(self, **variant: Any) -> ModelPair:
         pair = ModelPair(self.target())
-        pair.set_eagle3(self.folders(**variant)[1])
+        pair.set_drafter("eagle3", self.folders(**variant)[1])
         return pair
 
 

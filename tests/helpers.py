@@ -224,9 +224,9 @@ def recorded_head_rounds(pair: "ModelPair", runner, monkeypatch, prompts: list[s
     runner.logits = lambda outputs: seen.append(logits_of(outputs)) or seen[-1]
     propose = MTPDrafter.propose
 
-    def recording(self: MTPDrafter, context: list[int], limit: int):  # noqa: ANN202
+    def recording(self: MTPDrafter, context: list[int], limit: int, split_pass: bool = False):  # noqa: ANN202
         first = len(seen)
-        draft = propose(self, context, limit)
+        draft = propose(self, context, limit, split_pass)
         if draft.count:
             rounds.append((list(context), draft.tokens, lambda first=first, n=draft.count: seen[first : first + n]))
         return draft

@@ -2,7 +2,8 @@
 
 The engine knows nothing of Qt; tools stand above decoding, decoding above the model library; the decoding core
 never imports downloads or the CLI; events, params and errors import no layer; the app never imports MLX. Each
-contract is also shown to bite: a copy of the tree with one forbidden import added must break it.
+contract is also shown to bite: a copy of the tree with one forbidden import added must break it. No engine or app
+module imports itself through others (a circle means a concept cut in the wrong place).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +43,7 @@ def test_every_layer_contract_is_kept() -> None:
         ("engine/models/memory.py", "from engine.decoding import pair", "Tools above decoding above the model library"),
         ("engine/decoding/acceptance.py", "from engine.models import downloads", "The decoding core never imports downloads or the CLI"),
         ("engine/events.py", "from engine.decoding import chat", "Events, params and errors are the base every layer stands on"),
+        ("engine/drafter_kinds.py", "import mlx.core", "Events, params and errors are the base every layer stands on"),
         ("app/chat_view.py", "import mlx.core", "The app never touches MLX"),
     ],
 )
@@ -54,3 +57,49 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, for
     assert done.returncode != 0
     assert f"{contract} BROKEN" in done.stdout
     assert f"Contracts: {CONTRACTS - 1} kept, 1 broken." in done.stdout
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The groups of modules that import each other round a circle (strongly connected components of more than one
+    module), found with Tarjan's algorithm kept iterative; imports inside functions and under TYPE_CHECKING count."""
+    modules = sorted(m for m in graph.modules if not graph.is_module_squashed(m))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+    for root in modules:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            module, imported = work[-1]
+            step = next((m for m in imported if m in graph.modules), None)
+            if step is None:  # every import of `module` followed: close it
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[module])
+                if low[module] == index[module]:
+                    group = stack[stack.index(module):]
+                    del stack[stack.index(module):]
+                    if len(group) > 1:
+                        cycles.append(sorted(group))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                work.append((step, iter(sorted(graph.find_modules_directly_imported_by(step)))))
+            elif step in stack:
+                low[module] = min(low[module], index[step])
+    return cycles
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    assert import_cycles(grimp.build_graph("engine", "app", cache_dir=None)) == []
+
+
+def test_a_circle_of_imports_is_found() -> None:
+    graph = grimp.ImportGraph()
+    for importer, imported in [("p.a", "p.b"), ("p.b", "p.c"), ("p.c", "p.a"), ("p.c", "p.d"), ("p.d", "p.e")]:
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph) == [["p.a", "p.b", "p.c"]]

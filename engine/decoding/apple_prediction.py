@@ -20,6 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ..drafter_kinds import kind
 from ..events import RoundEvent
 from .cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel
 
@@ -34,7 +35,7 @@ class PublishedAcceptance:
     Attributes:
         tokens_per_verify: tau, the mean tokens a verify pass yielded (accepted drafts + 1).
         k: the draft tokens each round verified.
-        block: the drafter drafts all K in one pass (DFlash, DSpark); False: one pass per draft token.
+        block: the drafter drafts all K in one pass (its registry row's `block`); False: one pass per draft token.
         setting: the pair, hardware and settings it was measured with.
         source: where it was published.
     """
@@ -62,19 +63,19 @@ class MeasuredCost:
 # Per drafter: the acceptance length published for it, and its draft cost as measured on this machine.
 FIGURES: dict[str, tuple[PublishedAcceptance, MeasuredCost]] = {
     "mtp": (
-        PublishedAcceptance(1.85, 1, False, "DeepSeek-V3's MTP module, 85-90% of second tokens accepted",
+        PublishedAcceptance(1.85, 1, kind("mtp").block, "DeepSeek-V3's MTP module, 85-90% of second tokens accepted",
                             "DeepSeek-V3 Technical Report, arXiv 2412.19437, section 5.4.3"),
         MeasuredCost(0.30, "tiny Qwen3.5 hybrid target, bound by per-call overhead (drafter_cost.py)")),
     "eagle3": (
-        PublishedAcceptance(2.77, 7, False, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, MT-bench, K = 7, T = 1 (3.49 "
+        PublishedAcceptance(2.77, 7, kind("eagle3").block, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, MT-bench, K = 7, T = 1 (3.49 "
                             "HumanEval, 3.34 GSM8K)", "nebius/EAGLE3-Llama-3.3-70B-Instruct's model card"),
         MeasuredCost(0.10, "random target of Qwen3-0.6B's shape, float32 (drafter_cost.py)")),
     "dflash": (
-        PublishedAcceptance(7.3, 15, True, "Qwen3.6-27B bf16 on an M3 Ultra, block 16: 12.6 -> 42.3 tok/s (3.37x)",
+        PublishedAcceptance(7.3, 15, kind("dflash").block, "Qwen3.6-27B bf16 on an M3 Ultra, block 16: 12.6 -> 42.3 tok/s (3.37x)",
                             "a published MLX trial, as issue 23 cites it"),
         MeasuredCost(0.31, "one block pass, random pair in Qwen3-8B's proportions at width 512 (dflash_cost.py)")),
     "dspark": (
-        PublishedAcceptance(3.37, 7, True, "deepseek-ai/dspark_qwen3_8b_block7 with Qwen3-8B on an M4 Pro, 7 drafts "
+        PublishedAcceptance(3.37, 7, kind("dspark").block, "deepseek-ai/dspark_qwen3_8b_block7 with Qwen3-8B on an M4 Pro, 7 drafts "
                             "(2.19x measured there)", "mlx-dspark 0.20.3's README"),
         MeasuredCost(0.31, "one block pass, random pair in Qwen3-8B's proportions at width 512 (dspark_cost.py)")),
 }

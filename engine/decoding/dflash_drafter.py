@@ -23,15 +23,18 @@ are the argmax, as z-lab drafts them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import mlx.core as mx
 
-from ..drafters.dflash import DFlashDrafter
+from ..drafters.dflash import DFlashDrafter, load_drafter_for
 from ..drafters.dflash_model import Chooser
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter
-from .hidden_states import AttachedStates, LayerTap
+from .drafter_state import AttachedStates
+from .hidden_states import LayerTap
+from ..models.loading import LoadedModel
 from .policy import DraftPolicy
 from .sampling import Warper
 
@@ -140,7 +143,7 @@ class DFlashBlockDrafter(NetworkDrafter):
     """Proposes the first K tokens of a block the DFlash drafter drafts in one pass, with the q each was drawn from.
 
     Args:
-        state: the chat's DFlash side (`ModelPair.dflash_state`).
+        state: the chat's DFlash side (`ModelPair.drafter_state("dflash")`).
         warper: the sampling warp shared with the target.
         policy: chooses how many of the block's tokens to verify.
     """
@@ -149,8 +152,8 @@ class DFlashBlockDrafter(NetworkDrafter):
         super().__init__(warper, policy, SOURCE)
         self.state = state
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        k = self._last_k = self.policy.choose(self.source, min(limit, self.state.block_tokens))
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, min(limit, self.state.block_tokens), split_pass)
         if not k:
             return NO_DRAFT
         start = time.perf_counter()
@@ -188,3 +191,14 @@ class DFlashBlockDrafter(NetworkDrafter):
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """Nothing to do here: the verified states arrive with the target's passes, and the next context says
         which of them stand (the next block pass feeds them)."""
+
+
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DFlashState:
+    """The DFlash drafter in `path` bound to the target, with its side of the chat; one line if it does not fit the
+    target (`drafters/dflash_pairing.py`)."""
+    return DFlashState(load_drafter_for(path, target.model, target.config, target.display_name), target_cache)
+
+
+def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DFlashBlockDrafter:
+    """The round's drafter for a DFlash side of the chat."""
+    return DFlashBlockDrafter(state, warper, policy)

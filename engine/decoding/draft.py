@@ -90,8 +90,9 @@ class Drafter(Protocol):
     def start(self, context: list[int]) -> None:
         """A generation begins after `context` (already in the target's cache)."""
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        """Up to `limit` tokens to follow `context`, or NO_DRAFT to leave the round to the next drafter."""
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        """Up to `limit` tokens to follow `context`, or NO_DRAFT to leave the round to the next drafter (`split_pass`:
+        the target's next pass is already queued, for the policy's choice)."""
 
     def speculate(self, context: list[int], draft: Draft, verdict: "Verdict") -> int:
         """Called once the round's verify pass is built (not yet read): SSD pre-drafts the next round here.

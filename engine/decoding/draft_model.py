@@ -91,8 +91,8 @@ class DraftModelDrafter(NetworkDrafter):
         self.constraint = constraint
         self.cached = cached
 
-    def propose(self, context: list[int], limit: int, keep_rows: bool = False) -> Draft:
-        k = self._last_k = self.policy.choose(self.source, limit)
+    def propose(self, context: list[int], limit: int, split_pass: bool = False, keep_rows: bool = False) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, limit, split_pass)
         if not k:
             return NO_DRAFT
         return self.draft_chosen(context, k, keep_rows)

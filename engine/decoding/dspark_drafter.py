@@ -18,9 +18,13 @@ cache of context, and one block pass per round drafts after the last token. What
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mlx.core as mx
 
-from ..drafters.dspark import DSparkDraft, confident_length
+from ..drafters.dspark import DSparkDraft, confident_length, load_dspark_drafter_for
+from ..models.loading import LoadedModel
+from .cached_model import CachedModel
 from .dflash_drafter import DFlashBlockDrafter, DFlashState
 from .policy import DraftPolicy
 from .sampling import Warper
@@ -32,7 +36,7 @@ class DSparkBlockDrafter(DFlashBlockDrafter):
     """Proposes up to K tokens of a DSpark block, cut by its confidence head, with the q each was drawn from.
 
     Args:
-        state: the chat's DSpark side (`ModelPair.dspark_state`), a `DFlashState` holding the DSpark drafter.
+        state: the chat's DSpark side (`ModelPair.drafter_state("dspark")`), a `DFlashState` holding the DSpark drafter.
         warper: the sampling warp shared with the target.
         policy: chooses K and says how sure of a token the cut must be.
     """
@@ -55,3 +59,15 @@ class DSparkBlockDrafter(DFlashBlockDrafter):
         if threshold <= 0.0 or block.confidence is None:
             return k
         return min(k, confident_length(block.confidence.tolist(), threshold))
+
+
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DFlashState:
+    """The DSpark drafter in `path` bound to the target, with its side of the chat (DFlash's); one line if it does
+    not fit the target or is a head SpecChat cannot run (`drafters/dspark.py`)."""
+    drafter = load_dspark_drafter_for(path, target.model, target.config, target.display_name)
+    return DFlashState(drafter, target_cache)
+
+
+def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DSparkBlockDrafter:
+    """The round's drafter for a DSpark side of the chat."""
+    return DSparkBlockDrafter(state, warper, policy)

@@ -15,7 +15,11 @@ target ids.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..drafters.eagle3 import load_eagle3
 from ..drafters.eagle3_model import Eagle3Runner
+from ..models.loading import LoadedModel
 from .cached_model import CachedModel
 from .hidden_states import LayerTap
 from .mtp_drafter import MTPDrafter, MTPState
@@ -38,6 +42,11 @@ class Eagle3State(MTPState):
         self.taps = tuple(LayerTap(layer, where) for layer, where in runner.taps)
 
 
-def eagle3_drafter(state: Eagle3State, warper: Warper, policy: DraftPolicy) -> MTPDrafter:
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> Eagle3State:
+    """The EAGLE-3 drafter in `path` bound to the target, with its side of the chat; one line if it does not fit."""
+    return Eagle3State(load_eagle3(path, target), target_cache)
+
+
+def round_drafter(state: Eagle3State, warper: Warper, policy: DraftPolicy) -> MTPDrafter:
     """The round's drafter for an EAGLE-3 state: K chained steps, each keeping the (target-width) q it drew from."""
     return MTPDrafter(state, warper, policy, SOURCE)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Generator, Iterator, Sequence
 
 import mlx.core as mx
 
+from .. import drafter_kinds
 from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
@@ -24,12 +25,8 @@ from .constraint import constraint_for
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
-from .dflash_drafter import DFlashBlockDrafter
-from .dspark_drafter import DSparkBlockDrafter
-from .eagle3_drafter import eagle3_drafter
-from .mtp_drafter import MTPDrafter
 from .prompt_kind import draft_model_source
-from .pair import DRAFTER_NAMES, ModelPair
+from .pair import ModelPair, round_side
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder
@@ -60,14 +57,14 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         if loaded is not None:
             raise InvalidParameterError(
                 f"Speculative decoding with a draft model needs a draft model, and the draft loaded is "
-                f"{DRAFTER_NAMES[loaded]}: draft with it (--drafter {loaded}), or load a draft model (--draft MODEL)."
+                f"{drafter_kinds.kind(loaded).needs}: draft with it (--drafter {loaded}), or load a draft model (--draft MODEL)."
             )
         raise InvalidParameterError(
             "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
-    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (EAGLE-3, DFlash: none loaded)
+    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (a folder's: none loaded)
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -140,25 +137,26 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     policy = _policy(pair, params)
     drafters: list[Drafter] = []
-    if params.looks_up:
-        drafters.append(PromptLookupDrafter(policy, history))
-    if params.drafter == "mtp":
-        drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
-    if params.drafter == "eagle3":
-        drafters.append(eagle3_drafter(pair.eagle3_state(), warper, policy))
-    if params.drafter == "dflash":
-        drafters.append(DFlashBlockDrafter(pair.dflash_state(), warper, policy))
-    if params.drafter == "dspark":
-        drafters.append(DSparkBlockDrafter(pair.dspark_state(), warper, policy))
-    if params.uses_draft_model and pair.draft_cache is not None:
-        model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-        if params.ssd and constraint is None:
-            switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
-            drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
-        else:
-            drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint))
+    for kind in drafter_kinds.kind(params.drafter).runs:  # lookup first in a combination, as its row lists them
+        if kind == "lookup":
+            drafters.append(PromptLookupDrafter(policy, history))
+        elif kind == "model" and pair.draft_cache is not None:
+            drafters.append(_draft_model_drafter(pair, params, warper, policy, prompt_ids, constraint))
+        elif kind != "model":
+            drafters.append(round_side(kind).round_drafter(pair.drafter_state(kind), warper, policy))
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
                               logprobs=params.logprobs, constraint=constraint)
+
+
+def _draft_model_drafter(pair: ModelPair, params: GenerationParams, warper: Warper, policy: DraftPolicy,
+                         prompt_ids: list[int] | None, constraint: Constraint | None) -> Drafter:
+    """The draft model's drafter: drafting the next round during each verify with SSD, plainly otherwise."""
+    assert pair.draft_cache is not None
+    model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
+    if params.ssd and constraint is None:
+        switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
+        return SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source)
+    return DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint)
 
 
 def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:

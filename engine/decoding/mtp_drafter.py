@@ -21,14 +21,18 @@ EAGLE-3's drafter pairs its entries the same way and chains the same way, so it 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import mlx.core as mx
 
 from ..drafters.mtp import MTPRunner
+from ..drafters.mtp_loading import load_mtp_head
+from ..models.loading import LoadedModel
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter, draft_steps
-from .hidden_states import LAST_POST_NORM, AttachedStates, LayerTap
+from .drafter_state import AttachedStates
+from .hidden_states import LAST_POST_NORM, LayerTap
 from .policy import DraftPolicy
 from .sampling import Warper
 
@@ -139,7 +143,7 @@ class MTPDrafter(NetworkDrafter):
     the distribution it sampled from (the exact rejection rule needs q at T > 0).
 
     Args:
-        state: the chat's MTP side (`ModelPair.mtp_state`), or another head that chains on its own outputs
+        state: the chat's MTP side (`ModelPair.drafter_state("mtp")`), or another head that chains on its own outputs
             (EAGLE-3's, `eagle3_drafter.py`).
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
@@ -150,8 +154,8 @@ class MTPDrafter(NetworkDrafter):
         super().__init__(warper, policy, source)
         self.state = state
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        k = self._last_k = self.policy.choose(self.source, limit)
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        k = self._last_k = self.policy.choose(self.source, limit, split_pass)
         if not k:
             return NO_DRAFT
         start = time.perf_counter()
@@ -171,6 +175,18 @@ class MTPDrafter(NetworkDrafter):
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """Nothing to do here: the verified states arrive with the target's passes, and the next context says
         which of them stand (the next draft feeds them in its first pass)."""
+
+
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path | None = None) -> MTPState:
+    """The target's built-in MTP head with its side of the chat (it is not in mlx-lm's model: read from the target's
+    own weights; `path` is unused), or one line saying why the target has none."""
+    head = load_mtp_head(target.path, target.model, target.config)
+    return MTPState(MTPRunner(head, target.model), target_cache)
+
+
+def round_drafter(state: MTPState, warper: Warper, policy: DraftPolicy) -> MTPDrafter:
+    """The round's drafter for the MTP head's side of the chat."""
+    return MTPDrafter(state, warper, policy)
 
 
 class _Chain:

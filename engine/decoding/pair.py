@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from functools import cached_property
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Sequence, TypeVar
 
 import mlx.core as mx
 
+from .. import drafter_kinds
 from .cached_model import CachedModel
 from .chat import Message, is_base_model, prompt_token_ids
+from .drafter_state import AttachedStates
 from .history import DraftHistory
-from .dflash_drafter import DFlashState
-from .eagle3_drafter import Eagle3State
-from .mtp_drafter import MTPState
-from .policy import DraftPolicy
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
@@ -27,13 +27,8 @@ from ..models.loading import LoadedModel, LoadProgress, load_model
 from ..models.memory import weight_bytes
 
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
-State = TypeVar("State")  # a drafter state the pair holds (EAGLE-3, DFlash)
 REMEMBERED_ANSWERS = 64
 KEPT_POLICIES = 8  # adaptive policies kept per pair, one per combination of drafter and sampling settings
-# Drafters loaded as the draft, and the checkpoints they load from.
-DRAFTER_NAMES = {"eagle3": "an EAGLE-3 drafter", "dflash": "a DFlash drafter", "dspark": "a DSpark drafter"}
-CHECKPOINTS = {"eagle3": "a speculators-format EAGLE-3 checkpoint", "dflash": "a z-lab DFlash or DFlash2 checkpoint",
-               "dspark": "a DeepSeek DSpark checkpoint"}
 
 
 class ModelPair:
@@ -45,6 +40,8 @@ class ModelPair:
         check: the verdict on the pair's tokenizers (warnings included).
         target_cache, draft_cache: the models' prompt caches.
         history: the conversations lookup drafts from besides the context (finished answers join it).
+        drafters: the sides of the chat of the drafters that hear the target's hidden states, by kind (a drafter
+            folder loaded as the draft; the target's own heads once used).
     """
 
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
@@ -58,10 +55,7 @@ class ModelPair:
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
         self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
-        self._mtp: MTPState | None = None
-        self._eagle3: Eagle3State | None = None
-        self._dflash: DFlashState | None = None
-        self._dspark: DFlashState | None = None  # a DSpark drafter's side is DFlash's (dspark_drafter.py)
+        self.drafters: dict[str, AttachedStates] = {}
         self.set_draft(draft)
 
     @classmethod
@@ -71,11 +65,11 @@ class ModelPair:
         from ..drafters.draft_folder import hidden_drafter
 
         target_model = load_model(target, progress=progress)
-        drafter = hidden_drafter(draft)  # an EAGLE-3, DFlash or DSpark folder: no draft model, a drafter of the target
+        drafter = hidden_drafter(draft)  # a drafter folder (EAGLE-3, DFlash...): no draft model, a drafter of the target
         draft_model = load_model(draft, progress=progress) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
         if drafter is not None:
-            {"eagle3": pair.set_eagle3, "dflash": pair.set_dflash, "dspark": pair.set_dspark}[drafter[0]](drafter[1])
+            pair.set_drafter(*drafter)
         return pair
 
     def set_draft(self, draft: LoadedModel | None) -> None:
@@ -166,81 +160,44 @@ class ModelPair:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
         for cache in self.caches():
             cache.reset()
-        for state in (self._mtp, self._eagle3, self._dflash, self._dspark):
-            if state is not None:
-                state.reset()
+        for state in self.drafters.values():
+            state.reset()
 
-    def mtp_state(self) -> MTPState:
-        """The target's built-in MTP head with its cache, loaded on first use (it is not in mlx-lm's model), or one
-        line saying why the target has none."""
-        if self._mtp is None:
-            from ..drafters.mtp import MTPRunner
-            from ..drafters.mtp_loading import load_mtp_head
-
-            head = load_mtp_head(self.target.path, self.target.model, self.target.config)
-            self._mtp = MTPState(MTPRunner(head, self.target.model), self.target_cache)
-        return self._mtp
-
-    def set_eagle3(self, path: Path | None) -> None:
-        """Draft with the EAGLE-3 drafter in `path` (`--drafter eagle3`), or with none; one line if it does not fit."""
+    def set_drafter(self, kind: str, path: Path | None) -> None:
+        """Draft with the `kind` drafter in `path` (`--drafter kind`), or, with None, with none of that kind; one line
+        if it does not fit the target (each kind's `check_target`)."""
         self.forget_policies()
-        self._eagle3 = None
+        self.drafters.pop(kind, None)
         if path is not None:
-            from ..drafters.eagle3 import load_eagle3
-
-            self._eagle3 = Eagle3State(load_eagle3(path, self.target), self.target_cache)
-
-    @property
-    def eagle3_loaded(self) -> bool:
-        return self._eagle3 is not None
+            self.drafters[kind] = round_side(kind).load_state(self.target, self.target_cache, path)
 
     @property
     def drafter_loaded(self) -> str | None:
-        """The drafter loaded as the pair's draft ("eagle3", "dflash", "dspark"), None for none (or a draft model)."""
-        loaded = {"eagle3": self._eagle3, "dflash": self._dflash, "dspark": self._dspark}
-        return next((kind for kind, state in loaded.items() if state is not None), None)
+        """The drafter folder loaded as the pair's draft ("eagle3", "dflash"...), None for none (or a draft model)."""
+        return next((kind for kind in self.drafters if drafter_kinds.kind(kind).folder is not None), None)
 
-    def eagle3_state(self) -> Eagle3State:
-        """The pair's EAGLE-3 drafter with its cache, or one line saying none is loaded."""
-        return _loaded("eagle3", self._eagle3)
+    def drafter_state(self, kind: str) -> AttachedStates:
+        """The side of the chat of a drafter that hears the target's hidden states: the target's own heads (MTP)
+        loaded on first use, or one line saying why the target has none; a drafter folder's, or one line saying
+        what `--drafter kind` needs loaded."""
+        if kind not in self.drafters:
+            row = drafter_kinds.kind(kind)
+            if row.folder is not None:
+                raise InvalidParameterError(
+                    f"The {kind} drafter needs {row.needs}: pass its folder as the draft (--draft PATH, "
+                    f"{row.checkpoint} for this target), or pick another drafter."
+                )
+            self.drafters[kind] = round_side(kind).load_state(self.target, self.target_cache, None)
+        return self.drafters[kind]
 
-    def set_dflash(self, path: Path | None) -> None:
-        """Draft with the DFlash drafter in `path` (`--drafter dflash`), or with none; one line if it does not fit
-        the target (`drafters/dflash_pairing.py`)."""
-        self._dflash = None
-        self._dflash = self._block_state("dflash", path)
-
-    def dflash_state(self) -> DFlashState:
-        """The pair's DFlash drafter with its cache, or one line saying none is loaded."""
-        return _loaded("dflash", self._dflash)
-
-    def set_dspark(self, path: Path | None) -> None:
-        """Draft with the DSpark drafter in `path` (`--drafter dspark`), or with none; one line if it does not fit
-        the target or is a head SpecChat cannot run (`drafters/dspark.py`)."""
-        self._dspark = None
-        self._dspark = self._block_state("dspark", path)
-
-    def dspark_state(self) -> DFlashState:
-        """The pair's DSpark drafter with its cache, or one line saying none is loaded."""
-        return _loaded("dspark", self._dspark)
-
-    def _block_state(self, kind: str, path: Path | None) -> DFlashState | None:
-        """A block drafter (DFlash's or DSpark's) of `path` bound to the target, with its side of the chat."""
-        self.forget_policies()
-        if path is None:
-            return None
-        from ..drafters.dflash import load_drafter_for
-        from ..drafters.dspark import load_dspark_drafter_for
-
-        load = {"dflash": load_drafter_for, "dspark": load_dspark_drafter_for}[kind]
-        drafter = load(path, self.target.model, self.target.config, self.target.display_name)
-        return DFlashState(drafter, self.target_cache)
-
-    def hidden_listener(self, drafter: str) -> MTPState | DFlashState | None:
+    def hidden_listener(self, drafter: str) -> AttachedStates | None:
         """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
-        states = {"mtp": self.mtp_state, "eagle3": self.eagle3_state, "dflash": self.dflash_state,
-                  "dspark": self.dspark_state}
-        return states[drafter]() if drafter in states else None
+        hears = any(kind.name == drafter for kind in drafter_kinds.hidden_state_kinds())
+        return self.drafter_state(drafter) if hears else None
+
+    def drafter_names(self) -> tuple[str, ...]:
+        """Every single drafter this pair can draft with (an Automatic choice's candidates)."""
+        return drafter_kinds.candidates(tuple(self.drafters), self.draft is not None, self.target.config)
 
     def policy(self, key: tuple, make: Callable[[], Kept]) -> Kept:
         """The adaptive policy (or SSD's switch) for one combination of drafter and settings, kept across generations.
@@ -306,11 +263,7 @@ class ModelPair:
             self._answers.popitem(last=False)
 
 
-def _loaded(kind: str, state: State | None) -> State:
-    """A drafter loaded as the pair's draft, or one line saying that `--drafter kind` needs one."""
-    if state is None:
-        raise InvalidParameterError(
-            f"The {kind} drafter needs {DRAFTER_NAMES[kind]}: pass its folder as the draft (--draft PATH, "
-            f"{CHECKPOINTS[kind]} for this target), or pick another drafter."
-        )
-    return state
+
+def round_side(kind: str) -> ModuleType:
+    """The module holding a drafter kind's round side (its `load_state` and `round_drafter`), named by its row."""
+    return import_module(drafter_kinds.kind(kind).round)

@@ -35,9 +35,10 @@ earlier ones measured instead of paying for learning again.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from ..drafter_kinds import is_block, is_persistent
 from ..events import PolicyBelief
 from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
@@ -48,12 +49,6 @@ GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4
 MAX_PROBE_SHARE = 0.06  # and never more than this
 FIRST_EVIDENCE = 12  # draft tokens a drafter has verified before it can be given up on
 RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to last (see `_round_time`)
-# Drafters that always have a draft: a draft model ("model", "model:code"), an MTP head, EAGLE-3, DFlash and DSpark.
-PERSISTENT_SOURCES = ("model", "mtp", "eagle3", "dflash", "dspark")
-# Drafters that draft a whole block in one pass (DFlash, DSpark): a round costs one pass whatever K (DSpark's
-# Markov steps, one small matrix each, are priced in it), so their draft cost is per pass, and their acceptance
-# falls along the block, so it is estimated position by position.
-BLOCK_SOURCES = ("dflash", "dspark")
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
@@ -86,6 +81,23 @@ class RoundCosts:
         return self.width if self.width is not None else self.drafted + 1
 
 
+@dataclass(frozen=True)
+class RoundShape:
+    """What a round's time depends on besides K and the draft cost (`AdaptiveDraftLength._round_time`): whether the
+    drafter drafts a block in one pass (`per_pass`: its cost is per pass), the rounds it can go on drafting, over
+    which a switch from plain steps is spread (`runway`), and whether the target's next pass is already queued
+    (`split_pass`: a draft then costs a verify pass of its own)."""
+
+    per_pass: bool = False
+    runway: int = 1
+    split_pass: bool = False
+
+    @classmethod
+    def of(cls, source: str, split_pass: bool) -> "RoundShape":
+        """A round of `source`: a network always has a draft (RUNWAY rounds), lookup's match may end after one."""
+        return cls(is_block(source), RUNWAY if is_persistent(source) else 1, split_pass)
+
+
 class DraftPolicy(Protocol):
     """Chooses how many tokens each round drafts, and learns from what rounds cost.
 
@@ -93,16 +105,15 @@ class DraftPolicy(Protocol):
         max_draft: the most any round may draft.
         last_prediction: when `choose` last ran, its predicted tokens per second for the length it chose and for
             K = 0, or None (a fixed length predicts nothing).
-        split_pass: set by the decoder before each round: the target's next pass is already queued (plain
-            rounds pipeline it), so a draft now costs a verify pass of its own on top of it.
     """
 
     max_draft: int
     last_prediction: tuple[float, float] | None
-    split_pass: bool
 
-    def choose(self, source: str, available: int) -> int:
-        """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step."""
+    def choose(self, source: str, available: int, split_pass: bool = False) -> int:
+        """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step. `split_pass`:
+        the target's next pass is already queued (plain rounds pipeline it), so a draft now costs a verify pass of
+        its own on top of it (the decoder knows, and says so each round)."""
 
     def observe(self, costs: RoundCosts) -> None:
         """Learn from one round."""
@@ -124,9 +135,8 @@ class FixedDraftLength:
     def __init__(self, k: int) -> None:
         self.max_draft = k
         self.last_prediction = None
-        self.split_pass = False
 
-    def choose(self, source: str, available: int) -> int:
+    def choose(self, source: str, available: int, split_pass: bool = False) -> int:
         return min(self.max_draft, available)
 
     def observe(self, costs: RoundCosts) -> None:
@@ -158,15 +168,12 @@ class AdaptiveDraftLength:
     _verify: dict[int, RecentCost] = field(default_factory=dict)
     _fitted: tuple[float, float] | None = None  # the verify-time line, refitted after each new measurement
     last_prediction: tuple[float, float] | None = None
-    split_pass: bool = False
     _refed: float = 0.0  # tokens a round's pass reads beyond its draft and next token (decaying mean)
     _plain_s: float = 0.0  # what the tokens so far would have cost as plain steps
     _probe_loss_s: float = 0.0  # what probes cost beyond that
     _since_draft: dict[str, int] = field(default_factory=dict)  # rounds since each drafter last drafted
-    _probing: str | None = None  # the drafter the last `choose` granted a probe
+    _probing: tuple[str, RoundShape] | None = None  # the drafter the last `choose` granted a probe, and its round
     _verified: dict[str, int] = field(default_factory=dict)  # draft tokens each drafter has had verified, ever
-    _runway: int = 1  # rounds the drafter being asked about can go on drafting (see `_round_time`)
-    _per_pass: bool = False  # the drafter being asked about drafts a block: its cost is per pass, not per token
     _positions: dict[str, PositionalAcceptance] = field(default_factory=dict)  # block drafters' acceptance by position
     _rng: random.Random = field(default_factory=lambda: random.Random(0))  # plausible acceptances, for probes
 
@@ -176,7 +183,7 @@ class AdaptiveDraftLength:
 
     def acceptance_along(self, source: str, positions: int) -> float | list[float]:
         """What `expected_tokens` takes for a drafter: its rate, or a block drafter's rate at each position."""
-        if not source.startswith(BLOCK_SOURCES):
+        if not is_block(source):
             return self.acceptance(source)
         return self._positions.setdefault(source, PositionalAcceptance()).rates(self.acceptance(source), positions)
 
@@ -222,7 +229,7 @@ class AdaptiveDraftLength:
         base = max(mean_y - slope * mean_x, 1e-9)
         return base, slope
 
-    def choose(self, source: str, available: int) -> int:
+    def choose(self, source: str, available: int, split_pass: bool = False) -> int:
         """The K (at most `available`) with the best predicted tokens per second; 0 means decode normally.
 
         The predicted rate rises with K and then falls, so the scan stops at the first K that does worse
@@ -235,22 +242,21 @@ class AdaptiveDraftLength:
         cost = self.draft_cost(source)
         if not self._verify or cost is None:
             return min(limit, self.first_draft)  # nothing measured yet: draft once to learn a, c and t
-        self._runway = RUNWAY if source.startswith(PERSISTENT_SOURCES) else 1  # lookup: a match may end after one round
-        self._per_pass = source.startswith(BLOCK_SOURCES)
+        shape = RoundShape.of(source, split_pass)
         plain = 1.0 / self._line()[0]
-        best_k, best_rate = self._best(self.acceptance_along(source, limit), limit, cost)
+        best_k, best_rate = self._best(self.acceptance_along(source, limit), limit, cost, shape)
         if best_rate < MARGIN * plain:
             best_k = 0
         self.last_prediction = (best_rate if best_k else plain, plain)
         if best_k == 0:
-            return self._probe(source, limit, cost, plain)
+            return self._probe(source, limit, cost, plain, shape)
         return best_k
 
-    def _best(self, acceptance: float | list[float], limit: int, cost: float) -> tuple[int, float]:
-        """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`."""
+    def _best(self, acceptance: float | list[float], limit: int, cost: float, shape: RoundShape) -> tuple[int, float]:
+        """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`, for rounds of `shape`."""
         best_k, best_rate, previous = 0, 0.0, 0.0
         for k in range(1, limit + 1):
-            rate = expected_tokens(acceptance, k) / self._round_time(k, cost)
+            rate = expected_tokens(acceptance, k) / self._round_time(k, cost, shape)
             if rate > best_rate:
                 best_k, best_rate = k, rate
             if rate < previous:
@@ -258,7 +264,7 @@ class AdaptiveDraftLength:
             previous = rate
         return best_k, best_rate
 
-    def _probe(self, source: str, limit: int, cost: float, plain: float) -> int:
+    def _probe(self, source: str, limit: int, cost: float, plain: float, shape: RoundShape) -> int:
         """K for a probe of a drafter the estimate has given up on, or 0.
 
         The probe asks the question the estimate cannot answer yet: an acceptance drawn from the estimate's own
@@ -273,19 +279,19 @@ class AdaptiveDraftLength:
         if self._since_draft.get(source, 0) < PROBE_GAP and not learning:
             return 0
         plausible = estimate.sample(self._rng)
-        k, rate = self._best(plausible, limit, cost)
+        k, rate = self._best(plausible, limit, cost, shape)
         k = min(max(k, PROBE_DRAFT), PROBE_MOST, limit)
         gain = rate / plain - 1.0
         if gain <= MARGIN - 1.0:
             return 0
         share = min(MAX_PROBE_SHARE, PROBE_SHARE + GAIN_SHARE * gain)
         allowance = PROBE_ALLOWANCE * self._line()[0]
-        if not learning and self._probe_loss_s + self._round_loss(k, cost, 1) > share * self._plain_s + allowance:
+        if not learning and self._probe_loss_s + self._round_loss(k, cost, 1, shape) > share * self._plain_s + allowance:
             return 0
-        self._probing = source
+        self._probing = (source, shape)
         return k
 
-    def _round_time(self, k: int, cost: float, runway: int | None = None) -> float:
+    def _round_time(self, k: int, cost: float, shape: RoundShape) -> float:
         """Predicted seconds of a round drafting K tokens, until the target's next pass is as far as a plain
         step would have brought it.
 
@@ -293,17 +299,17 @@ class AdaptiveDraftLength:
         round after it cannot be pipelined (124 ms against 62 ms plain), so drafting 1-2 tokens at 33%
         acceptance ran at 0.90x standard while the one-pass formula predicted a gain. That extra pass is paid
         once per switch from plain steps to drafting, so it is spread over the rounds the drafter can go on
-        drafting (`_runway`): a draft model always has a draft, so charging its whole cost to one round kept
+        drafting (`shape.runway`): a draft model always has a draft, so charging its whole cost to one round kept
         a draft that paid 1.65x given up for good (issue 27); a short lookup match pays it alone.
         """
         base, slope = self._line()
-        split = base / (runway or self._runway) if self.split_pass else 0.0
-        return (cost if self._per_pass else k * cost) + base + slope * (k + self._refed) + split
+        split = base / shape.runway if shape.split_pass else 0.0
+        return (cost if shape.per_pass else k * cost) + base + slope * (k + self._refed) + split
 
-    def _round_loss(self, k: int, cost: float, emitted: float) -> float:
+    def _round_loss(self, k: int, cost: float, emitted: float, shape: RoundShape) -> float:
         """Predicted seconds a round of K drafted tokens costs beyond `emitted` plain steps, a switch from plain
         steps paid whole (a rejected probe ends its run)."""
-        return max(0.0, self._round_time(k, cost, runway=1) - emitted * self._line()[0])
+        return max(0.0, self._round_time(k, cost, replace(shape, runway=1)) - emitted * self._line()[0])
 
     def beliefs(self) -> list[PolicyBelief]:
         return [self.belief(source) for source in self._acceptance]
@@ -329,17 +335,14 @@ class AdaptiveDraftLength:
         if not self._verify or cost is None:
             return PolicyBelief(source, a, None, [], self.first_draft, "learning: nothing measured yet", since, verified)
         base = self._line()[0]
-        split, per_pass = self.split_pass, self._per_pass
-        self.split_pass, self._per_pass = False, source.startswith(BLOCK_SOURCES)  # a steady run: no switch to pay
-        try:
-            rates = self.acceptance_along(source, self.max_draft)
-            predicted = [1.0 / base] + [expected_tokens(rates, k) / self._round_time(k, cost) for k in range(1, self.max_draft + 1)]
-            best_possible = self._best(1.0, self.max_draft, cost)[1]
-        finally:
-            self.split_pass, self._per_pass = split, per_pass
+        steady = RoundShape(per_pass=is_block(source))  # a steady run: no switch from plain steps to pay
+        rates = self.acceptance_along(source, self.max_draft)
+        predicted = [1.0 / base] + [expected_tokens(rates, k) / self._round_time(k, cost, steady)
+                                    for k in range(1, self.max_draft + 1)]
+        best_possible = self._best(1.0, self.max_draft, cost, steady)[1]
         chosen = max(range(len(predicted)), key=predicted.__getitem__)
         chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
-        unit = "a block pass" if source.startswith(BLOCK_SOURCES) else "a draft token"
+        unit = "a block pass" if is_block(source) else "a draft token"
         reason = _reason(a, predicted, chosen, verified, f"{cost / base:.2f} steps {unit}", best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
@@ -347,7 +350,7 @@ class AdaptiveDraftLength:
         for estimate in [*self._acceptance.values(), *self._positions.values()]:
             estimate.decay()
         self._account(costs)
-        block = costs.source.startswith(BLOCK_SOURCES)
+        block = is_block(costs.source)
         if costs.drafted:
             estimate = self._acceptance.setdefault(costs.source, AcceptanceEstimate())
             estimate.add(costs.accepted, 1 if costs.accepted < costs.drafted else 0)
@@ -372,9 +375,9 @@ class AdaptiveDraftLength:
             return
         emitted = costs.accepted + 1
         self._plain_s += emitted * self._line()[0]
-        if self._probing is not None and costs.drafted and costs.source == self._probing:
+        if self._probing is not None and costs.drafted and costs.source == self._probing[0]:
             cost = self.draft_cost(costs.source) or 0.0
-            self._probe_loss_s += self._round_loss(costs.drafted, cost, emitted)
+            self._probe_loss_s += self._round_loss(costs.drafted, cost, emitted, self._probing[1])
         self._probing = None
 
 

@@ -128,13 +128,13 @@ class PromptLookupDrafter:
         self.index.extend(context)
         self._copying = self._declined = False
 
-    def propose(self, context: list[int], limit: int) -> Draft:
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
         start = time.perf_counter()
         self.index.extend(context[len(self.index.tokens) :])
         found, source = self._best_match(context, limit)
         candidates = draftable(found, limit)
-        k = self.policy.choose(source, len(candidates)) if candidates else 0
-        self._declined = not k and bool(candidates) and found.match_length >= MIN_PROMISING and self.policy.split_pass
+        k = self.policy.choose(source, len(candidates), split_pass) if candidates else 0
+        self._declined = not k and bool(candidates) and found.match_length >= MIN_PROMISING and split_pass
         return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
 
     def _best_match(self, context: list[int], limit: int) -> tuple[Continuation, str]:

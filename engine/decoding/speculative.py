@@ -88,8 +88,8 @@ class SpeculativeDecoder:
 
     def round(self, context: list[int], budget: int) -> Round:
         """One round after `context`, emitting at most `budget` tokens."""
-        self.policy.split_pass = self._head is not None
-        draft, masks = self._propose(context, min(budget - 1, self.policy.max_draft))  # 1. draft
+        split_pass = self._head is not None  # a plain round queued the target's next pass
+        draft, masks = self._propose(context, min(budget - 1, self.policy.max_draft), split_pass)  # 1. draft
         prediction = self.policy.last_prediction
         if not draft.count:
             return self._plain(context, budget, prediction)
@@ -125,11 +125,11 @@ class SpeculativeDecoder:
             logprobs=logprob_package.unpack(read.logprobs, emitted, self.logprobs) if self.logprobs is not None else [],
         )
 
-    def _propose(self, context: list[int], limit: int) -> tuple[Draft, mx.array | None]:
+    def _propose(self, context: list[int], limit: int, split_pass: bool) -> tuple[Draft, mx.array | None]:
         """The first draft a drafter offers (NO_DRAFT if none) and, under a constraint, its verify rows' masks."""
         if limit > 0:
             for drafter in self.drafters:
-                draft = drafter.propose(context, limit)
+                draft = drafter.propose(context, limit, split_pass)
                 masks = None
                 if draft.count and self.constraint is not None:
                     kept, masks = self.constraint.masks_along(draft.ids if draft.ids is not None else draft.tokens.tolist())

@@ -147,10 +147,10 @@ class SsdDrafter:
     def idle(self) -> bool:
         return self._last_k == 0
 
-    def propose(self, context: list[int], limit: int) -> Draft:
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
         pending, self._pending = self._pending, []
         self._time_round(pending)
-        k = self._last_k = self.policy.choose(self.source, limit)
+        k = self._last_k = self.policy.choose(self.source, limit, split_pass)
         if not k:
             return NO_DRAFT
         self._ssd_round = self._wanted()  # decided now: only an SSD round pays for the draft's last row

@@ -40,7 +40,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import NotAModelError
-from ..models.folder_kind import folder_name, read_json
+from ..models.folder_kind import architectures, folder_name, read_json
 from .weights import load_strictly
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
 from .dflash_pairing import check_target
@@ -81,11 +81,19 @@ def read_dflash_config(path: Path) -> DFlashConfig:
     config = read_json(path / "config.json")
     version = dflash_version(config) if config is not None else None
     if config is None or version is None:
+        named = ", ".join(architectures(config or {})) or "no architecture"
         raise NotAModelError(
-            f"{folder_name(path)} is not a DFlash drafter: its config.json names neither DFlashDraftModel nor "
-            "DFlash2DraftModel. Pick a folder downloaded from a DFlash repo such as z-lab/Qwen3-8B-DFlash-b16."
+            f"{folder_name(path)} is not a DFlash drafter SpecChat runs: its config.json names {named}, not "
+            "DFlashDraftModel or DFlash2DraftModel. Pick a folder downloaded from a DFlash repo such as "
+            "z-lab/Qwen3-8B-DFlash-b16."
         )
     return parsed_or_refused(path, "DFlash", lambda: parse_config(config, version))
+
+
+def check_folder(folder: Path, target_config: dict[str, Any], target_layers: int, target_name: str) -> None:
+    """Raise one line unless the DFlash drafter in `folder` fits the target of `target_config` (`target_layers`
+    layers, named `target_name`): its config alone, no weights read (the picker's "Not offered")."""
+    check_target(folder, read_dflash_config(folder), target_config, target_layers, target_name)
 
 
 def parsed_or_refused(path: Path, family: str, parse: Callable[[], Any]) -> Any:

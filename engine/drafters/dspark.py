@@ -26,7 +26,7 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import NotAModelError
-from ..models.folder_kind import folder_name, is_dspark_config, read_json
+from ..models.folder_kind import drafter_kind, folder_name, read_json
 from .dflash import BlockDraft, DFlashDrafter, parse_config, parsed_or_refused, published_weights, target_layers
 from .dflash_model import Chooser
 from .dflash_pairing import check_target
@@ -52,7 +52,7 @@ def read_dspark_config(path: Path, weight_names: set[str] | None = None) -> DSpa
     """The drafter's config from its folder (and which of the target's tensors it carries), or one line saying
     what is missing or unsupported."""
     config = read_json(path / "config.json")
-    if config is None or not is_dspark_config(config):
+    if drafter_kind(config) != "dspark":
         raise NotAModelError(
             f"{folder_name(path)} is not a DSpark drafter: its config.json names no DSpark architecture. Pick a "
             "folder downloaded from a DSpark repo such as deepseek-ai/dspark_qwen3_8b_block7."
@@ -63,6 +63,13 @@ def read_dspark_config(path: Path, weight_names: set[str] | None = None) -> DSpa
                              "Pick another drafter for its target (a draft model or prompt lookup).")
     names = weight_names if weight_names is not None else _weight_names(path)
     return parsed_or_refused(path, "DSpark", lambda: parse_dspark_config(config, names))
+
+
+def check_folder(folder: Path, target_config: dict[str, Any], target_layers: int, target_name: str) -> None:
+    """Raise one line unless the DSpark drafter in `folder` fits the target of `target_config` (`target_layers`
+    layers, named `target_name`): its config alone, no weights read (the picker's "Not offered")."""
+    backbone = read_dspark_config(folder, weight_names=set()).backbone
+    check_target(folder, backbone, target_config, target_layers, target_name, "DSpark")
 
 
 def _setting(config: dict[str, Any], key: str, default: Any = None) -> Any:

@@ -24,9 +24,9 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
-from ..models.folder_kind import folder_name, read_json
+from ..models.folder_kind import drafter_kind, folder_name, read_json
 from ..models.loading import LoadedModel
-from .draft_folder import hidden_drafter, is_eagle3_config
+from .draft_folder import hidden_drafter
 from .eagle3_model import DraftVocabulary, Eagle3Config, Eagle3Model, Eagle3Runner, Tap
 from .mtp import text_model
 from .weights import load_strictly
@@ -173,11 +173,18 @@ def _vocabulary_problem(target_ids: mx.array, t2d: mx.array | None, draft: Eagle
     return None
 
 
+def check_folder(folder: Path, target_config: dict[str, Any], target_layers: int, target_name: str) -> None:
+    """Raise one line unless the EAGLE-3 drafter in `folder` fits the target of `target_config` (`target_layers`
+    layers, named `target_name`): its config alone, no weights read (the picker's "Not offered")."""
+    config = read_json(folder / "config.json") or {}
+    check_target(folder, config, parse_config(config, folder), target_config, target_name, target_layers)
+
+
 def load_eagle3(path: Path, target: LoadedModel) -> Eagle3Runner:
     """The EAGLE-3 drafter at `path` bound to `target`, or one line saying why it cannot draft for it."""
     path = Path(path)
     config = read_json(path / "config.json") or {}
-    if not is_eagle3_config(config):
+    if drafter_kind(config) != "eagle3":
         raise NotAModelError(f"{folder_name(path)} is not an EAGLE-3 drafter (its config.json says otherwise).")
     draft = parse_config(config, path)
     layers = target_layer_count(target)

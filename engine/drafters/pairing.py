@@ -13,9 +13,11 @@ token any cheaper to compute on this machine's CPU.
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from ..drafter_kinds import kind
 from ..errors import SpecChatError
 from ..models.compatibility import PairCheck, check_pair
 from ..models.draft_choice import BUILT_IN_MTP, draft_folder, folder_drafter, has_mtp_heads
@@ -44,25 +46,11 @@ def check_draft(target: str, draft: str) -> PairCheck:
 
 def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, Any], target_name: str) -> None:
     """Raise one line (IncompatiblePairError, or NotAModelError for a broken config or a head SpecChat cannot run)
-    unless the DFlash, DSpark or EAGLE-3 drafter in `folder` fits the target whose config.json is `target_config`."""
+    unless the `drafter` kind's folder fits the target whose config.json is `target_config`: the kind's own check
+    (`check_folder` of the network its registry row names), run on the configs alone."""
     text = target_config.get("text_config") or target_config
     layers = int(text.get("num_hidden_layers") or 0)
-    if drafter == "dflash":
-        from .dflash import read_dflash_config
-        from .dflash_pairing import check_target
-
-        check_target(folder, read_dflash_config(folder), target_config, layers, target_name)
-    elif drafter == "dspark":
-        from .dflash_pairing import check_target
-        from .dspark import read_dspark_config
-
-        backbone = read_dspark_config(folder, weight_names=set()).backbone  # the config alone: no weights read
-        check_target(folder, backbone, target_config, layers, target_name, "DSpark")
-    elif drafter == "eagle3":
-        from .eagle3 import check_target, parse_config
-
-        config = read_json(folder / "config.json") or {}
-        check_target(folder, config, parse_config(config, folder), target_config, target_name, layers)
+    import_module(kind(drafter).network).check_folder(folder, target_config, layers, target_name)
 
 
 def parameters_per_token(config: dict[str, Any]) -> int:

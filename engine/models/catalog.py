@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .app_paths import RESOURCES
-from .draft_choice import BUILT_IN_MTP, DRAFTER_NAMES
+from .draft_choice import BUILT_IN_MTP, pair_drafters
 from .memory import Fit, check_fit
 
 CATALOG_PATH = RESOURCES / "pairs.json"
@@ -42,7 +42,7 @@ class RecommendedPair:
     drafter: str = "model"
 
     def __post_init__(self) -> None:
-        if self.drafter not in DRAFTER_NAMES or (self.drafter == "mtp") == bool(self.draft):
+        if self.drafter not in pair_drafters() or (self.drafter == "mtp") == bool(self.draft):
             raise ValueError(f"pair {self.id}: drafter {self.drafter!r} with draft {self.draft!r}")
 
     @property
@@ -57,7 +57,7 @@ class RecommendedPair:
     @property
     def drafter_name(self) -> str:
         """'draft model', 'built-in MTP drafter', 'DFlash drafter', 'EAGLE-3 drafter'."""
-        return DRAFTER_NAMES[self.drafter]
+        return pair_drafters()[self.drafter]
 
     @property
     def repos(self) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ that reads the target's hidden states, the target's own built-in MTP heads, or n
 The picker, the saved pair and the worker pass a pair around as two strings (target, draft). A drafter that is
 not a separate model still has to travel in the draft's place, so the target's MTP heads are named by
 `BUILT_IN_MTP`, and a drafter folder by its path or repo id as any draft is. `drafter_for` says which of the
-engine's drafters (engine/params.py DRAFTERS) such a draft runs. JSON only, no MLX: the picker asks on the GUI
+engine's drafters (engine/drafter_kinds.py) such a draft runs. JSON only, no MLX: the picker asks on the GUI
 thread.
 """
 
@@ -13,23 +13,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..params import drafter_label
-from .folder_kind import drafter_family, folder_name, read_json
+from ..drafter_kinds import KINDS, folder_kinds
+from .folder_kind import drafter_kind, folder_name, read_json
 
 BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
 BUILT_IN_MTP_LABEL = "Built-in drafter (MTP heads)"
-# folder_kind's drafter families that SpecChat drafts with, and the drafter each runs.
-FOLDER_DRAFTERS = {"DFlash": "dflash", "DSpark": "dspark", "EAGLE-3": "eagle3"}
-DRAFTER_KINDS = {f"{family} drafter" for family in FOLDER_DRAFTERS}  # their LocalModel.kind in model_store
-# The drafters a catalog row may name, as people read them (the labels are params' one list).
-DRAFTER_NAMES = {name: drafter_label(name) for name in ("model", "mtp", "dflash", "dspark", "eagle3")}
+
+
+def drafts_with(kind: str) -> bool:
+    """Whether a folder's kind as the store lists it ("DFlash drafter", folder_kind's) is a drafter SpecChat drafts
+    with, given as the draft."""
+    return any(kind == f"{row.family} drafter" for row in folder_kinds())
+
+
+def pair_drafters() -> dict[str, str]:
+    """The drafters a recommended pair may name (a draft model, the target's heads, a drafter folder), with their
+    labels: every single kind but lookup, which needs no draft."""
+    return {row.name: row.label for row in KINDS.values() if not row.parts and row.pairs_with != "any"}
 
 
 def mtp_layer_count(config: dict[str, Any]) -> int:
     """How many MTP layers the config declares (0: none): Qwen3.5/3.6's `mtp_num_hidden_layers` (in
-    `text_config` for the multimodal checkpoints), Qwen3-Next's and MiMo's `num_nextn_predict_layers`."""
+    `text_config` for the multimodal checkpoints), Qwen3-Next's and MiMo's `num_nextn_predict_layers` (the keys
+    of the "mtp" row)."""
     text = config.get("text_config") or {}
-    for key in ("mtp_num_hidden_layers", "num_nextn_predict_layers"):
+    for key in KINDS["mtp"].target_keys:
         value = text.get(key) or config.get(key)
         if value:
             return int(value)
@@ -52,10 +60,9 @@ def draft_folder(spec: str) -> Path | None:
 
 
 def folder_drafter(folder: Path | None) -> str | None:
-    """"dflash", "dspark" or "eagle3" for a drafter folder SpecChat drafts with; None for anything else."""
-    config = read_json(folder / "config.json") if folder is not None else None
-    family = drafter_family(config) if config else None
-    return FOLDER_DRAFTERS.get(family or "")
+    """The drafter kind ("dflash", "eagle3"...) of a drafter folder SpecChat drafts with; None for anything else
+    (folder_kind.drafter_family is the one rule)."""
+    return drafter_kind(read_json(folder / "config.json")) if folder is not None else None
 
 
 def drafter_for(draft: str | None) -> str:

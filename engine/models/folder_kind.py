@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..drafter_kinds import FolderMarks, folder_kinds
 from ..errors import NotAChatModelError, UnsupportedModelError
 
 SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json", "config_sentence_transformers.json")
@@ -24,7 +25,6 @@ ENCODER_MODEL_TYPES = {
 }
 VISION_CONFIG_KEYS = ("vision_config", "vision_tower", "mm_vision_tower", "image_token_index", "image_token_id")
 PICK_DRAFT = "with a small chat model of its family or lookup as the draft"
-DRAFTABLE = ("EAGLE-3", "DFlash", "DSpark")  # drafter families SpecChat drafts with when the folder is given as the draft
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,8 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
         return None
     article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
     origin = " (z-lab)" if family == "DFlash" else ""
-    pick = (f"and this folder as its draft (--draft {path})." if family in DRAFTABLE
+    draftable = any(row.family == family for row in folder_kinds())  # SpecChat drafts with it given as the draft
+    pick = (f"and this folder as its draft (--draft {path})." if draftable
             else f"{PICK_DRAFT}; SpecChat cannot draft with {family} drafters yet.")
     return FolderKind(
         f"{family} drafter",
@@ -130,27 +131,42 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     )
 
 
-def is_dspark_config(config: dict[str, Any]) -> bool:
-    """A DSpark drafter's config in any of its packagings: DeepSpec's `Qwen3DSparkModel`, SpecForge's
-    `DSparkDraftModel` (a DFlash-style `dflash_config` tagged `projector_type: dspark`), speculators' `dspark`."""
-    nested = config.get("dflash_config")
-    return (
-        "dspark" in " ".join(architectures(config)).lower()
-        or (isinstance(nested, dict) and nested.get("projector_type") == "dspark")
-        or str(config.get("speculators_model_type") or "").lower() == "dspark"
-    )
-
-
 def drafter_family(config: dict[str, Any]) -> str | None:
-    """The drafter family a config.json is from ("DFlash", "EAGLE-3", "MTP", ...), None for any other model."""
+    """The drafter family a config.json is from ("DFlash", "EAGLE-3", "MTP", ...), None for any other model: the one
+    rule that says what a folder is, for the picker, pairing, `ModelPair.load`, the CLI and the server alike.
+
+    A config says what it is in three ways, read from the most to the least specific: a nested tag that exists only
+    to name a kind (SpecForge's `dflash_config.projector_type: dspark`), the class it builds (`architectures`,
+    `speculators_model_type`), and keys that only one kind's configs carry. The class outranks a key because a key
+    can be left over from a conversion while the class is what the publisher's code builds; so:
+    - `Eagle3Speculator` with a `dflash_config` is EAGLE-3: speculators builds an EAGLE-3 network from it;
+    - `DFlash3DraftModel` is a DFlash drafter (of a version SpecChat cannot run: its loader says so in one line),
+      never a chat model mlx-lm would fail to build;
+    - only `draft_vocab_size` is EAGLE-3: a draft vocabulary is EAGLE-3's mark (its d2t/t2d maps), no chat model
+      has one, and EAGLE-3's loader names what such a folder lacks.
+    Families SpecChat does not draft with (EAGLE, Medusa, other speculators, MTP checkpoints) are named so the
+    picker can say what the folder is.
+    """
+    kinds = folder_kinds()
+    for named in (FolderMarks.tagged_by, FolderMarks.named_by):
+        found = next((row.family for row in kinds if named(row.folder, config)), None)  # type: ignore[arg-type]
+        if found:
+            return found
+    other = _other_family(config)
+    return other or next((row.family for row in kinds if row.folder.keyed_by(config)), None)  # type: ignore[union-attr]
+
+
+def drafter_kind(config: dict[str, Any] | None) -> str | None:
+    """The registry's name of the drafter a config.json is ("eagle3", "dflash"...); None for any other folder
+    (a model, or a drafter family SpecChat does not draft with)."""
+    family = drafter_family(config) if config else None
+    return next((row.name for row in folder_kinds() if family and row.family == family), None)
+
+
+def _other_family(config: dict[str, Any]) -> str | None:
+    """A drafter family SpecChat does not draft with, named by the config's class."""
     archs = " ".join(architectures(config)).lower()
     speculator = str(config.get("speculators_model_type") or "").lower()
-    if is_dspark_config(config):
-        return "DSpark"
-    if "dflash" in archs or "dflash_config" in config:
-        return "DFlash"
-    if "eagle3" in archs or speculator == "eagle3" or "draft_vocab_size" in config:
-        return "EAGLE-3"
     if "eagle" in archs or speculator == "eagle":
         return "EAGLE"
     if "medusa" in archs or "medusa_num_heads" in config:

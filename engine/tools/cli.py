@@ -17,7 +17,8 @@ from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from ..drafters import default_drafter
 from ..errors import SpecChatError
-from ..params import DRAFTERS, MODES, PRESETS, GenerationParams
+from ..drafter_kinds import folder_kinds, names
+from ..params import MODES, PRESETS, GenerationParams
 
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
@@ -55,8 +56,9 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--no-adaptive", action="store_true", help="draft exactly K tokens every round")
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
-        "--drafter", choices=DRAFTERS,
-        help="where drafts come from (default: model with --draft, eagle3/dflash/dspark with such a --draft, else lookup)"
+        "--drafter", choices=names(),
+        help=f"where drafts come from (default: model with --draft, {'/'.join(k.name for k in folder_kinds())} with such "
+             "a --draft, else lookup)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)

@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 from ..errors import InvalidParameterError, PromptError, SpecChatError
 from ..events import GenerationResult
-from ..params import DRAFTERS, MODES, GenerationParams
+from ..drafter_kinds import names as drafter_names
+from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, typed
 from .response_format import chat_schema
@@ -38,7 +39,8 @@ from .tool_calls import (AnswerPiece, LeftOut, ReasoningPiece, Reply, Tool, Tool
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
                  "lenience": "lenience"}
 WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed", "fanout": "fanout"}
-CHOICE_FIELDS = {"mode": MODES, "drafter": DRAFTERS}
+# Body field -> its choices, read when a request comes (a drafter kind registered since is among them).
+CHOICE_FIELDS: dict[str, Callable[[], tuple[str, ...]]] = {"mode": lambda: MODES, "drafter": drafter_names}
 ROLES = ("system", "user", "assistant", "developer", "tool")
 MAX_STOP_STRINGS = 4
 
@@ -217,9 +219,9 @@ def request_params(body: dict[str, Any], defaults: GenerationParams) -> Generati
     """The server's defaults with the request's settings on top, validated as the engine validates them."""
     changes: dict[str, Any] = {field: typed(body, name, (int, float), None) for name, field in NUMBER_FIELDS.items()}
     changes.update({field: typed(body, name, int, None) for name, field in WHOLE_FIELDS.items()})
-    for name, choices in CHOICE_FIELDS.items():
+    for name, read_choices in CHOICE_FIELDS.items():
         value = typed(body, name, str, None)
-        if value is not None and value not in choices:
+        if value is not None and value not in (choices := read_choices()):
             raise ApiError(400, f"'{name}' must be one of {', '.join(choices)}, not {value!r}.", param=name)
         changes[name] = value
     changes["adaptive"] = typed(body, "adaptive", bool, None)

@@ -31,7 +31,8 @@ def test_after_a_mac_left_a_pair_too_big_for_this_mac_is_not_loaded_here_and_the
     session = window.session
     session.settings.save_cluster_hosts("/Users/me/hosts.json")
     session.pair = dataclasses.replace(session.pair, macs=2, weights_gb=100_000.0)  # as if it ran across 2 Macs
-    line = session.across.mac_left("Lost the Mac mac-b (10.0.0.2, rank 1) mid-answer: its SpecChat process ended.")
+    line, session.pair = session.across.mac_left(
+        session.pair, "Lost the Mac mac-b (10.0.0.2, rank 1) mid-answer: its SpecChat process ended.")
     assert line.startswith("Lost the Mac mac-b (10.0.0.2, rank 1) mid-answer")
     assert "does not fit" in line and "choose a smaller pair with Models…, or reopen SpecChat" in line
     assert session.pair is None and not session.loading and session.settings.cluster_hosts() == ""
@@ -44,7 +45,7 @@ def test_a_load_across_macs_that_fails_switches_the_setting_off_and_keeps_the_pa
     one = tmp_path / "one.json"
     one.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}]}))
     with qtbot.waitSignal(window.session.pair_failed, timeout=30_000) as failed:
-        window.session.across.choose(str(one))
+        window.session.across.choose(str(one), window.session.pair)
     assert failed.args[0] == (f"The hostfile {one} lists 1 host: a pipeline needs two Macs or more. SpecChat runs on "
                               "this Mac alone again (Settings: Run the target across Macs… is off).")
     assert window.session.settings.cluster_hosts() == "" and window.session.pair == before

@@ -123,7 +123,7 @@ def round_cost(root: Path) -> float:
     accepted positions fed) over the median plain step."""
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3")
     pair = ModelPair(load_model(str(target_dir)))
-    pair.set_dflash(drafter_dir)
+    pair.set_drafter("dflash", drafter_dir)
     params = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=200, drafter="dflash", num_draft=15, adaptive=False)
     rounds = [e for e in generate_stream(pair, "abcabd", params) if isinstance(e, RoundEvent)]
     draft = statistics.median(r.draft_s for r in rounds if r.timed and r.drafted)

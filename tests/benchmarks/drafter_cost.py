@@ -106,11 +106,11 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="drafter-cost-"))
     for kind in ("hybrid", "dense"):
         pair = ModelPair(load_model(str(build_mtp_target(root, kind))))
-        report(f"mtp {kind}", pair, pair.mtp_state().runner, args.steps, "mtp")
+        report(f"mtp {kind}", pair, pair.drafter_state("mtp").runner, args.steps, "mtp")
     target, drafter = build_eagle3_pair(root)
     pair = ModelPair(load_model(str(target)))
-    pair.set_eagle3(drafter)
-    report("eagle3 tiny", pair, pair.eagle3_state().runner, args.steps, "eagle3")
+    pair.set_drafter("eagle3", drafter)
+    report("eagle3 tiny", pair, pair.drafter_state("eagle3").runner, args.steps, "eagle3")
     if not args.no_sized:
         sized_eagle3(args.steps)
 

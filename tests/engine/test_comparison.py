@@ -7,11 +7,12 @@ import pytest
 from engine.comparison import check_sides, side_label, side_params, sides, verdict
 from engine.errors import InvalidParameterError
 from engine.events import GenerationResult, GenerationStats
-from engine.params import DRAFTERS, GenerationParams
+from engine.drafter_kinds import names
+from engine.params import GenerationParams
 
 
 def test_every_drafter_is_a_side_and_only_the_mode_and_drafter_change() -> None:
-    assert sides() == ("standard", *DRAFTERS)
+    assert sides() == ("standard", *names())
     params = GenerationParams(temperature=0.7, seed=3, drafter="model")
     mtp = side_params(params, "mtp")
     assert (mtp.mode, mtp.drafter) == ("speculative", "mtp")

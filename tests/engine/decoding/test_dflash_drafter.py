@@ -133,7 +133,7 @@ def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pa
     """Prefill chunks are written into the drafter's cache as they come, not queued until the first draft (a long
     prompt's tapped states, several layers wide, would otherwise all be held at once)."""
     pair = dflash_pairs.pair("qwen3")
-    state = pair.dflash_state()
+    state = pair.drafter_state("dflash")
     params = GREEDY.replace(max_tokens=4, prefill_step_size=16, num_draft=3, adaptive=False)
     for event in generate_stream(pair, "abcdefg" * 30, params):
         if isinstance(event, PrefillEvent) and event.processed >= event.total - 1:  # the last chunk is in

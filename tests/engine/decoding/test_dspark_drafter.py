@@ -183,3 +183,10 @@ def test_sampled_tokens_follow_the_target_distribution_under_the_confidence_cut(
     cut_at(THRESHOLD)
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=BLOCK, adaptive=False, drafter="dspark")
     assert_sampling_is_exact(dflash_pairs.dspark_pair("qwen3"), params)
+
+
+def test_a_pair_with_a_dspark_folder_lists_it_among_its_drafters(dflash_pairs) -> None:  # noqa: F811
+    pair = dflash_pairs.dspark_pair("qwen3")
+    assert pair.drafter_names() == ("lookup", "dspark")
+    pair.set_drafter("dspark", None)
+    assert pair.drafter_names() == ("lookup",) and pair.drafter_loaded is None

@@ -10,7 +10,6 @@ from engine.decoding.cached_model import CachedModel
 from engine.decoding.hidden_states import (
     LAST_POST_NORM,
     LAST_PRE_NORM,
-    HiddenStore,
     LayerTap,
     decoder_layers,
     final_norm,
@@ -93,16 +92,3 @@ def test_a_listening_cache_hands_over_every_pass_with_its_position(mtp_target) -
     cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)
     assert listener.heard_at[4:] == [(9, 1), (10, 1)]
     assert cached.rewinds["restored"] == 1 and cached.passes == 6
-
-
-def test_the_store_keeps_what_passes_left_and_forgets_what_a_rewind_replaced() -> None:
-    store = HiddenStore()
-    store.put(0, mx.arange(8).reshape(4, 2))
-    store.put(4, mx.arange(8, 14).reshape(3, 2))
-    assert store.rows(2, 6).tolist() == [[4, 5], [6, 7], [8, 9], [10, 11]]
-    store.put(5, mx.full((2, 2), -1))  # the target ran position 5 again: what it held from 5 on is gone
-    assert store.end == 7 and store.rows(4, 7).tolist() == [[8, 9], [-1, -1], [-1, -1]]
-    store.drop_before(5)
-    assert store.start == 5 and store.rows(4, 6) is None
-    store.put(9, mx.zeros((1, 2)))  # a gap (passes it did not hear): only what follows it is kept
-    assert (store.start, store.end) == (9, 10)

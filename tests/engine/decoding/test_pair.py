@@ -42,3 +42,12 @@ def test_the_adaptive_policy_carries_over_between_answers_with_the_same_settings
     assert first_round_drafts(tiny_pair, params.replace(temperature=0.7, seed=1)) == 4
     tiny_pair.set_draft(tiny_draft)
     assert first_round_drafts(tiny_pair, params) == 4
+
+
+def test_the_pair_lists_every_drafter_it_has_and_forgets_one_set_to_none(tiny_pair: ModelPair, tiny_target) -> None:
+    """What an Automatic choice picks among: lookup, and the draft model while one is loaded."""
+    assert tiny_pair.drafter_names() == ("model", "lookup")
+    bare = ModelPair(tiny_target)
+    assert bare.drafter_names() == ("lookup",) and bare.drafter_loaded is None
+    bare.set_drafter("dflash", None)
+    assert bare.drafters == {}

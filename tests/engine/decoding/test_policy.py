@@ -151,8 +151,7 @@ def test_a_draft_after_a_queued_plain_pass_pays_for_a_pass_of_its_own() -> None:
     for accepted in (1, 0, 0) * 4:
         policy.observe(RoundCosts("lookup", 2, accepted, 0.0, 0.080))
     assert policy.choose("lookup", 2) > 0
-    policy.split_pass = True
-    assert policy.choose("lookup", 2) == 0
+    assert policy.choose("lookup", 2, split_pass=True) == 0
 
 
 # --- a long session (issue 27) ---------------------------------------------------------------------------------
@@ -171,8 +170,7 @@ def session(schedule: list[float], cost: float, slope: float = 0.15, seed: int =
     rng = random.Random(seed)
     policy, drafted_rounds, after_plain, log = AdaptiveDraftLength(16), 0, False, []
     for rate in schedule:
-        policy.split_pass = after_plain
-        k = policy.choose("model", 16)
+        k = policy.choose("model", 16, split_pass=after_plain)
         if not k:
             policy.observe(RoundCosts("none", 0, 0, 0.0, STEP * rng.uniform(0.97, 1.03)))
             log.append((0, 1, STEP))

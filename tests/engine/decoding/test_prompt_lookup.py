@@ -110,8 +110,6 @@ def test_a_match_declined_for_a_queued_pass_leaves_the_next_pass_unqueued() -> N
     context = [1, 2, 3, 4, 5, 6, 7, 9, 1, 2, 3, 4, 5]
     drafter = PromptLookupDrafter(policy)
     drafter.start(context)
-    policy.split_pass = True
-    assert drafter.propose(context, 4) is NO_DRAFT and not drafter.idle
-    policy.split_pass = False
-    assert drafter.propose(context, 4).count > 0
+    assert drafter.propose(context, 4, split_pass=True) is NO_DRAFT and not drafter.idle
+    assert drafter.propose(context, 4, split_pass=False).count > 0
     assert drafter.idle

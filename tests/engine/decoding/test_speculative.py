@@ -167,7 +167,7 @@ def test_every_drafted_token_is_verified_and_counted(tiny_target: LoadedModel) -
     class HeldAtFour(AdaptiveDraftLength):
         observed: list[RoundCosts] = []
 
-        def choose(self, source: str, available: int) -> int:
+        def choose(self, source: str, available: int, split_pass: bool = False) -> int:
             return min(4, available)
 
         def observe(self, costs: RoundCosts) -> None:

@@ -35,3 +35,4 @@ def test_dflash_versions_are_read_from_the_architecture_or_the_dflash_config() -
     assert dflash_version({"architectures": ["DFlashDraftModel"]}) == 1
     assert dflash_version({"dflash_config": {"mask_token_id": 5}}) == 1  # an export that names no architecture
     assert dflash_version({"architectures": ["Qwen3ForCausalLM"]}) is None and dflash_version(None) is None
+    assert dflash_version({"architectures": ["DFlash3DraftModel"]}) is None  # a DFlash version SpecChat cannot run

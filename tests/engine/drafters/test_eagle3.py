@@ -70,7 +70,7 @@ def test_the_original_eagle3_layout_loads_and_drafts_alike(eagle3_pair, tmp_path
 
     folder = _copy(eagle3_pair.folders()[1], tmp_path / "EAGLE3-tiny", flat, midlayer)
     pair = ModelPair(eagle3_pair.target())
-    pair.set_eagle3(folder)
+    pair.set_drafter("eagle3", folder)
     assert _drafts(pair) == _drafts(eagle3_pair.pair())
 
 

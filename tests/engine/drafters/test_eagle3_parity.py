@@ -83,7 +83,7 @@ def test_the_network_computes_mlx_vlms_logits(variant: dict, eagle3_pair) -> Non
 
 def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[str], k: int) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round our drafter drafted, over answers to `prompts`."""
-    return recorded_head_rounds(pair, pair.eagle3_state().runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
+    return recorded_head_rounds(pair, pair.drafter_state("eagle3").runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
 def _vlm_taps(target, config: dict, context: list[int]) -> mx.array:  # noqa: ANN001

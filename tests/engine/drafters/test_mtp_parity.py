@@ -31,7 +31,7 @@ GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=30, drafter="mt
 
 def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[str], k: int) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round our drafter drafted, over answers to `prompts`."""
-    return recorded_head_rounds(pair, pair.mtp_state().runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
+    return recorded_head_rounds(pair, pair.drafter_state("mtp").runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
 def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:  # noqa: ANN001
@@ -69,7 +69,7 @@ def _mtplx_model(folder, kind: str):  # noqa: ANN001, ANN202
 )
 def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_target, monkeypatch) -> None:  # noqa: F811
     pair = ModelPair(mtp_target(kind))
-    pair.mtp_state().read(hidden)
+    pair.drafter_state("mtp").read(hidden)
     rounds = _our_rounds(pair, monkeypatch, ["abcabd", "abcabdgfe"], k=4)  # the second turn shares the first's prefix
     reference = _mtplx_model(mtp_target.folder(kind), kind)
     variant = "pre_norm" if hidden == LAST_PRE_NORM else "post_norm"
@@ -83,7 +83,7 @@ def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_t
 def test_the_default_is_mtplx_s_post_norm_and_the_switch_matters(mtp_target, monkeypatch) -> None:  # noqa: F811
     """Pre- and post-norm states draft differently (the switch is not a no-op), and our default is MTPLX's."""
     pair = ModelPair(mtp_target("hybrid"))
-    assert pair.mtp_state().taps == (LAST_POST_NORM,)
+    assert pair.drafter_state("mtp").taps == (LAST_POST_NORM,)
     reference = _mtplx_model(mtp_target.folder("hybrid"), "hybrid")
     context, ids, ours = _our_rounds(pair, monkeypatch, ["abcabd"], k=4)[0]
     pre = _mtplx_draft(reference, context, ids, "pre_norm")

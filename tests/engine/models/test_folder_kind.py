@@ -132,3 +132,77 @@ def test_chat_models_and_hub_snapshots_are_judged_by_name(tiny_dirs, tmp_path: P
     snapshot = tmp_path / "models--z-lab--Qwen3-8B-DFlash-b16" / "snapshots" / "3f2a9c0"
     assert folder_name(snapshot) == "z-lab/Qwen3-8B-DFlash-b16"
     assert foreign_kind(model_folders.dflash_drafter(snapshot)).message.startswith("z-lab/Qwen3-8B-DFlash-b16 is a")
+
+
+# --- one rule: what a drafter folder is, asked from every path that asks ---------------------------------------
+
+SPECULATORS = {"transformer_layer_config": {"model_type": "llama", "hidden_size": 64}, "speculators_config": {}}
+# Every published layout the code knows, and three configs the picker and the loader once read differently: each
+# config.json with what it is (a drafter kind SpecChat drafts with, or "model": loaded as a draft model, or refused
+# by the loader as the foreign folder it is).
+LAYOUTS = {
+    "z-lab DFlash": ({**model_folders.DFLASH_CONFIG}, "dflash"),
+    "z-lab DFlash2": ({**model_folders.DFLASH_CONFIG, "architectures": ["DFlash2DraftModel"]}, "dflash"),
+    "DFlash export naming no class": ({"model_type": "qwen3", "dflash_config": {"mask_token_id": 5}}, "dflash"),
+    "speculators EAGLE-3": ({"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+                             "draft_vocab_size": 32000, **SPECULATORS}, "eagle3"),
+    "original EAGLE-3": ({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+                          "draft_vocab_size": 32000}, "eagle3"),
+    "DeepSpec DSpark": ({"architectures": ["Qwen3DSparkModel"], "model_type": "qwen3", "draft_vocab_size": 32000},
+                        "dspark"),
+    "SpecForge DSpark": ({"architectures": ["DSparkDraftModel"], "model_type": "qwen3",
+                          "dflash_config": {"projector_type": "dspark", "mask_token_id": 5}}, "dspark"),
+    "speculators DSpark": ({"speculators_model_type": "dspark", **SPECULATORS}, "dspark"),
+    "EAGLE-1/2": ({"architectures": ["LlamaForCausalLMEagle"], "model_type": "llama"}, "model"),
+    "Medusa": ({"architectures": ["MedusaModel"], "medusa_num_heads": 4}, "model"),
+    "a chat model": ({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, "model"),
+    # The three the picker and the loader disagreed on (folder_kind.drafter_family's docstring says why):
+    "only draft_vocab_size": ({"model_type": "llama", "draft_vocab_size": 32000}, "eagle3"),
+    "DFlash3DraftModel": ({"architectures": ["DFlash3DraftModel"], "model_type": "qwen3"}, "dflash"),
+    "Eagle3Speculator with a dflash_config": ({"architectures": ["Eagle3Speculator"], "dflash_config": {},
+                                               **SPECULATORS}, "eagle3"),
+}
+
+
+def loaded_as(folder: Path, target: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What `ModelPair.load` loads `folder` as beside `target`: the drafter kind it attaches, or "model" when it
+    loads the folder as a draft model (neither is built: the rule is what is asked)."""
+    from engine.decoding import pair as pair_module
+
+    seen = []
+    load = pair_module.load_model
+    monkeypatch.setattr(pair_module, "load_model", lambda name, progress=None: load(name) if name == str(target)
+                        else seen.append("model"))
+    monkeypatch.setattr(pair_module.ModelPair, "set_drafter", lambda self, kind, path: seen.append(kind))
+    pair_module.ModelPair.load(str(target), str(folder))
+    return seen[0]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_folder_means_one_thing_to_the_picker_the_cli_the_server_and_the_loader(
+    layout: str, tmp_path: Path, tiny_dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.drafters import default_drafter
+    from engine.models.draft_choice import drafter_for
+
+    config, expected = LAYOUTS[layout]
+    folder = tmp_path / "drafter"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    assert drafter_for(str(folder)) == expected  # the picker, the saved pair and the app's worker
+    assert default_drafter(str(folder)) == expected  # `specchat-cli generate` and `serve` with no --drafter
+    assert loaded_as(folder, tiny_dirs[0], monkeypatch) == expected  # ModelPair.load: the CLI, the server, the app
+    picker_kind = foreign_kind(folder)
+    if expected != "model":
+        assert picker_kind is not None and "as its draft (--draft" in picker_kind.message  # offered as a draft
+
+
+def test_a_dflash_version_specchat_cannot_run_is_refused_in_one_line_naming_it(tmp_path: Path, tiny_dirs) -> None:
+    from engine.decoding.pair import ModelPair
+    from engine.errors import NotAModelError
+
+    folder = tmp_path / "Qwen3-8B-DFlash3"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["DFlash3DraftModel"], "model_type": "qwen3"}))
+    with pytest.raises(NotAModelError, match="names DFlash3DraftModel, not DFlashDraftModel or DFlash2DraftModel"):
+        ModelPair.load(str(tiny_dirs[0]), str(folder))
