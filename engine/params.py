@@ -13,11 +13,11 @@ from typing import Literal
 from .errors import InvalidParameterError
 
 Mode = Literal["speculative", "standard"]
-DrafterKind = Literal["model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark"]
+DrafterKind = Literal["auto", "model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark"]
 
 MODES: tuple[str, ...] = ("speculative", "standard")
 KV_BITS: tuple[int | None, ...] = (None, 8, 4)
-DRAFTERS: tuple[str, ...] = ("model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark")
+DRAFTERS: tuple[str, ...] = ("auto", "model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark")
 MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs
 # The valid range of each bounded whole-number setting, (lowest, highest; None for no upper bound). The
 # settings dialog's spin boxes take their limits from here.
@@ -38,8 +38,9 @@ class GenerationParams:
 
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
-        drafter: where drafts come from: a draft "model", prompt "lookup" (n-gram matches in the context,
-            no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
+        drafter: where drafts come from: "auto" (Automatic, the default: each round the drafter the pair has that
+            the adaptive policy predicts fastest, or none; `decoding/automatic.py`), a draft "model", prompt
+            "lookup" (n-gram matches in the context, no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
             (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo), "eagle3"
             (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder), "dflash" (a
             z-lab DFlash/DFlash2 block drafter loaded as the draft; K is how much of its block is verified) or
@@ -85,7 +86,7 @@ class GenerationParams:
     """
 
     mode: Mode = "speculative"
-    drafter: DrafterKind = "model"
+    drafter: DrafterKind = "auto"
     num_draft: int = 4
     adaptive: bool = True
     max_draft: int = 16
@@ -126,13 +127,13 @@ class GenerationParams:
 
     @property
     def uses_draft_model(self) -> bool:
-        """Whether a separate draft model is among the drafters."""
-        return self.drafter in ("model", "model+lookup")
+        """Whether a separate draft model is among the drafters (Automatic's when the pair has one)."""
+        return self.drafter in ("model", "model+lookup", "auto")
 
     @property
     def looks_up(self) -> bool:
-        """Whether lookup is among the drafters (alone, or before the draft model)."""
-        return self.drafter in ("lookup", "model+lookup")
+        """Whether lookup is among the drafters (alone, before the draft model, or one of Automatic's)."""
+        return self.drafter in ("lookup", "model+lookup", "auto")
 
     @property
     def drafts_from_history(self) -> bool:
@@ -215,6 +216,7 @@ PRESETS: dict[str, GenerationParams] = {
 # How a person reads each drafter's name (the stats line, the toolbar, Compare); a drafter not listed here is shown
 # by its own name, so a new drafter needs no entry to be named everywhere.
 DRAFTER_LABELS: dict[str, str] = {
+    "auto": "Automatic",
     "model": "draft model",
     "lookup": "lookup",
     "model+lookup": "draft model + lookup",

@@ -18,6 +18,7 @@ from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
 from .answer import Answer
+from .automatic import AUTO, AutomaticDrafter, Ballot, drafter_kinds, listening_drafter, recalled, remember
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
 from .constraint import Constraint
@@ -55,7 +56,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         )
     if params.mode != "speculative":
         return
-    if params.uses_draft_model and pair.draft is None:
+    if params.uses_draft_model and pair.draft is None and params.drafter != AUTO:
         loaded = pair.drafter_loaded
         if loaded is not None:
             raise InvalidParameterError(
@@ -67,7 +68,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
-    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (EAGLE-3, DFlash: none loaded)
+    pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (EAGLE-3, DFlash: none loaded)
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -87,8 +88,10 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
     """A fixed K, or the pair's adaptive policy for these settings (its estimates carry over between answers)."""
     if not params.adaptive:
         return FixedDraftLength(params.num_draft)
-    max_draft = max(params.max_draft, params.num_draft)
-    return pair.policy(_settings_key(pair, params), lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
+    max_draft, key = max(params.max_draft, params.num_draft), _settings_key(pair, params)
+    if params.drafter == AUTO:  # Automatic starts from what earlier launches measured of the pair
+        return pair.policy(key, lambda: recalled(AdaptiveDraftLength(max_draft, first_draft=params.num_draft), pair, key))
+    return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
 def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
@@ -132,31 +135,35 @@ def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
              history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen, or with
+    Automatic's candidates (every drafter the pair has) as one drafter.
 
     Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
     constraint = Constraint.for_schema(params.json_schema, pair.tokenizer, pair.vocab_width) if params.json_schema else None
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
-    policy = _policy(pair, params)
+    kinds, automatic = drafter_kinds(pair, params), params.drafter == AUTO
+    policy: DraftPolicy | Ballot = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
     drafters: list[Drafter] = []
-    if params.looks_up:
+    if "lookup" in kinds:
         drafters.append(PromptLookupDrafter(policy, history))
-    if params.drafter == "mtp":
+    if "mtp" in kinds:
         drafters.append(MTPDrafter(pair.mtp_state(), warper, policy))
-    if params.drafter == "eagle3":
+    if "eagle3" in kinds:
         drafters.append(eagle3_drafter(pair.eagle3_state(), warper, policy))
-    if params.drafter == "dflash":
+    if "dflash" in kinds:
         drafters.append(DFlashBlockDrafter(pair.dflash_state(), warper, policy))
-    if params.drafter == "dspark":
+    if "dspark" in kinds:
         drafters.append(DSparkBlockDrafter(pair.dspark_state(), warper, policy))
-    if params.uses_draft_model and pair.draft_cache is not None:
+    if "model" in kinds and pair.draft_cache is not None:
         model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-        if params.ssd and constraint is None:
+        if params.ssd and constraint is None and not automatic:
             switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
             drafters.append(SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source))
         else:
             drafters.append(DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint))
+    if isinstance(policy, Ballot):
+        drafters = [AutomaticDrafter(drafters, policy)]
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
                               logprobs=params.logprobs, constraint=constraint)
 
@@ -217,7 +224,7 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
 def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
     """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3, DFlash) hears every target pass
     (the prefill's included); afterwards, caches fed ids an interrupted answer never read start over."""
-    listener = pair.hidden_listener(params.drafter) if params.mode == "speculative" else None
+    listener = pair.hidden_listener(listening_drafter(pair, params)) if params.mode == "speculative" else None
     if listener is not None:
         listener.attach()
     try:
@@ -278,6 +285,8 @@ def generate_stream(
             decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None), prompt_ids)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
+            if params.drafter == AUTO and params.mode == "speculative":
+                remember(_policy(pair, params), pair, _settings_key(pair, params))
         else:
             answer.finish = "cancelled"
     result = answer.result()
