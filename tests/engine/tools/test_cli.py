@@ -143,15 +143,25 @@ def test_options_left_out_come_from_the_preset() -> None:
 
     parser = build_parser()
     generate_args = parser.parse_args(["generate", "--target", "t", "--prompt", "p"])
-    assert _params(generate_args) == GenerationParams.preset("default").replace(drafter="lookup")
+    assert _params(generate_args) == GenerationParams.preset("default")
     benchmark_args = parser.parse_args(["benchmark", "--target", "t", "--draft", "d"])
-    assert _params(benchmark_args) == GenerationParams.preset("greedy").replace(drafter="model")
+    assert _params(benchmark_args) == GenerationParams.preset("greedy")
     given = parser.parse_args(
         ["generate", "--target", "t", "--prompt", "p", "--preset", "creative", "--max-tokens", "7", "--no-adaptive", "--temp", "0"]
     )
-    assert _params(given) == GenerationParams.preset("creative").replace(
-        drafter="lookup", max_tokens=7, adaptive=False, temperature=0.0
-    )
+    assert _params(given) == GenerationParams.preset("creative").replace(max_tokens=7, adaptive=False, temperature=0.0)
+
+
+def test_generate_with_a_draft_and_no_drafter_runs_automatic_and_a_named_drafter_is_kept() -> None:
+    """Issue 31: Automatic is the default with or without --draft; --drafter still pins one, and --mode ssd, which
+    pre-drafts with a draft model, drafts with it."""
+    from engine.tools.cli import _params, build_parser
+
+    parser = build_parser()
+    generate = ["generate", "--target", "t", "--draft", "d", "--prompt", "p"]
+    assert _params(parser.parse_args(generate)).drafter == "auto"
+    assert _params(parser.parse_args(generate + ["--drafter", "lookup"])).drafter == "lookup"
+    assert _params(parser.parse_args(generate + ["--mode", "ssd"])).drafter == "model"
 
 
 def test_the_prompt_comes_from_standard_input_or_a_file(tiny_dirs, tmp_path, monkeypatch) -> None:

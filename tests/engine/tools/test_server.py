@@ -340,3 +340,23 @@ def test_a_request_drafts_with_the_block_drafter_loaded_as_the_draft(dflash_pair
     assert response.choices[0].message.content == expected.text
     spec = response.model_extra["speculation"]
     assert spec["drafter"] == drafter_kind and spec["drafted"] > 0
+
+
+def test_a_request_without_a_drafter_runs_automatic_by_default(engine) -> None:
+    """Issue 31: `serve --target T --draft D` and a request that names no drafter: Automatic, which says what it
+    chose and why; a request may still pin one."""
+    from engine.tools.cli import _params, build_parser
+
+    defaults = _params(build_parser().parse_args(["serve", "--target", "t", "--draft", "d"]), mode="speculative")
+    assert defaults.drafter == "auto"
+    server = RunningServer(create_app(engine, defaults.replace(temperature=0.0)), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0)
+        spec = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=24).model_extra["speculation"]
+        assert spec["drafter"] == "auto" and spec["policy"][0]["drafter"] == "auto" and spec["policy"][0]["reason"]
+        pinned = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=8,
+                                                extra_body={"drafter": "lookup"}).model_extra["speculation"]
+        assert pinned["drafter"] == "lookup"
+    finally:
+        server.stop()
