@@ -48,7 +48,8 @@ def test_an_adaptive_answer_shows_the_policy_s_belief(make_window, qtbot) -> Non
     window = make_window(adaptive=True, max_tokens=30)
     send_and_wait(qtbot, window, "Hello")
     row = window.stats.values["policy"]
-    assert window.stats._form.isRowVisible(row) and row.text().startswith("draft model: ")
+    assert window.stats._form.isRowVisible(row) and row.text().startswith("Automatic: ")  # its choice and why, first
+    assert "\ndraft model: " in row.text() and "\nlookup: " in row.text()  # then each candidate's estimates
     window.apply_settings(window.session.params.replace(adaptive=False), "")
     send_and_wait(qtbot, window, "Hello again")
     assert not window.stats._form.isRowVisible(row)
