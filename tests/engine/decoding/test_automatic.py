@@ -37,21 +37,25 @@ def test_greedy_automatic_with_mtp_heads_lookup_and_a_draft_model_is_token_ident
     target: LoadedModel = mtp_target("hybrid")
     pair = ModelPair(target, target)  # the target as its own draft model: a candidate that is always right
     assert drafter_kinds(pair, GREEDY) == {"lookup", "mtp", "model"}
+    drafted_by: set[str] = set()
     for prompt in ["abcabd", "abcabdgfe", "abcabd"]:
         expected = generate(prompt, ModelPair(target), GREEDY.replace(mode="standard", max_tokens=60)).tokens
         result = generate(prompt, pair, GREEDY.replace(max_tokens=60))
         assert result.tokens == expected, prompt
-        assert result.stats.drafted > 0
+        drafted_by |= set(result.stats.drafted_by)
+    assert {"mtp", "model"} <= drafted_by  # each drafts until measured; later rounds go to what the timings favour
 
 
 def test_a_seeded_sampled_answer_under_automatic_is_the_standard_one(tiny_pair: ModelPair) -> None:
     """params.seed couples every position's draw to the seed: whichever drafter runs, the text is standard's."""
     sampled = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, seed=11)
+    drafted = 0
     for prompt in PROMPTS:
         expected = generate(prompt, ModelPair(tiny_pair.target), sampled.replace(mode="standard")).tokens
         result = generate(prompt, tiny_pair, sampled)
         assert result.tokens == expected, prompt
-        assert result.stats.drafted > 0
+        drafted += result.stats.drafted
+    assert drafted > 0
 
 
 class Scripted:
