@@ -12,9 +12,12 @@ from .worker import PairInfo
 
 
 def next_drafter(chosen: str, pair_drafter: str) -> str:
-    """The drafter the next answer runs. Lookup when it is chosen or the pair has no drafter; else the pair's own:
-    "draft model" in the settings means whatever the pair drafts with (a draft model, with lookup first if chosen;
-    the target's MTP heads; a DFlash, DSpark or EAGLE-3 folder)."""
+    """The drafter the next answer runs. Automatic when chosen (it drafts with whatever the pair has); lookup when it
+    is chosen or the pair has no drafter; else the pair's own: "draft model" in the settings means whatever the pair
+    drafts with (a draft model, with lookup first if chosen; the target's MTP heads; a DFlash, DSpark or EAGLE-3
+    folder)."""
+    if chosen == "auto":
+        return "auto"
     if chosen == "lookup" or not pair_drafter:
         return "lookup"
     if pair_drafter == "model":

@@ -30,6 +30,8 @@ SAVED_PARAMS = {
     "history": bool,
     "think": bool,  # the default of each chat's Think switch
 }
+# Set once settings are saved by a version that offers Automatic: from then on a saved "model" is a pinned choice.
+AUTOMATIC_OFFERED = "generation/automatic_offered"
 
 
 def _as_bool(value: object) -> bool:
@@ -52,8 +54,8 @@ class AppSettings:
         values = {}
         for name, kind in SAVED_PARAMS.items():
             raw = self.store.value(f"generation/{name}")
-            if raw is None:
-                continue
+            if raw is None or (name == "drafter" and raw == "model" and self.store.value(AUTOMATIC_OFFERED) is None):
+                continue  # "model" saved before Automatic was offered is the old default, not a choice: Automatic now
             try:
                 values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]
             except (TypeError, ValueError):
@@ -67,6 +69,7 @@ class AppSettings:
         for name in SAVED_PARAMS:
             value = getattr(params, name)
             self.store.setValue(f"generation/{name}", 0 if value is None else value)
+        self.store.setValue(AUTOMATIC_OFFERED, True)
         self.store.sync()
 
     def system_prompt(self) -> str:

@@ -31,7 +31,9 @@ from engine.params import RANGES, GenerationParams
 from .file_dialogs import open_file
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
-DRAFTERS = [("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"), ("Both: lookup first", "model+lookup")]
+AUTOMATIC = ("Automatic: each round the fastest of this pair's drafters, as measured here (or none)", "auto")
+DRAFTERS = [AUTOMATIC, ("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"),
+            ("Both: lookup first", "model+lookup")]
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 
 
@@ -41,7 +43,7 @@ def drafter_choices(pair_drafter: str) -> list[tuple[str, str]]:
     folder, the target's MTP heads) that entry names it, and "Both" says that lookup joins a draft model only."""
     if pair_drafter in ("", "model"):
         return DRAFTERS
-    return [(f"{side_heading(pair_drafter)}: this pair's draft", "model"), DRAFTERS[1],
+    return [AUTOMATIC, (f"{side_heading(pair_drafter)}: this pair's draft", "model"), DRAFTERS[2],
             (f"Both: lookup first (with a draft model; this pair drafts with its {drafter_label(pair_drafter)} alone)",
              "model+lookup")]
 
@@ -115,7 +117,8 @@ class SettingsDialog(QDialog):
         self.drafter = QComboBox()
         for label, value in drafter_choices(pair_drafter):
             self.drafter.addItem(label, value)
-        self.drafter.setCurrentIndex(max(0, self.drafter.findData(params.drafter)))  # not listed ("dspark"): the pair's
+        index = self.drafter.findData(params.drafter)
+        self.drafter.setCurrentIndex(index if index >= 0 else self.drafter.findData("model"))  # not listed ("dspark"): the pair's
         self._build_sampling_fields(params)
         self._build_speculation_extras(params)
         self.system_prompt = QPlainTextEdit(system_prompt)
@@ -212,8 +215,8 @@ class SettingsDialog(QDialog):
 
     def _show_drafter_note(self, has_draft: bool) -> None:
         """Say when lookup stands in for a missing draft model; the history switch only matters with lookup."""
-        self.drafter_note.setVisible(not has_draft and self.drafter.currentData() != "lookup")
-        self.history.setEnabled("lookup" in self.drafter.currentData() or not has_draft)
+        self.drafter_note.setVisible(not has_draft and self.drafter.currentData() not in ("lookup", "auto"))
+        self.history.setEnabled(self.drafter.currentData() in ("lookup", "model+lookup", "auto") or not has_draft)
 
     def params(self) -> GenerationParams:
         return self._base.replace(

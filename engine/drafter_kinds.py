@@ -99,6 +99,9 @@ class DrafterKind:
 
 
 KINDS: dict[str, DrafterKind] = {row.name: row for row in (
+    # Automatic: each round, every drafter the pair has competes (`decoding/automatic.py` asks `candidates`); its parts
+    # are the two any pair may have, so that settings ask for lookup and the draft model where it chooses.
+    DrafterKind("auto", "Automatic", parts=("lookup", "model"), persistent=False, pairs_with="any"),
     DrafterKind("model", "draft model", pairs_with="tokenizer"),
     DrafterKind("lookup", "lookup", persistent=False, pairs_with="any"),
     DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer"),

@@ -343,6 +343,7 @@ class GenerationResult:
             parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
         else:
             parts.append(f"no tokens drafted by the {who}" if self.mode == "speculative" else "standard decoding")
+        parts += [f"Automatic: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]  # its choice and why
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")

@@ -37,8 +37,9 @@ class GenerationParams:
 
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
-        drafter: where drafts come from, one of `drafter_kinds.names()`: a draft "model", prompt "lookup" (n-gram matches in the context,
-            no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
+        drafter: where drafts come from, one of `drafter_kinds.names()`: "auto" (Automatic, the default: each round the
+            drafter the pair has that the adaptive policy predicts fastest, or none; `decoding/automatic.py`), a draft
+            "model", prompt "lookup" (n-gram matches in the context, no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
             (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo), "eagle3"
             (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder), "dflash" (a
             z-lab DFlash/DFlash2 block drafter loaded as the draft; K is how much of its block is verified) or
@@ -86,7 +87,7 @@ class GenerationParams:
     """
 
     mode: Mode = "speculative"
-    drafter: str = "model"
+    drafter: str = "auto"
     num_draft: int = 4
     adaptive: bool = True
     max_draft: int = 16

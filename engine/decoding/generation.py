@@ -19,6 +19,7 @@ from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
 from .answer import Answer
+from .automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
 from .constraint import constraint_for
@@ -52,7 +53,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         )
     if params.mode != "speculative":
         return
-    if params.uses_draft_model and pair.draft is None:
+    if params.uses_draft_model and pair.draft is None and params.drafter != AUTO:
         loaded = pair.drafter_loaded
         if loaded is not None:
             raise InvalidParameterError(
@@ -64,7 +65,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
             "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
         )
     pair.require_speculation(_uses_draft(pair, params))
-    pair.hidden_listener(params.drafter)  # loads the MTP head, or says why the target has none (a folder's: none loaded)
+    pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (a folder's: none loaded)
 
 
 def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
@@ -84,8 +85,10 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
     """A fixed K, or the pair's adaptive policy for these settings (its estimates carry over between answers)."""
     if not params.adaptive:
         return FixedDraftLength(params.num_draft)
-    max_draft = max(params.max_draft, params.num_draft)
-    return pair.policy(_settings_key(pair, params), lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
+    max_draft, key = max(params.max_draft, params.num_draft), _settings_key(pair, params)
+    if params.drafter == AUTO:  # Automatic starts from what earlier launches measured of the pair
+        return pair.policy(key, lambda: recalled(AdaptiveDraftLength(max_draft, first_draft=params.num_draft), pair, key))
+    return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
 def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
@@ -129,31 +132,36 @@ def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
 
 def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
              history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen.
+    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen, or with
+    Automatic's candidates (every drafter the pair has) as one drafter.
 
     Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
     constraint = constraint_for(params, pair.tokenizer, pair.vocab_width)
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
-    policy = _policy(pair, params)
+    automatic = params.drafter == AUTO
+    policy: DraftPolicy | Ballot = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
     drafters: list[Drafter] = []
-    for kind in drafter_kinds.kind(params.drafter).runs:  # lookup first in a combination, as its row lists them
+    for kind in asked_drafters(pair, params):  # lookup first, as a combination's row and Automatic's order list them
         if kind == "lookup":
             drafters.append(PromptLookupDrafter(policy, history))
         elif kind == "model" and pair.draft_cache is not None:
             drafters.append(_draft_model_drafter(pair, params, warper, policy, prompt_ids, constraint))
         elif kind != "model":
             drafters.append(round_side(kind).round_drafter(pair.drafter_state(kind), warper, policy))
+    if isinstance(policy, Ballot):
+        drafters = [AutomaticDrafter(drafters, policy)]
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
                               logprobs=params.logprobs, constraint=constraint)
 
 
 def _draft_model_drafter(pair: ModelPair, params: GenerationParams, warper: Warper, policy: DraftPolicy,
                          prompt_ids: list[int] | None, constraint: Constraint | None) -> Drafter:
-    """The draft model's drafter: drafting the next round during each verify with SSD, plainly otherwise."""
+    """The draft model's drafter: drafting the next round during each verify with SSD (not under Automatic, which
+    asks its candidates for drafts each round), plainly otherwise."""
     assert pair.draft_cache is not None
     model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-    if params.ssd and constraint is None:
+    if params.ssd and constraint is None and params.drafter != AUTO:  # Automatic asks for drafts, SSD makes them ahead
         switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
         return SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source)
     return DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint)
@@ -215,7 +223,7 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
 def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
     """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3, DFlash) hears every target pass
     (the prefill's included); afterwards, caches fed ids an interrupted answer never read start over."""
-    listener = pair.hidden_listener(params.drafter) if params.mode == "speculative" else None
+    listener = pair.hidden_listener(listening_drafter(pair, params)) if params.mode == "speculative" else None
     if listener is not None:
         listener.attach()
     try:
@@ -276,6 +284,8 @@ def generate_stream(
             decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None), prompt_ids)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
+            if params.drafter == AUTO and params.mode == "speculative":
+                remember(_policy(pair, params), pair, _settings_key(pair, params))
         else:
             answer.finish = "cancelled"
     result = answer.result()

@@ -29,7 +29,7 @@ Switching from plain steps to drafting costs an extra pass once (the next plain 
 a draft model, which always has a draft, spreads it over RUNWAY rounds (`_round_time`).
 
 The estimates live as long as the pair (`ModelPair.policy`): later turns and later chats start from what
-earlier ones measured instead of paying for learning again.
+earlier ones measured instead of paying for learning again (Automatic's, later launches: `policy_memory.py`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Protocol
 
 from ..drafter_kinds import is_block, is_persistent
 from ..events import PolicyBelief
+from . import policy_memory
 from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
@@ -221,16 +222,16 @@ class AdaptiveDraftLength:
             width, seconds = points[0]
             base = seconds / (1 + PRIOR_SLOPE * (width - 1))
             return base, PRIOR_SLOPE * base
-        xs = [w - 1 for w, _ in points]
-        ys = [s for _, s in points]
+        xs, ys = [w - 1 for w, _ in points], [s for _, s in points]
         mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
         var = sum((x - mean_x) ** 2 for x in xs)
         slope = max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var)
         base = max(mean_y - slope * mean_x, 1e-9)
         return base, slope
 
-    def choose(self, source: str, available: int, split_pass: bool = False) -> int:
-        """The K (at most `available`) with the best predicted tokens per second; 0 means decode normally.
+    def choose(self, source: str, available: int, split_pass: bool = False, probe: bool = True) -> int:
+        """The K (at most `available`) with the best predicted tokens per second (0: decode normally, or a probe if
+        `probe`).
 
         The predicted rate rises with K and then falls, so the scan stops at the first K that does worse
         than the one before (this runs every round, and must stay small next to a forward pass).
@@ -245,12 +246,9 @@ class AdaptiveDraftLength:
         shape = RoundShape.of(source, split_pass)
         plain = 1.0 / self._line()[0]
         best_k, best_rate = self._best(self.acceptance_along(source, limit), limit, cost, shape)
-        if best_rate < MARGIN * plain:
-            best_k = 0
+        best_k = best_k if best_rate >= MARGIN * plain else 0
         self.last_prediction = (best_rate if best_k else plain, plain)
-        if best_k == 0:
-            return self._probe(source, limit, cost, plain, shape)
-        return best_k
+        return best_k or (self._probe(source, limit, cost, plain, shape) if probe else 0)
 
     def _best(self, acceptance: float | list[float], limit: int, cost: float, shape: RoundShape) -> tuple[int, float]:
         """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`, for rounds of `shape`."""
@@ -346,6 +344,14 @@ class AdaptiveDraftLength:
         reason = _reason(a, predicted, chosen, verified, f"{cost / base:.2f} steps {unit}", best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
+    def measured(self) -> dict:
+        """Its estimates as JSON data, for `policy_memory.py` to keep across launches."""
+        return policy_memory.dump(self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
+
+    def recall(self, measured: dict) -> None:
+        """Start (a new policy) from estimates an earlier launch measured (`measured`'s data)."""
+        policy_memory.load(measured, self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
+
     def observe(self, costs: RoundCosts) -> None:
         for estimate in [*self._acceptance.values(), *self._positions.values()]:
             estimate.decay()
@@ -366,8 +372,7 @@ class AdaptiveDraftLength:
 
     def _account(self, costs: RoundCosts) -> None:
         """Charge a probe's loss to the probe budget, and earn budget from every token emitted."""
-        for source in self._since_draft:
-            self._since_draft[source] += 1
+        self._since_draft = {source: rounds + 1 for source, rounds in self._since_draft.items()}
         if costs.drafted:
             self._since_draft[costs.source] = 0
             self._verified[costs.source] = self._verified.get(costs.source, 0) + costs.drafted

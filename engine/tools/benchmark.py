@@ -37,6 +37,8 @@ OUR_MODES: dict[str, dict[str, object]] = {
     # Lookup in the context alone, not the history: what drafting from other conversations adds.
     "prompt-lookup-context": {"mode": "speculative", "drafter": "lookup", "adaptive": True, "history": False},
     "adaptive+lookup": {"mode": "speculative", "drafter": "model+lookup", "adaptive": True},
+    # Automatic: each round the fastest of every drafter the pair has (lookup, a draft model, ...), or none.
+    "automatic": {"mode": "speculative", "drafter": "auto", "adaptive": True},
     # SSD: every round pre-drafts the next (fixed K); speculative-ssd lets the switch choose SSD or synchronous
     # rounds at fixed K, adaptive-ssd the policy K and the switch SSD.
     "ssd": {"mode": "speculative", "drafter": "model", "adaptive": False, "ssd": True, "ssd_always": True},

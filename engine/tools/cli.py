@@ -15,7 +15,6 @@ from typing import Sequence, TextIO
 from .attach_option import add_attach_option, attached
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
-from ..drafters import default_drafter
 from ..errors import SpecChatError
 from ..drafter_kinds import folder_kinds, names
 from ..params import MODES, PRESETS, GenerationParams
@@ -57,8 +56,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--max-draft", type=int, help="adaptive: the most a round may draft")
     p.add_argument(
         "--drafter", choices=names(),
-        help=f"where drafts come from (default: model with --draft, {'/'.join(k.name for k in folder_kinds())} with such "
-             "a --draft, else lookup)"
+        help="where drafts come from (default: auto, each round the fastest of lookup, the --draft model or drafter "
+             "folder and the target's MTP heads, as measured here, or none)"
     )
     p.add_argument("--temp", type=float, help="temperature (0 = greedy)")
     p.add_argument("--top-p", type=float)
@@ -87,7 +86,8 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
     """The preset, with every option the user gave on top."""
     values: dict[str, object] = {field: getattr(args, option) for option, field in SAMPLING_OPTIONS.items()}
     values = {k: v for k, v in values.items() if v is not None}
-    values["drafter"] = args.drafter or default_drafter(args.draft)
+    if args.drafter:
+        values["drafter"] = args.drafter
     if args.no_adaptive:
         values["adaptive"] = False
     if args.no_history:
@@ -96,7 +96,7 @@ def _params(args: argparse.Namespace, **overrides: object) -> GenerationParams:
         values["think"] = False
     values.update(overrides)
     if values.get("mode") == "ssd":
-        values.update(mode="speculative", ssd=True)
+        values.update(mode="speculative", ssd=True, drafter=args.drafter or "model")  # SSD pre-drafts with a draft model
     return GenerationParams.preset(args.preset, **values)
 
 

@@ -12,8 +12,8 @@ from app.settings import AppSettings
 from engine.events import RoundEvent
 from engine.params import GenerationParams
 
-# Greedy, fixed K: answers mix accepted, corrected and bonus tokens, and repeat exactly.
-FIXED_GREEDY = dict(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
+# Greedy, fixed K, the draft model: answers mix accepted, corrected and bonus tokens, and repeat exactly.
+FIXED_GREEDY = dict(drafter="model", temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
 
 @pytest.fixture

@@ -568,13 +568,13 @@ def test_tokens_per_pass_is_not_shown_when_nothing_is_drafted(make_window, qtbot
 def test_settings_say_when_the_draft_model_is_missing_and_k_yields_to_adaptive(make_window, qtbot, tiny_dirs) -> None:
     from app.settings_dialog import SettingsDialog
 
-    params = GenerationParams(adaptive=True)
+    params = GenerationParams(adaptive=True, drafter="model")
     without = SettingsDialog(params, "", has_draft=False)
     qtbot.addWidget(without)
     assert not without.drafter_note.isHidden() and not without.num_draft.isEnabled() and without.max_draft.isEnabled()
     without.adaptive.setChecked(False)
     assert without.num_draft.isEnabled() and not without.max_draft.isEnabled()
-    without.drafter.setCurrentIndex(1)  # prompt lookup: nothing missing
+    without.drafter.setCurrentIndex(without.drafter.findData("lookup"))  # prompt lookup: nothing missing
     assert without.drafter_note.isHidden()
     with_draft = SettingsDialog(params, "", has_draft=True)
     qtbot.addWidget(with_draft)

@@ -19,6 +19,7 @@ def info(drafter: str, draft_name: str | None) -> PairInfo:
     ("model+lookup", "dspark", "dspark"),
     ("model", "model", "model"), ("model+lookup", "model", "model+lookup"), ("mtp", "model", "model"),
     ("lookup", "mtp", "lookup"), ("model", "", "lookup"), ("eagle3", "", "lookup"),
+    ("auto", "", "auto"), ("auto", "model", "auto"), ("auto", "mtp", "auto"), ("auto", "dspark", "auto"),
 ])
 def test_the_next_answer_drafts_with_the_pairs_own_drafter_unless_lookup_is_chosen(
         chosen: str, pair_drafter: str, runs: str) -> None:
@@ -33,3 +34,5 @@ def test_the_line_names_each_drafter() -> None:
         "Qwen3.6-27B ← drafter speculator.eagle3 · speculative, EAGLE-3 drafter")  # SSD is the draft model's alone
     assert pair_label(info("model", "Qwen3-0.6B"), params.replace(drafter="model"), False) == (
         "Qwen3.6-27B ← draft Qwen3-0.6B · speculative, draft model")
+    assert pair_label(info("model", "Qwen3-0.6B"), params, False) == (
+        "Qwen3.6-27B ← draft Qwen3-0.6B · speculative, Automatic")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PySide6.QtWidgets import QDialog
 
 from app.settings_dialog import SettingsDialog
@@ -132,7 +133,16 @@ def test_a_saved_drafter_the_list_does_not_hold_opens_on_the_pairs_drafter(qtbot
     dialog = SettingsDialog(GenerationParams(drafter="dspark"), "", pair_drafter="dspark")
     qtbot.addWidget(dialog)
     assert dialog.drafter.currentText() == "DSpark drafter: this pair's draft" and dialog.params().drafter == "model"
-    assert dialog.drafter.itemText(2) == "Both: lookup first (with a draft model; this pair drafts with its DSpark drafter alone)"
+    assert dialog.drafter.itemText(3) == "Both: lookup first (with a draft model; this pair drafts with its DSpark drafter alone)"
     plain = SettingsDialog(GenerationParams(drafter="mtp"), "")
     qtbot.addWidget(plain)
     assert plain.drafter.currentText() == "Draft model"
+
+
+@pytest.mark.parametrize("pair_drafter", ["", "model", "dspark"])
+def test_automatic_is_offered_first_and_is_the_default(qtbot, pair_drafter: str) -> None:
+    dialog = SettingsDialog(GenerationParams(), "", pair_drafter=pair_drafter, has_draft=False)
+    qtbot.addWidget(dialog)
+    assert dialog.drafter.itemData(0) == "auto" and dialog.drafter.currentText().startswith("Automatic: ")
+    assert dialog.params().drafter == "auto" and dialog.history.isEnabled() and not dialog.drafter_note.isVisibleTo(dialog)
+

@@ -45,10 +45,11 @@ def test_the_policy_row_is_hidden_without_an_adaptive_policy(qtbot) -> None:
 
 
 def test_an_adaptive_answer_shows_the_policy_s_belief(make_window, qtbot) -> None:
-    window = make_window(adaptive=True, max_tokens=30)
+    window = make_window(adaptive=True, max_tokens=30, drafter="auto")
     send_and_wait(qtbot, window, "Hello")
     row = window.stats.values["policy"]
-    assert window.stats._form.isRowVisible(row) and row.text().startswith("draft model: ")
+    assert window.stats._form.isRowVisible(row) and row.text().startswith("Automatic: ")  # its choice and why, first
+    assert "\ndraft model: " in row.text() and "\nlookup: " in row.text()  # then each candidate's estimates
     window.apply_settings(window.session.params.replace(adaptive=False), "")
     send_and_wait(qtbot, window, "Hello again")
     assert not window.stats._form.isRowVisible(row)

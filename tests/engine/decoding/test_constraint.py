@@ -25,7 +25,7 @@ SCHEMA = {
     "additionalProperties": False,
 }
 PROMPT = 'Describe the city as JSON, like {"city": "Paris", "rating": 5, "tags": ["cat", "dog"], "open": true}.'
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=80, json_schema=json.dumps(SCHEMA), num_draft=4,
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=80, json_schema=json.dumps(SCHEMA), num_draft=4,
                           adaptive=False)
 SPECULATIVE = [("speculative", "model"), ("speculative", "lookup"), ("speculative", "model+lookup")]
 
@@ -65,7 +65,7 @@ def test_greedy_speculation_under_a_schema_equals_standard(tiny_pair: ModelPair,
 def test_a_seeded_sample_under_a_schema_equals_standards(tiny_pair: ModelPair, mode: str, drafter: str) -> None:
     """Seeded sampling draws each position's token from the target's (masked) distribution alone: the same answer
     whoever drafts, if and only if draft, verify and standard decoding are masked alike."""
-    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=80, seed=9, json_schema=json.dumps(SCHEMA), num_draft=4)
+    params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=80, seed=9, json_schema=json.dumps(SCHEMA), num_draft=4)
     expected = generate(PROMPT, tiny_pair, params.replace(mode="standard"))
     result = generate(PROMPT, tiny_pair, params.replace(mode=mode, drafter=drafter))
     check_valid(result.text)

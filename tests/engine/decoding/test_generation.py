@@ -14,7 +14,7 @@ from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
 from tests.helpers import scripted, split_events
 
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=64, adaptive=False, num_draft=3)
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=64, adaptive=False, num_draft=3)
 PROMPT = "Say something."
 
 
@@ -266,7 +266,7 @@ def test_quantized_kv_caches_keep_speculation_exact(wide_head_pair: ModelPair, b
     assert not any(hasattr(c, "bits") for cache in tiny_pair.caches() for c in cache.cache)  # back to full precision
 
 
-SAMPLED = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, adaptive=False, num_draft=4, seed=11)
+SAMPLED = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=40, adaptive=False, num_draft=4, seed=11)
 
 
 def test_lenience_zero_generates_exactly_what_the_exact_rule_does(tiny_pair: ModelPair) -> None:

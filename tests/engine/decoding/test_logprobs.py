@@ -50,12 +50,12 @@ def test_logprobs_are_the_targets_in_every_mode(tiny_pair: ModelPair, mode: str,
 
 
 def test_without_logprobs_tokens_carry_none(tiny_pair: ModelPair) -> None:
-    params = GenerationParams(temperature=0.0, max_tokens=8)
+    params = GenerationParams(drafter="model", temperature=0.0, max_tokens=8)
     assert all(e.logprob is None for e in generate_stream(tiny_pair, PROMPT, params) if isinstance(e, TokenEvent))
 
 
 def test_no_alternatives_gives_the_chosen_tokens_logprob_alone(tiny_pair: ModelPair) -> None:
-    params = GenerationParams(temperature=0.0, max_tokens=8, logprobs=0)
+    params = GenerationParams(drafter="model", temperature=0.0, max_tokens=8, logprobs=0)
     events = [e for e in generate_stream(tiny_pair, PROMPT, params) if isinstance(e, TokenEvent)]
     assert events and all(e.logprob.top == () and e.logprob.logprob <= 0 for e in events)
 
@@ -75,7 +75,7 @@ def test_a_draft_model_round_with_logprobs_still_reads_the_device_once(tiny_pair
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
-    params = GenerationParams(temperature=0.7, seed=3)
+    params = GenerationParams(drafter="model", temperature=0.7, seed=3)
     warper = Warper(params, tiny_pair.vocab_width)
     context = tiny_pair.prompt_ids("Hello")
     tiny_pair.target_cache.catch_up(context)

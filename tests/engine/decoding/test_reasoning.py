@@ -15,7 +15,7 @@ from engine.params import GenerationParams
 OPEN, CLOSE, BLANK, A, B, C = 1, 2, 9, 10, 11, 12
 TAGS = ThinkMarkers(opens=((OPEN,),), closes=((CLOSE,),))
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=60, adaptive=False, num_draft=4)
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=60, adaptive=False, num_draft=4)
 
 
 def parts(splitter: ReasoningSplitter, tokens: list[int]) -> list[tuple[int, str]]:

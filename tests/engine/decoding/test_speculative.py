@@ -21,7 +21,7 @@ PROMPTS = [
     "def fibonacci(n):",
     "The capital of France is",
 ]
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40)
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=40)
 
 
 def greedy_standard(pair: ModelPair, prompt: str) -> list[int]:
@@ -57,14 +57,14 @@ def test_draft_equal_to_target_accepts_every_sampled_draft(tiny_target: LoadedMo
     """Rejection sampling accepts d with probability min(1, p(d)/q(d)) = 1 when q = p; sample-and-match would
     accept only with probability sum(p^2)."""
     pair = ModelPair(tiny_target, tiny_target)
-    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=60, num_draft=4, adaptive=False, seed=11)
+    params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=60, num_draft=4, adaptive=False, seed=11)
     result = generate(PROMPTS[0], pair, params)
     assert result.stats.drafted > 40
     assert result.stats.acceptance_rate == 1.0
 
 
 def test_round_events_and_origins_agree(tiny_pair: ModelPair) -> None:
-    params = GenerationParams(temperature=0.8, max_tokens=50, num_draft=4, adaptive=False, seed=2)
+    params = GenerationParams(drafter="model", temperature=0.8, max_tokens=50, num_draft=4, adaptive=False, seed=2)
     tokens, rounds, result = split_events(generate_stream(tiny_pair, PROMPTS[0], params))
     assert [t.origin for t in tokens] == result.origins
     for r in rounds:
@@ -86,7 +86,7 @@ def test_a_seed_gives_one_answer_whatever_drafts_it(tiny_pair: ModelPair, temper
     many random numbers a round draws. Seeded tokens are each position's own draw now: standard decoding, every
     fixed K, the adaptive policy (which learns on across answers), lookup and SSD all write the same text."""
     prompt = "Repeat this: the cat sat on the mat, the cat sat on the mat, the cat sat on the"
-    params = GenerationParams(temperature=temperature, top_p=0.95, max_tokens=48, seed=7)
+    params = GenerationParams(drafter="model", temperature=temperature, top_p=0.95, max_tokens=48, seed=7)
     expected = generate(prompt, tiny_pair, params.replace(mode="standard")).tokens
     variants = [dict(num_draft=k, adaptive=False) for k in (1, 3, 6)] + [
         dict(adaptive=True), dict(adaptive=True), dict(drafter="lookup"), dict(drafter="model+lookup", num_draft=5),
@@ -109,7 +109,7 @@ def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: Mod
     which covers drafts accepted after an accepted draft, corrections and bonus tokens. Seeded runs (one seed
     each) draw by the coupled rule instead of rejection sampling (sampling.py).
     """
-    params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
+    params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
     laws = first_two_token_laws(tiny_pair, prompt_ids, params)
     mx.random.seed(2024)
@@ -194,7 +194,7 @@ def test_the_draft_models_repetition_penalty_sees_its_own_draft(tiny_target: Loa
     or q differs from p wherever a drafted token repeats (80% acceptance with draft == target before)."""
     pair = ModelPair(tiny_target, tiny_target)
     # top-k 5 under 6 drafted tokens: every draft repeats a token, so the penalty always matters.
-    params = GenerationParams(temperature=temperature, top_k=5, repetition_penalty=3.0, max_tokens=60, num_draft=6,
+    params = GenerationParams(drafter="model", temperature=temperature, top_k=5, repetition_penalty=3.0, max_tokens=60, num_draft=6,
                               adaptive=False, seed=5)
     result = generate(PROMPTS[0], pair, params)
     assert result.stats.drafted > 20
@@ -207,7 +207,7 @@ def test_smollm_with_itself_accepts_every_draft_under_a_repetition_penalty(smoll
     """The issue's measurement: SmolLM2 drafting for itself, penalty 3.0, temperature 1, K = 6, 60 tokens
     accepted 80% before the draft model's penalty saw its own draft."""
     pair = ModelPair(smollm, smollm)
-    params = GenerationParams(temperature=1.0, repetition_penalty=3.0, max_tokens=60, num_draft=6, adaptive=False, seed=2)
+    params = GenerationParams(drafter="model", temperature=1.0, repetition_penalty=3.0, max_tokens=60, num_draft=6, adaptive=False, seed=2)
     result = generate("Write a short poem about the sea.", pair, params)
     assert result.stats.drafted > 20
     assert result.stats.acceptance_rate == 1.0
@@ -220,7 +220,7 @@ def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeyp
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
-    params = GenerationParams(temperature=0.7, seed=3)
+    params = GenerationParams(drafter="model", temperature=0.7, seed=3)
     warper = Warper(params, tiny_pair.vocab_width)
     context = tiny_pair.prompt_ids("Hello")
     tiny_pair.target_cache.catch_up(context)
@@ -276,7 +276,7 @@ def _next_token_logits(pair: ModelPair, context: list[int]) -> np.ndarray:
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_the_trace_adds_up_on_tiny_models(tiny_pair: ModelPair, temperature: float) -> None:
-    params = GenerationParams(temperature=temperature, top_p=1.0, max_tokens=30, num_draft=4, adaptive=False, seed=5)
+    params = GenerationParams(drafter="model", temperature=temperature, top_p=1.0, max_tokens=30, num_draft=4, adaptive=False, seed=5)
     rounds = check_trace(tiny_pair, PROMPTS[0], params)
     assert any(r.rejected is not None for r in rounds) and any(r.accepted for r in rounds)
 
@@ -285,7 +285,7 @@ def test_the_trace_adds_up_on_tiny_models(tiny_pair: ModelPair, temperature: flo
 def test_the_trace_adds_up_on_real_weights(smollm: LoadedModel, smollm_drafts: dict[str, LoadedModel]) -> None:
     pair = ModelPair(smollm, smollm_drafts["truncated"])
     for temperature in (0.0, 0.8):
-        params = GenerationParams(temperature=temperature, top_p=1.0, max_tokens=16, num_draft=4, adaptive=False, seed=2)
+        params = GenerationParams(drafter="model", temperature=temperature, top_p=1.0, max_tokens=16, num_draft=4, adaptive=False, seed=2)
         check_trace(pair, "Write a Python function that reverses a string.", params)
 
 
@@ -299,7 +299,7 @@ def test_plain_rounds_read_a_token_that_was_queued(tiny_pair: ModelPair, monkeyp
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
-    params = GenerationParams(temperature=temperature, seed=1)
+    params = GenerationParams(drafter="model", temperature=temperature, seed=1)
     warper = Warper(params, tiny_pair.vocab_width)
     context = tiny_pair.prompt_ids("Hello")
     tiny_pair.target_cache.catch_up(context)

@@ -15,7 +15,7 @@ from engine.decoding.pair import ModelPair
 from engine.fixtures.tiny_families import FAMILIES, WINDOW
 from engine.params import GenerationParams
 
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40)
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=40)
 SHORT = "Hi"
 LONG = "Tell me about speculative decoding and sliding windows in some detail, please, with examples."
 HYBRIDS = {"qwen3_next", "nemotron_h"}
@@ -64,7 +64,7 @@ def test_a_draft_equal_to_the_target_is_always_accepted_at_temperature_1(family:
     pair = ModelPair(target, target)
     drafted = accepted = 0
     for seed in range(20):  # random answers may end early at EOS: gather enough drafts over several
-        params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, num_draft=4, adaptive=False, seed=seed)
+        params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=40, num_draft=4, adaptive=False, seed=seed)
         stats = generate(LONG, pair, params).stats
         drafted, accepted = drafted + stats.drafted, accepted + stats.accepted
         if drafted >= 40:

@@ -17,7 +17,7 @@ from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
 from tests.helpers import assert_first_two_tokens_follow, first_two_token_laws
 
-GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=48, adaptive=False)
+GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, max_tokens=48, adaptive=False)
 ALWAYS = dict(ssd=True, ssd_always=True)  # every round pre-drafts, whatever the switch would choose
 PROMPTS = ["What is speculative decoding?", "def fibonacci(n):"]
 
@@ -155,7 +155,7 @@ def test_ssd_samples_follow_the_target_distribution_end_to_end(tiny_pair: ModelP
     """The second token comes from a pre-drafted draft whenever the first round's correction was guessed, so its
     marginal tests SSD's drafts against the target's exact sum_x1 p(x1) p(x2 | x1)."""
     # Temperature 0.5 and the widest fan-out: the first round's correction is among the guesses in about 40% of runs.
-    params = GenerationParams(temperature=0.5, top_p=1.0, max_tokens=3, num_draft=1, adaptive=False, **ALWAYS, fanout=8)
+    params = GenerationParams(drafter="model", temperature=0.5, top_p=1.0, max_tokens=3, num_draft=1, adaptive=False, **ALWAYS, fanout=8)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
     laws = first_two_token_laws(tiny_pair, prompt_ids, params)
     mx.random.seed(2025)

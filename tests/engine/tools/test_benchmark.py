@@ -21,6 +21,14 @@ def test_modes_run_alternating_with_standard_first(tiny_pair: ModelPair) -> None
     assert all(r.identical_to_standard for r in runs)
 
 
+def test_the_automatic_mode_runs_with_or_without_a_draft_model_and_keeps_the_output(tiny_pair: ModelPair) -> None:
+    assert check_modes(["automatic"], has_draft=False) == ["standard", "automatic"]
+    prompts = [tiny_pair.prompt_ids("Hello"), tiny_pair.prompt_ids("Repeat: a b c d a b c d a b c")]
+    for pair in (tiny_pair, ModelPair(tiny_pair.target)):
+        runs = run_benchmark(pair, prompts, ["standard", "automatic"], GREEDY.replace(max_tokens=24))
+        assert all(r.identical_to_standard for r in runs)
+
+
 def test_mlx_lm_references_produce_the_same_greedy_tokens(tiny_pair: ModelPair) -> None:
     runs = run_benchmark(tiny_pair, [tiny_pair.prompt_ids("Hello")], ["standard", "mlx-lm-standard", "mlx-lm-speculative"], GREEDY)
     assert all(r.identical_to_standard for r in runs)

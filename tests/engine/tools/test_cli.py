@@ -143,15 +143,26 @@ def test_options_left_out_come_from_the_preset() -> None:
 
     parser = build_parser()
     generate_args = parser.parse_args(["generate", "--target", "t", "--prompt", "p"])
-    assert _params(generate_args) == GenerationParams.preset("default").replace(drafter="lookup")
+    assert _params(generate_args) == GenerationParams.preset("default")
     benchmark_args = parser.parse_args(["benchmark", "--target", "t", "--draft", "d"])
-    assert _params(benchmark_args) == GenerationParams.preset("greedy").replace(drafter="model")
+    assert _params(benchmark_args) == GenerationParams.preset("greedy")
     given = parser.parse_args(
         ["generate", "--target", "t", "--prompt", "p", "--preset", "creative", "--max-tokens", "7", "--no-adaptive", "--temp", "0"]
     )
-    assert _params(given) == GenerationParams.preset("creative").replace(
-        drafter="lookup", max_tokens=7, adaptive=False, temperature=0.0
-    )
+    assert _params(given) == GenerationParams.preset("creative").replace(max_tokens=7, adaptive=False, temperature=0.0)
+
+
+def test_generate_with_a_draft_and_no_drafter_runs_automatic_and_a_named_drafter_is_kept() -> None:
+    """Issue 31: Automatic is the default with or without --draft; --drafter still pins one, and --mode ssd, which
+    pre-drafts with a draft model, drafts with it."""
+    from engine.tools.cli import _params, build_parser
+
+    parser = build_parser()
+    generate = ["generate", "--target", "t", "--draft", "d", "--prompt", "p"]
+    assert _params(parser.parse_args(generate)).drafter == "auto"
+    assert _params(parser.parse_args(generate + ["--drafter", "lookup"])).drafter == "lookup"
+    ssd = parser.parse_args(generate + ["--mode", "ssd"])
+    assert _params(ssd, mode=ssd.mode).drafter == "model"
 
 
 def test_the_prompt_comes_from_standard_input_or_a_file(tiny_dirs, tmp_path, monkeypatch) -> None:
@@ -351,21 +362,22 @@ def test_the_mtp_drafter_on_a_target_without_a_head_is_one_line(tiny_dirs, capsy
 
 
 def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
-    """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts, the trace names it."""
+    """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts (with lookup, under
+    Automatic), the trace names it."""
     target, drafter = (str(folder) for folder in eagle3_pair.folders())
-    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"eagle3"}
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"eagle3"}
 
 
 def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
     """`--draft` names a z-lab DFlash folder: no draft model loads, the DFlash drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
-    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dflash"}
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"dflash"}
 
 
 def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
     """`--draft` names a DeepSeek DSpark folder: no draft model loads, the DSpark drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.dspark_folders("qwen3_5"))
-    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dspark"}
+    assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"dspark"}
 
 
 def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsys) -> None:

@@ -387,3 +387,23 @@ def test_a_waiting_stream_sends_its_head_and_keep_alives_before_the_job_starts(t
 def test_the_prompt_caches_tokens_are_reported_as_cached_tokens(client) -> None:
     usages = [client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=2).usage for _ in range(2)]
     assert usages[1].prompt_tokens_details.cached_tokens > 0 and usages[1].prompt_tokens == usages[0].prompt_tokens
+
+
+def test_a_request_without_a_drafter_runs_automatic_by_default(engine) -> None:
+    """Issue 31: `serve --target T --draft D` and a request that names no drafter: Automatic, which says what it
+    chose and why; a request may still pin one."""
+    from engine.tools.cli import _params, build_parser
+
+    defaults = _params(build_parser().parse_args(["serve", "--target", "t", "--draft", "d"]), mode="speculative")
+    assert defaults.drafter == "auto"
+    server = RunningServer(create_app(engine, defaults.replace(temperature=0.0)), bind("127.0.0.1", 0))
+    server.start()
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="unused", max_retries=0)
+        spec = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=24).model_extra["speculation"]
+        assert spec["drafter"] == "auto" and spec["policy"][0]["drafter"] == "auto" and spec["policy"][0]["reason"]
+        pinned = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=8,
+                                                extra_body={"drafter": "lookup"}).model_extra["speculation"]
+        assert pinned["drafter"] == "lookup"
+    finally:
+        server.stop()
