@@ -29,7 +29,8 @@ from ..drafter_kinds import drafter_label, kind
 from . import policy_memory
 from .draft import NO_DRAFT, Draft, Drafter
 from .estimates import expected_tokens
-from .policy import AdaptiveDraftLength, DraftPolicy, RoundCosts
+from .estimates import RoundCosts
+from .policy import AdaptiveDraftLength, DraftPolicy
 
 if TYPE_CHECKING:
     from ..params import GenerationParams

@@ -1,4 +1,5 @@
-"""The adaptive policy's running estimates: a drafter's acceptance rate, and a cost's recent measurements.
+"""The adaptive policy's running estimates: a drafter's acceptance rate, and a cost's recent measurements, learnt
+from what each round measured (`RoundCosts`).
 
 They forget on purpose: a drafter that was bad for a while can turn good (an answer starts copying), and one
 that was good can turn bad, and in a long-lived app or server the policy must see both within tens of rounds.
@@ -114,3 +115,30 @@ class PositionalAcceptance:
         counts = list(zip(self.accepted, self.rejected))[:positions]
         counts += [(0.0, 0.0)] * (positions - len(counts))
         return [(a + PULL * pooled) / (a + r + PULL) for a, r in counts]
+
+
+@dataclass
+class RoundCosts:
+    """What one round measured, for the policy to learn from.
+
+    Attributes:
+        source: the drafter ("model", "lookup", "lookup+copying") or "none".
+        drafted, accepted: draft tokens proposed and kept.
+        draft_token_s: drafting time per drafted token, catch-up excluded (None when the round did not wait
+            for the draft, so its cost is not known apart from the verify's).
+        verify_s: wall time of the target pass (None when part of it was queued by the previous round, or
+            the draft's device time is in it).
+        width: tokens the target pass read (None: drafted + 1). More when a model with recurrent state
+            returned to a checkpoint and fed the accepted tokens again.
+    """
+
+    source: str
+    drafted: int
+    accepted: int
+    draft_token_s: float | None
+    verify_s: float | None
+    width: int | None = None
+
+    @property
+    def pass_width(self) -> int:
+        return self.width if self.width is not None else self.drafted + 1

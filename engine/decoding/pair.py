@@ -23,7 +23,8 @@ from .history import DraftHistory
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
-from ..models.loading import LoadedModel, LoadProgress, load_model
+from ..models.load_progress import LoadProgress
+from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch

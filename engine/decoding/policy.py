@@ -41,7 +41,7 @@ from typing import Protocol
 from ..drafter_kinds import is_block, is_persistent
 from ..events import PolicyBelief
 from . import policy_memory
-from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
+from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, RoundCosts, expected_tokens
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
@@ -53,33 +53,6 @@ RUNWAY = 8  # rounds a switch from plain steps to a draft model is expected to l
 PROBE_ALLOWANCE = 4  # target steps probes may lose before any budget is earned: a session learns early
 PROBE_DRAFT, PROBE_MOST = 2, 4  # the fewest and the most tokens a probe drafts
 PROBE_GAP = 8  # rounds at least between probes of one drafter
-
-
-@dataclass
-class RoundCosts:
-    """What one round measured, for the policy to learn from.
-
-    Attributes:
-        source: the drafter ("model", "lookup", "lookup+copying") or "none".
-        drafted, accepted: draft tokens proposed and kept.
-        draft_token_s: drafting time per drafted token, catch-up excluded (None when the round did not wait
-            for the draft, so its cost is not known apart from the verify's).
-        verify_s: wall time of the target pass (None when part of it was queued by the previous round, or
-            the draft's device time is in it).
-        width: tokens the target pass read (None: drafted + 1). More when a model with recurrent state
-            returned to a checkpoint and fed the accepted tokens again.
-    """
-
-    source: str
-    drafted: int
-    accepted: int
-    draft_token_s: float | None
-    verify_s: float | None
-    width: int | None = None
-
-    @property
-    def pass_width(self) -> int:
-        return self.width if self.width is not None else self.drafted + 1
 
 
 @dataclass(frozen=True)

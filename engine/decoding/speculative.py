@@ -40,7 +40,8 @@ from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, veri
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
 from .draft import NO_DRAFT, Draft, Drafter
-from .policy import DraftPolicy, RoundCosts
+from .estimates import RoundCosts
+from .policy import DraftPolicy
 from .rounds import Round, round_origins
 from .sampling import Warper
 

@@ -26,7 +26,7 @@ from .gguf_architectures import architecture, model_config
 from .gguf_rope import llama3_rope_scaling
 from .gguf_tensors import TensorFile
 from .gguf_weights import quantization_config, write_weights
-from .loading import LoadProgress
+from .load_progress import LoadProgress
 
 # Part of an imported folder's name: raised when the importer writes folders differently, so that a GGUF
 # imported by an older version is imported again (2: kept quantized, sharded; 1: bf16).

@@ -17,6 +17,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_map
 
+from .load_progress import LoadProgress
 from ..errors import ModelNotFoundError, NotAModelError
 from .folder_kind import build_failure, check_model_type, check_not_foreign, folder_name, read_json
 from .memory import physical_memory_gb
@@ -31,10 +32,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.mo
 # On the CPU backend, quantized models are dequantized at load while float32 takes at most this share of RAM.
 CPU_DEQUANTIZE_SHARE = 0.25
 
-# A load's stage ("Importing x.gguf", "Loading x"), done and total (total 0: a stage that cannot say how far
-# it is). The callback may raise to cancel the load: every stage reports once it starts, so a cancel is seen
-# in every phase, not only while an import's weights are written.
-LoadProgress = Callable[[str, int, int], None]
 
 
 @dataclass

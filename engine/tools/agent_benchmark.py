@@ -30,7 +30,7 @@ from .conversation_benchmark import read_json, start_fresh
 from .generation_queue import GenerationJob, run_job
 from .openai_api import ApiError, ApiRequest
 from .reasoning_api import parse_openai
-from .tool_calls import ToolCall
+from .pieces import ToolCall
 
 
 @dataclass(frozen=True)

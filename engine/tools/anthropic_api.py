@@ -36,8 +36,8 @@ from .openai_api import ApiError, ApiRequest, read_tools, request_params, served
 from .response_format import anthropic_schema
 from .reasoning_api import anthropic_thinks, with_thinking
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, LeftOut, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
-                         function_tool, history_call)
+from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
+from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool, history_call
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}

@@ -22,7 +22,8 @@ from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .token_logprobs import TokenNames
 from .tool_grammar import FreeformSplitter, constrained, freeform_input
-from .tool_calls import AnswerPiece, OutputSplitter, ReasoningPiece, TextPiece, ToolChoice, Tooling, unseen_tools_note
+from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .tool_calls import OutputSplitter, ToolChoice, Tooling, unseen_tools_note
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from .tool_calls import Piece, TextPiece, ToolCall, new_call_id
+from .pieces import Piece, TextPiece, ToolCall, new_call_id
 
 OPENERS = ("```", "<tools>", "<function", "<tool_call>")
 CLOSERS = {"```": "```", "<tools>": "</tools>", "<function": "</function>", "<tool_call>": "</tool_call>"}

@@ -32,8 +32,8 @@ from . import token_logprobs
 from .api_error import ApiError, typed
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, LeftOut, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling,
-                         function_tool, history_call)
+from .pieces import AnswerPiece, ReasoningPiece, ToolCall
+from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool, history_call
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",

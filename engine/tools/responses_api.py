@@ -34,7 +34,8 @@ from .response_store import RECENT
 from .reasoning_api import responses_thinks, with_thinking
 from .speculation_report import speculation
 from .responses_tools import call_item, history_custom_call
-from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, history_call
+from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .tool_calls import Reply, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")

@@ -15,7 +15,8 @@ from typing import Any
 
 from .api_error import ApiError
 from .openai_api import read_tools
-from .tool_calls import LeftOut, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
+from .pieces import ToolCall
+from .tool_calls import LeftOut, Tool, ToolChoice, Tooling, function_tool, history_call
 
 FREEFORM_INPUT = "input"  # the one argument a custom tool is offered with
 

@@ -36,7 +36,8 @@ from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, J
                                PromptCount, QueueFull)
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .reasoning_api import parse_openai
-from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, ToolCall, ToolCallMissing
+from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
+from .tool_calls import Reply, ToolCallMissing
 
 RETRY_AFTER_S = 2
 PIECES = (ReasoningPiece, TextPiece, ToolCall)

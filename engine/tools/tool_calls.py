@@ -23,13 +23,13 @@ about is not made.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..decoding.chat import template_reads_tools
 from ..errors import InvalidParameterError
 from ..events import GenerationResult
+from .pieces import AnswerPiece, Piece, ReasoningPiece, TextPiece, ToolCall, new_call_id
 
 Tool = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
 REQUIRED_CALL = "Answer by calling one or more of the tools above."
@@ -48,44 +48,6 @@ class ToolChoice:
 
     def describe(self) -> str:
         return f"a call to {self.name}" if self.mode == "named" else "a tool call"
-
-
-@dataclass(frozen=True)
-class TextPiece:
-    """Text of the answer (outside any tool call), with the logprobs of the tokens since the last piece when the
-    request asked for them (`token_logprobs.py`'s entries)."""
-
-    text: str
-    logprobs: tuple[dict[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class ReasoningPiece:
-    """Text of a thinking model's reasoning (never searched for tool calls)."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One call the model made: `arguments` is a JSON object's text, as OpenAI sends it."""
-
-    name: str
-    arguments: str
-    id: str = field(default_factory=lambda: new_call_id())
-
-    def arguments_object(self) -> dict[str, Any]:
-        """The arguments as an object (Anthropic's `input`); a non-object is wrapped, never dropped."""
-        value = json.loads(self.arguments)
-        return value if isinstance(value, dict) else {"value": value}
-
-
-Piece = TextPiece | ToolCall
-AnswerPiece = Piece | ReasoningPiece  # what a job delivers besides the engine's events
-
-
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
 
 
 @dataclass

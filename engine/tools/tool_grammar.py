@@ -19,7 +19,8 @@ from typing import Any
 
 from ..params import GenerationParams
 from .responses_tools import FREEFORM_INPUT
-from .tool_calls import Piece, TextPiece, Tool, ToolCall, Tooling, function_name, new_call_id
+from .pieces import Piece, TextPiece, ToolCall, new_call_id
+from .tool_calls import Tool, Tooling, function_name
 
 ANY_ARGUMENTS = {"type": "object"}
 

@@ -38,13 +38,13 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
 def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafter_label("mtp") == "built-in MTP drafter" and drafter_label("something-else") == "something-else"
     assert drafters_named({}, "dflash") == "DFlash drafter"
-    assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "lookup 62%, draft model 38%"
+    assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "of drafted tokens: lookup 62%, draft model 38%"
 
 
 def test_every_choice_is_a_valid_setting_and_nothing_else_is() -> None:
     for name in names():
         assert GenerationParams(drafter=name).drafter == name
-    with pytest.raises(Exception, match="drafter must be one of model, lookup, model\\+lookup, mtp"):
+    with pytest.raises(Exception, match="drafter must be one of auto, model, lookup, model\\+lookup, mtp"):
         GenerationParams(drafter="medusa")
     assert all(row.folder is not None and row.network and row.round for row in drafter_kinds.folder_kinds())
 

@@ -8,7 +8,8 @@ from engine.decoding.automatic import AutomaticDrafter, Ballot, asked_drafters
 from engine.decoding.draft import NO_DRAFT, Draft, point_draft
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+from engine.decoding.estimates import RoundCosts
+from engine.decoding.policy import AdaptiveDraftLength
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
 from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
@@ -23,7 +24,7 @@ def test_automatic_is_the_default_drafter() -> None:
 
 
 def test_greedy_automatic_is_token_identical_to_standard_with_lookup_and_a_draft_model(tiny_pair: ModelPair) -> None:
-    assert asked_drafters(tiny_pair, GREEDY) == {"lookup", "model"}
+    assert asked_drafters(tiny_pair, GREEDY) == ("lookup", "model")
     drafted_by: set[str] = set()
     for prompt in PROMPTS * 2:  # the second pass starts from what the first measured
         expected = generate(prompt, tiny_pair, GREEDY.replace(mode="standard")).tokens
@@ -36,7 +37,7 @@ def test_greedy_automatic_is_token_identical_to_standard_with_lookup_and_a_draft
 def test_greedy_automatic_with_mtp_heads_lookup_and_a_draft_model_is_token_identical(mtp_target) -> None:  # noqa: F811
     target: LoadedModel = mtp_target("hybrid")
     pair = ModelPair(target, target)  # the target as its own draft model: a candidate that is always right
-    assert asked_drafters(pair, GREEDY) == {"lookup", "mtp", "model"}
+    assert asked_drafters(pair, GREEDY) == ("lookup", "mtp", "model")
     drafted_by: set[str] = set()
     for prompt in ["abcabd", "abcabdgfe", "abcabd"]:
         expected = generate(prompt, ModelPair(target), GREEDY.replace(mode="standard", max_tokens=60)).tokens
@@ -69,8 +70,8 @@ class Scripted:
     def start(self, context: list[int]) -> None:
         pass
 
-    def propose(self, context: list[int], limit: int) -> Draft:
-        k = self.policy.choose(self.source, limit)
+    def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
+        k = self.policy.choose(self.source, limit, split_pass)
         return point_draft([1] * k, self.source, 0.0005 * k) if k else NO_DRAFT
 
     def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:

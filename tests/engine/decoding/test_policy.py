@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.policy import AdaptiveDraftLength, FixedDraftLength, RoundCosts, expected_tokens
+from engine.decoding.estimates import RoundCosts
+from engine.decoding.policy import AdaptiveDraftLength, FixedDraftLength, expected_tokens
 
 
 def test_expected_tokens() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.decoding import policy_memory
-from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+from engine.decoding.estimates import RoundCosts
+from engine.decoding.policy import AdaptiveDraftLength
 
 SETTINGS = ("auto", (True, 16, 4), (True, 0.0))
 

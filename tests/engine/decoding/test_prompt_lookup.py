@@ -100,7 +100,8 @@ def test_a_match_declined_for_a_queued_pass_leaves_the_next_pass_unqueued() -> N
     """After a pipelined plain step a draft costs a verify pass of its own, so the policy may decline a fair
     match; the drafter then asks not to queue the next pass, so that the next round can draft in one pass
     (summarising fell from 4.5 to 3.3 tokens per pass without this)."""
-    from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+    from engine.decoding.estimates import RoundCosts
+    from engine.decoding.policy import AdaptiveDraftLength
 
     policy = AdaptiveDraftLength(8)
     for _ in range(5):

@@ -159,7 +159,8 @@ def test_every_drafted_token_is_verified_and_counted(tiny_target: LoadedModel) -
     target had verified it (1.62 instead of 2.47 tokens per round at K = 4), and told the policy fewer tokens
     were drafted than the pass verified. With draft == target every drafted token is accepted, so each round
     of an adaptive policy held at K = 4 must accept all 4 and report them to the policy."""
-    from engine.decoding.policy import AdaptiveDraftLength, RoundCosts
+    from engine.decoding.estimates import RoundCosts
+    from engine.decoding.policy import AdaptiveDraftLength
     from engine.decoding.draft_model import DraftModelDrafter
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder

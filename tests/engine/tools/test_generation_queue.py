@@ -8,7 +8,8 @@ from typing import Any, Iterator
 
 from engine.events import GenerationResult, GenerationStats, Part, TokenEvent
 from engine.tools.generation_queue import GenerationJob, run_job
-from engine.tools.tool_calls import ReasoningPiece, TextPiece, ToolCall, ToolChoice, Tooling
+from engine.tools.pieces import ReasoningPiece, TextPiece, ToolCall
+from engine.tools.tool_calls import ToolChoice, Tooling
 from tests.engine.tools.scripted import GREEDY, WEATHER_CALL, WEATHER_TOOL
 
 

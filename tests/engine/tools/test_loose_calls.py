@@ -10,7 +10,8 @@ import openai
 import pytest
 
 from engine.tools.loose_calls import LooseCalls
-from engine.tools.tool_calls import TextPiece, ToolCall, ToolCallMissing, ToolChoice, Tooling, function_tool
+from engine.tools.pieces import TextPiece, ToolCall
+from engine.tools.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool
 from tests.engine.tools.scripted import ScriptedRunner, serving
 from tests.engine.tools.test_tool_calls import token_texts
 

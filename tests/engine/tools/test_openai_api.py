@@ -11,7 +11,8 @@ from engine.errors import InvalidParameterError, PromptError
 from engine.events import GenerationResult, GenerationStats
 from engine.params import GenerationParams
 from engine.tools.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
-from engine.tools.tool_calls import Reply, ToolCall
+from engine.tools.pieces import ToolCall
+from engine.tools.tool_calls import Reply
 
 MODELS = ["tiny-target", "/models/tiny-target"]
 DEFAULTS = GenerationParams.preset("greedy")

@@ -11,7 +11,7 @@ import openai
 
 from engine.tools.responses_api import parse_request
 from engine.tools.responses_tools import call_item
-from engine.tools.tool_calls import ToolCall
+from engine.tools.pieces import ToolCall
 from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, ScriptedRunner, serving
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,9 +8,8 @@ import openai
 import pytest
 
 from engine.errors import InvalidParameterError
-from engine.tools.tool_calls import (
-    TextPiece, ToolCall, ToolCallMissing, ToolChoice, Tooling, function_tool, history_call,
-)
+from engine.tools.pieces import TextPiece, ToolCall
+from engine.tools.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool, history_call
 from tests.engine.tools.scripted import GREEDY, TIME_CALL, WEATHER_CALL, WEATHER_TOOL, FINAL_ANSWER, ScriptedRunner, serving
 
 WEATHER = function_tool("get_weather", "The weather in a city", {"type": "object", "properties": {"city": {"type": "string"}}})
