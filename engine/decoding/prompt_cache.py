@@ -34,7 +34,17 @@ from .cached_model import CachedModel, common_prefix_length
 
 MB = 1 << 20
 DEFAULT_BUDGET_MB = 4096  # a 7B model's keys and values for ~70k tokens; for a 0.5B model ~350k
+BUDGET_HELP = (f"memory for prompt prefixes kept beside the live one, which agents alternate (default {DEFAULT_BUDGET_MB}; "
+               "0 keeps one prefix)")
 SHELVE_AFTER = 32  # tokens a prompt would rewind away before they are worth shelving (not a chat's next turn)
+
+
+def megabytes(text: str) -> int:
+    """A memory budget in MiB as given on the command line (`--prompt-cache-mb`): 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{value} MB: give 0 (one prefix) or more")
+    return value
 
 
 @dataclass
