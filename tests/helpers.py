@@ -235,3 +235,10 @@ def recorded_head_rounds(pair: "ModelPair", runner, monkeypatch, prompts: list[s
     for prompt in prompts:
         generate(prompt, pair, params)
     return [(context, tokens.tolist(), mx.concatenate(rows(), axis=0)) for context, tokens, rows in rounds]
+
+
+def agent_request(name: str) -> list[dict]:
+    """An agent's request: a long system prompt of its own (Claude Code's main loop, its title request), a question.
+    Alternating two of them is what thrashed a prompt cache with one prefix."""
+    system = " ".join(f"{name} rule {i}: answer briefly." for i in range(12))
+    return [{"role": "system", "content": system}, {"role": "user", "content": "Go on."}]

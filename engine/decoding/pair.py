@@ -17,6 +17,7 @@ import mlx.core as mx
 
 from .. import drafter_kinds
 from .cached_model import CachedModel
+from .prompt_cache import PromptCache
 from .chat import Message, is_base_model, prompt_token_ids
 from .drafter_state import AttachedStates
 from .history import DraftHistory
@@ -39,7 +40,8 @@ class ModelPair:
         target: the model whose distribution the output follows.
         draft: the small model that proposes tokens (None: prompt lookup and standard decoding only).
         check: the verdict on the pair's tokenizers (warnings included).
-        target_cache, draft_cache: the models' prompt caches.
+        target_cache, draft_cache: the models' live caches.
+        prompt_cache: the prefixes shelved beside them, recalled when a prompt starts with one (prompt_cache.py).
         history: the conversations lookup drafts from besides the context (finished answers join it).
         drafters: the sides of the chat of the drafters that hear the target's hidden states, by kind (a drafter
             folder loaded as the draft; the target's own heads once used).
@@ -49,6 +51,7 @@ class ModelPair:
         self.target = target
         self.kv_bits: int | None = None
         self.target_cache = CachedModel(target.model)
+        self.prompt_cache = PromptCache()
         self.draft: LoadedModel | None = None
         self.draft_cache: CachedModel | None = None
         self.check = PairCheck(compatible=True)
@@ -76,6 +79,7 @@ class ModelPair:
     def set_draft(self, draft: LoadedModel | None) -> None:
         """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
         self.forget_policies()
+        self.prompt_cache.clear()
         if draft is None:
             self.draft, self.draft_cache, self.check = None, None, PairCheck(compatible=True)
             return
@@ -159,6 +163,7 @@ class ModelPair:
 
     def reset_caches(self) -> None:
         """Forget every cached prompt, as a freshly loaded pair would have none."""
+        self.prompt_cache.clear()
         for cache in self.caches():
             cache.reset()
         for state in self.drafters.values():
@@ -227,6 +232,7 @@ class ModelPair:
         if bits == self.kv_bits:
             return
         self.kv_bits = bits
+        self.prompt_cache.clear()
         for cache in self.caches():
             cache.kv_bits = bits
             cache.reset()

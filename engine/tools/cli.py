@@ -16,6 +16,7 @@ from .attach_option import add_attach_option, attached
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from .model_commands import cmd_check_pair, cmd_delete, cmd_download, cmd_import_gguf, cmd_list_models, cmd_models
+from ..decoding.prompt_cache import BUDGET_HELP, DEFAULT_BUDGET_MB, MB, megabytes
 from ..errors import SpecChatError
 from ..drafter_kinds import names
 from ..params import MODES, PRESETS, GenerationParams
@@ -109,6 +110,7 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--port", type=int, default=8080)
     s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
     s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
+    s.add_argument("--prompt-cache-mb", type=megabytes, default=DEFAULT_BUDGET_MB, metavar="MB", help=BUDGET_HELP)
     _add_hosts_option(s)
 
 
@@ -278,6 +280,7 @@ def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load
     engine = EngineThread(load, args.target)
     try:
         engine.start()  # loads the pair on the thread that will generate with it (a load error is raised here)
+        engine.pair.prompt_cache.budget_bytes = args.prompt_cache_mb * MB  # before any request reaches it
         app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
                          log=lambda record: print(record.line(), file=sys.stderr, flush=True))
         server = RunningServer(app, sock)

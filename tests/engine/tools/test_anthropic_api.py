@@ -16,6 +16,7 @@ import pytest
 from engine.decoding.generation import generate
 from engine.tools.anthropic_api import parse_request
 from engine.tools.openai_api import ApiError
+from tests.helpers import agent_request
 from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
 
 MODELS = ["tiny-target"]
@@ -147,6 +148,15 @@ def test_the_prompt_caches_tokens_are_reported_as_cache_reads(client) -> None:
     first, second = (client.messages.create(model="tiny-target", max_tokens=2, messages=QUESTION).usage for _ in range(2))
     assert second.cache_read_input_tokens > 0 and second.cache_creation_input_tokens == 0
     assert second.input_tokens + second.cache_read_input_tokens == first.input_tokens + first.cache_read_input_tokens
+
+
+def test_an_agent_returning_after_another_prompt_reads_its_prefix_from_the_cache(client) -> None:
+    """Prompts A, B, A (a main loop, a title request, the main loop again): the third is a cache read but its last token."""
+    requests = [agent_request(name) for name in ("main", "title", "main")]
+    usages = [client.messages.create(model="tiny-target", max_tokens=2, system=system["content"], messages=[question]).usage
+              for system, question in requests]
+    assert usages[1].cache_read_input_tokens < 20
+    assert (usages[2].cache_read_input_tokens, usages[2].input_tokens) == (usages[0].input_tokens + usages[0].cache_read_input_tokens - 1, 1)
 
 
 def test_a_streamed_message_sends_anthropics_events_in_order(client, base, tiny_pair) -> None:

@@ -384,3 +384,14 @@ def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsy
     code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "eagle3"])
     err = capsys.readouterr().err
     assert code == 1 and err.count("\n") == 1 and "needs an EAGLE-3 drafter: pass its folder as the draft" in err
+
+
+def test_serve_keeps_its_prompt_cache_within_the_memory_asked_for(tiny_dirs, monkeypatch, capsys) -> None:
+    served = []
+    monkeypatch.setattr("engine.tools.listener.RunningServer.run", lambda server: served.append(server))
+    monkeypatch.setattr("engine.tools.server.create_app", lambda engine, *a, **k: served.append(engine.pair.prompt_cache))
+    assert main(["serve", "--target", str(tiny_dirs[0]), "--port", "0", "--prompt-cache-mb", "3"]) == 0
+    assert served[0].budget_bytes == 3 << 20
+    with pytest.raises(SystemExit):
+        main(["serve", "--target", str(tiny_dirs[0]), "--prompt-cache-mb", "-1"])
+    assert "argument --prompt-cache-mb: invalid megabytes value: '-1'" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from engine.params import GenerationParams
 from engine.tools.generation_queue import EngineThread, GenerationJob
 from engine.tools.listener import RunningServer, bind
 from engine.tools.server import create_app
+from tests.helpers import agent_request
 from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
@@ -407,3 +408,11 @@ def test_a_request_without_a_drafter_runs_automatic_by_default(engine) -> None:
         assert pinned["drafter"] == "lookup"
     finally:
         server.stop()
+
+
+def test_an_agent_returning_after_another_prompt_is_reported_as_cached(client) -> None:
+    """Prompts A, B, A: the third is read from the prefix the prompt cache shelved when B came."""
+    main, title = agent_request("main"), agent_request("title")
+    usages = [client.chat.completions.create(model="tiny-target", messages=m, max_tokens=2).usage for m in (main, title, main)]
+    assert usages[1].prompt_tokens_details.cached_tokens < 20
+    assert usages[2].prompt_tokens_details.cached_tokens == usages[2].prompt_tokens - 1 > 100

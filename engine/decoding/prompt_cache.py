@@ -1,0 +1,146 @@
+"""A prompt cache with several entries: prefixes shelved beside a model's live cache, recalled when a prompt starts with one.
+
+A `CachedModel` answers a prompt by keeping what its cache shares with it and rewinding the rest, which serves
+a chat well (each turn extends the last). An agent alternates prompts that each open with 15-20k tokens of
+their own system prompt and tools (Claude Code's main loop, a title request, its sub-agents): with one live
+cache every switch throws a prefix away and reads the next one anew (a recorded 19k-token Codex request took
+224 s to its first token; the same prefix plus a turn 1.4 s, but 90 s again after a title request between).
+
+So before a prompt is read, `PromptCache.recall` does, for each model that will read it:
+
+1. shelve the live cache's contents when the prompt would rewind at least `SHELVE_AFTER` of their tokens away
+   (`CachedModel.fork`: views of its keys and values, no copy; MLX never writes into a buffer another array
+   still holds, so the live cache's next write copies what it keeps and the shelved entry stays as it was);
+2. take back the shelved entry sharing the longest prefix with the prompt (`CachedModel.adopt`) when it shares
+   more than the live cache does. The live cache then catches up on the rest as always, so the output is the
+   one a prompt read anew gives: the keys and values are those that prefix's own passes computed.
+
+Entries go least recently shelved first, so that the keys and values they hold stay within `budget_bytes`
+(`specchat-cli serve --prompt-cache-mb`). The target's and the draft model's entries share that one budget;
+the live caches are not counted (they exist without this cache too).
+
+What cannot be shelved keeps the one-entry behaviour: caches whose layers are not all plain `KVCache`s (recurrent
+state, sliding windows, keys quantized with --kv-bits), for which `fork` returns None. Drafters that draft from the
+target's hidden states (MTP, EAGLE-3, DFlash, DSpark) keep their one state too: after a recall they see the target's
+ids change, rewind, and draft again from the states of the target's next passes. That stays exact (the target
+verifies every token); only their first rounds after a recall may draft less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cached_model import CachedModel, common_prefix_length
+
+MB = 1 << 20
+DEFAULT_BUDGET_MB = 4096  # a 7B model's keys and values for ~70k tokens; for a 0.5B model ~350k
+BUDGET_HELP = (f"memory for prompt prefixes kept beside the live one, which agents alternate (default {DEFAULT_BUDGET_MB}; "
+               "0 keeps one prefix)")
+SHELVE_AFTER = 32  # tokens a prompt would rewind away before they are worth shelving (not a chat's next turn)
+
+
+def megabytes(text: str) -> int:
+    """A memory budget in MiB as given on the command line (`--prompt-cache-mb`): 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"{value} MB: give 0 (one prefix) or more")
+    return value
+
+
+@dataclass
+class Entry:
+    """A shelved prefix: the model it belongs to, a twin cache holding it, and the bytes its keys and values take."""
+
+    owner: CachedModel
+    twin: CachedModel
+    nbytes: int
+
+
+class PromptCache:
+    """Shelved prefixes of the pair's models, least recently shelved first, within a memory budget.
+
+    Args:
+        budget_mb: the most the shelved keys and values may take, in MiB (0: shelve nothing, one live prefix only).
+
+    Attributes:
+        hits: recalls that took a shelved entry back (for tests and the benchmark).
+    """
+
+    def __init__(self, budget_mb: int = DEFAULT_BUDGET_MB) -> None:
+        self.budget_bytes = budget_mb * MB
+        self._entries: list[Entry] = []
+        self.hits = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the shelved keys and values take."""
+        return sum(e.nbytes for e in self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every shelved prefix (the models or their cache's precision changed)."""
+        self._entries.clear()
+
+    def recall(self, caches: list[CachedModel], prompt: list[int]) -> None:
+        """Before `prompt` is read by `caches`: shelve what each would throw away, and take back its best entry."""
+        for cache in caches:
+            self._recall_one(cache, prompt)
+
+    def _recall_one(self, cache: CachedModel, prompt: list[int]) -> None:
+        if cache.pending:
+            return  # ids not known yet: nothing to compare (an interrupted answer's cache starts over anyway)
+        live = _shared(cache.tokens, prompt)
+        best = max((e for e in self._entries if e.owner is cache), key=lambda e: _shared(e.twin.tokens, prompt),
+                   default=None)
+        better = best is not None and _shared(best.twin.tokens, prompt) > live and _same_layers(best, cache)
+        taken = best if better else None
+        if taken is not None:
+            self._entries.remove(taken)  # before shelving, whose eviction might drop it
+        thrown = len(cache.tokens) - (0 if taken is not None else live)
+        if thrown >= SHELVE_AFTER:
+            self._shelve(cache)
+        if taken is not None:
+            cache.adopt(taken.twin)
+            self.hits += 1
+
+    def _shelve(self, cache: CachedModel) -> None:
+        """Keep the live cache's contents as an entry, unless another entry already holds them, then evict."""
+        if self.budget_bytes <= 0:
+            return
+        tokens = cache.tokens
+        mine = [e for e in self._entries if e.owner is cache]
+        if any(_starts_with(e.twin.tokens, tokens) for e in mine):
+            return  # an entry holds these tokens and more
+        twin = cache.fork(len(tokens))
+        if twin is None:
+            return  # a cache family that cannot be forked: the one live prefix only
+        for dominated in (e for e in mine if _starts_with(tokens, e.twin.tokens)):
+            self._entries.remove(dominated)
+        self._entries.append(Entry(cache, twin, _kv_bytes(twin)))
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop the entries shelved longest ago until the rest fit the budget."""
+        while self._entries and self.nbytes > self.budget_bytes:
+            self._entries.pop(0)
+
+
+def _shared(tokens: list[int], prompt: list[int]) -> int:
+    """Prompt tokens a cache holding `tokens` keeps (catch_up always feeds the prompt's last token again)."""
+    return min(common_prefix_length(tokens, prompt), len(prompt) - 1)
+
+
+def _starts_with(tokens: list[int], prefix: list[int]) -> bool:
+    return len(tokens) >= len(prefix) and tokens[: len(prefix)] == prefix
+
+
+def _same_layers(entry: Entry, cache: CachedModel) -> bool:
+    """Whether an entry fits the live cache's layers (not after a change of --kv-bits made them quantized)."""
+    return [type(layer) for layer in entry.twin.cache] == [type(layer) for layer in cache.cache]
+
+
+def _kv_bytes(twin: CachedModel) -> int:
+    """Bytes of a twin's keys and values (the positions it holds: the views' own size, not the buffers' spare room)."""
+    return sum(layer.keys.nbytes + layer.values.nbytes for layer in twin.cache if layer.keys is not None)

@@ -1,0 +1,103 @@
+"""The prompt cache with several entries: alternating prompts hit, exactly, within the memory budget."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.decoding.generation import generate
+from engine.decoding.pair import ModelPair
+from engine.decoding.prompt_cache import SHELVE_AFTER
+from engine.params import GenerationParams
+
+GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, adaptive=False, num_draft=3)
+DRAFTERS = {"draft model": GREEDY, "lookup": GREEDY.replace(drafter="lookup")}
+
+
+def _prompt(seed: int, length: int = 200) -> list[int]:
+    """A prompt of token ids: an agent's long opening (system prompt and tools) of its own."""
+    rng = random.Random(seed)
+    return [rng.randrange(10, 300) for _ in range(length)]
+
+
+A, B, C = _prompt(1), _prompt(2), _prompt(3)
+TURN = _prompt(4, 12)
+
+
+def _answer(pair: ModelPair, prompt: list[int], params: GenerationParams) -> tuple[list[int], int]:
+    result = generate(prompt, pair, params)
+    return result.tokens, result.stats.cached_prompt_tokens
+
+
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_alternating_prompts_hit_on_the_third_request_with_the_output_of_a_fresh_read(tiny_target, tiny_draft,
+                                                                                      drafter: str) -> None:
+    params = DRAFTERS[drafter]
+    expected, cached = _answer(ModelPair(tiny_target, tiny_draft), A + TURN, params)
+    assert cached == 0
+    pair = ModelPair(tiny_target, tiny_draft)
+    _answer(pair, A, params)
+    _answer(pair, B, params)
+    tokens, cached = _answer(pair, A + TURN, params)
+    assert cached >= len(A) and tokens == expected
+    models = 2 if drafter == "draft model" else 1  # the draft model's cache is shelved and recalled as well
+    assert pair.prompt_cache.hits == models and pair.draft_cache.tokens[: len(A)] == (A if models == 2 else [])[: len(A)]
+
+
+def test_with_no_budget_one_prefix_thrashes_as_before(tiny_pair: ModelPair) -> None:
+    tiny_pair.prompt_cache.budget_bytes = 0
+    for prompt in (A, B):
+        _answer(tiny_pair, prompt, GREEDY)
+    assert _answer(tiny_pair, A + TURN, GREEDY)[1] < len(A) // 10 and len(tiny_pair.prompt_cache) == 0
+
+
+def test_the_entry_shelved_longest_ago_goes_first_within_the_memory_budget(tiny_target) -> None:
+    pair = ModelPair(tiny_target)
+    params = GREEDY.replace(mode="standard")
+    _answer(pair, A, params)
+    _answer(pair, B, params)
+    one_entry = pair.prompt_cache.nbytes  # A, shelved when B came
+    assert len(pair.prompt_cache) == 1 and one_entry > 0
+    pair.prompt_cache.budget_bytes = one_entry * 3 // 2  # room for one entry of this size, not two
+    _answer(pair, C, params)  # shelves B: A goes
+    assert len(pair.prompt_cache) == 1 and pair.prompt_cache.nbytes <= pair.prompt_cache.budget_bytes
+    assert _answer(pair, B + TURN, params)[1] >= len(B)  # kept: recalled
+    assert _answer(pair, A + TURN, params)[1] < len(A) // 10  # evicted: read anew
+
+
+def test_a_chats_next_turn_shelves_nothing(tiny_target) -> None:
+    """Only a prompt that would rewind SHELVE_AFTER tokens or more away shelves them (not a chat going on)."""
+    pair = ModelPair(tiny_target)
+    params = GREEDY.replace(mode="standard")
+    answer, _ = _answer(pair, A, params)
+    assert len(answer) < SHELVE_AFTER
+    _answer(pair, A + answer + TURN, params)
+    assert len(pair.prompt_cache) == 0
+
+
+def test_changing_the_draft_or_the_caches_precision_forgets_every_entry(tiny_target, tiny_draft) -> None:
+    pair = ModelPair(tiny_target, tiny_draft)
+    for prompt in (A, B):
+        _answer(pair, prompt, GREEDY)
+    assert len(pair.prompt_cache) == 2  # A's target and draft caches
+    pair.set_draft(None)
+    assert len(pair.prompt_cache) == 0
+    for prompt in (A, B):
+        _answer(pair, prompt, DRAFTERS["lookup"])
+    assert len(pair.prompt_cache) == 1
+    pair.set_kv_bits(8)
+    assert len(pair.prompt_cache) == 0
+
+
+@pytest.mark.parametrize("family", ["qwen3_next", "gemma3_text"])
+def test_caches_that_cannot_be_shelved_keep_one_prefix_exactly(family_models, family: str) -> None:
+    """Recurrent state (Qwen3-Next) and sliding windows (Gemma 3) cannot be forked: one live prefix, as before."""
+    target, _ = family_models(family)
+    params = GREEDY.replace(mode="standard")
+    expected, _ = _answer(ModelPair(target), A + TURN, params)
+    pair = ModelPair(target)
+    for prompt in (A, B):
+        _answer(pair, prompt, params)
+    tokens, cached = _answer(pair, A + TURN, params)
+    assert tokens == expected and cached < len(A) // 10 and len(pair.prompt_cache) == 0
