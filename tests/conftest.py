@@ -13,20 +13,24 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # The app-data folder (saved chats, settings) of a test that does not ask for its own is a private one, never
 # the user's: the CLI drafts from the saved chats, and no test may read or write a real person's.
-import tempfile  # noqa: E402
+import tempfile
 
 os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 
-import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
+import subprocess
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from engine.models.loading import LoadedModel, load_model  # noqa: E402
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.fixtures.tiny_models import build_tiny_pair  # noqa: E402
+from engine.decoding.pair import ModelPair
+from engine.fixtures.tiny_models import build_tiny_pair
+from engine.models.loading import LoadedModel, load_model
 
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
+
+# The drafters' session fixtures, registered once here: a fixture imported into each test module that uses it
+# would be a separate definition per module, built and loaded again in every one of them.
+pytest_plugins = ["tests.mtp_targets", "tests.eagle3_pairs", "tests.dflash_pairs"]
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from engine.events import RoundEvent
 from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import _remembered_file, remember_model, remembered_models
 from tests.app.conftest import send_and_wait
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def damaged_copy(source: Path, out: Path) -> Path:

@@ -11,7 +11,6 @@ import pytest
 from engine.models.catalog import default_pair, recommended_pairs
 from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import remember_model
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ from engine.errors import InvalidParameterError
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
 from tests.app.conftest import start_streaming
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 

@@ -16,7 +16,7 @@ from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
 from engine.events import PrefillEvent, RoundEvent
 from engine.params import GenerationParams
-from tests.dflash_pairs import dflash_pairs, reference_drafter  # noqa: F401 - a fixture
+from tests.dflash_pairs import reference_drafter
 from tests.helpers import (
     assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, assert_turns_are_standard_decodings,
     rounds_with_contexts,

@@ -19,7 +19,6 @@ from engine.decoding.policy import FixedDraftLength
 from engine.errors import InvalidParameterError
 from engine.events import RoundEvent
 from engine.params import GenerationParams
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 from tests.engine.drafters.test_dspark import reference_block_logits, run_reference
 from tests.helpers import (
     assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, assert_turns_are_standard_decodings,

@@ -14,7 +14,6 @@ from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
 from engine.events import GenerationResult, RoundEvent
 from engine.params import GenerationParams
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
 from tests.helpers import assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, two_turns
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="eagle3")

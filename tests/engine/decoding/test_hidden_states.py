@@ -18,7 +18,6 @@ from engine.decoding.hidden_states import (
 )
 from engine.drafters.mtp import SharedParts
 from engine.errors import UnsupportedModelError
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 IDS = mx.array([[1, 2, 3, 4, 5, 6, 7, 1, 2]])
 

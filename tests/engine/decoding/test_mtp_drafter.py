@@ -13,7 +13,6 @@ from engine.decoding.pair import ModelPair
 from engine.errors import UnsupportedModelError
 from engine.params import GenerationParams
 from tests.helpers import assert_sampling_is_exact, two_turns
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="mtp")
 KINDS = ["hybrid", "dense"]

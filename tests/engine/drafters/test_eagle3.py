@@ -16,8 +16,6 @@ from engine.drafters.eagle3_model import DraftVocabulary
 from engine.errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS
 from engine.params import GenerationParams
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, drafter="eagle3", num_draft=3, adaptive=False)
 

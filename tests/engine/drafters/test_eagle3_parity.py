@@ -22,7 +22,6 @@ from engine.drafters.eagle3 import parse_config
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS, drafter_config, drafter_weights
 from engine.params import GenerationParams
 from tests.helpers import recorded_head_rounds
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
 
 vlm_eagle3 = pytest.importorskip("mlx_vlm.speculative.drafters.eagle3",
                                  reason="mlx-vlm is a test-only dependency (make test installs it)")

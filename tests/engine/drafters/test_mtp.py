@@ -6,7 +6,6 @@ import mlx.core as mx
 
 from engine.drafters.mtp import MTPRunner, head_blocks, text_model
 from engine.drafters.mtp_loading import load_mtp_head
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def test_the_head_layer_is_the_targets_attention_layer(mtp_target) -> None:  # noqa: F811

@@ -15,7 +15,6 @@ from mlx.utils import tree_flatten
 from engine.drafters.mtp import MTPRunner
 from engine.drafters.mtp_loading import load_mtp_head, mtp_layer_count
 from engine.errors import UnsupportedModelError
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GAINS = ("pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "norm.weight", "input_layernorm.weight")
 

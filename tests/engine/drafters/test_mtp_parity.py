@@ -22,7 +22,6 @@ from engine.decoding.pair import ModelPair
 from engine.models.loading import load_model
 from engine.params import GenerationParams
 from tests.helpers import recorded_head_rounds
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 mtp_patch = pytest.importorskip("mtplx.mtp_patch", reason="MTPLX is a test-only dependency (make test installs it)")
 

@@ -14,7 +14,6 @@ from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
 from engine.models.draft_choice import BUILT_IN_MTP
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def without_weights(folder: Path, into: Path) -> Path:

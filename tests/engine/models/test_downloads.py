@@ -14,7 +14,6 @@ from engine.models.downloads import CHUNK_BYTES, DownloadProgress, download_mode
 from engine.errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
 from engine.models.loading import cached_repo_path, load_model, resolve_model_path
 from engine.models.model_store import cached_models
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def nothing_loadable(repo_id: str) -> None:

@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import main
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
               "ttft_s", "total_s", "peak_memory_gb"}

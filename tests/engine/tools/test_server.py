@@ -19,7 +19,6 @@ from engine.errors import SpecChatError
 from engine.params import GenerationParams
 from engine.tools.generation_queue import EngineThread, GenerationJob
 from engine.tools.server import RunningServer, bind, check_host, create_app
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 QUESTION = [{"role": "user", "content": "Tell me about the sea."}]
