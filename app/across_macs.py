@@ -47,7 +47,7 @@ class AcrossMacs:
             loaded here instead); "" otherwise.
     """
 
-    def __init__(self, session: "ChatSession") -> None:
+    def __init__(self, session: ChatSession) -> None:
         self.session = session
         self.notice = ""
 

@@ -18,18 +18,19 @@ from engine.params import GenerationParams
 from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
-from .local_server import LocalServer
 from .import_progress import ImportProgress
+from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
-from .streaming_answer import StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
+from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
-from .trace_export import save_trace
 from .toolbar import MainToolbar
+from .trace_export import save_trace
 from .worker import PairInfo
+
 
 class MainWindow(QMainWindow):
     """SpecChat's window.
@@ -188,7 +189,7 @@ class MainWindow(QMainWindow):
         self.think_switch.refresh()
         self.conversations.refresh(conversation_id)
 
-    def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
+    def _wire(self, widget, stored) -> None:  # MessageWidget, StoredMessage
         """Connect a message's actions to the saved message it shows."""
         widget.message_id = stored.id
         widget.set_branch(stored.branch, stored.branches)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from engine.models.app_paths import data_dir
-from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.errors import DistributedError, LoadCancelled, SpecChatError
 from engine.events import GenerationResult
+from engine.models.app_paths import data_dir
+from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.params import GenerationParams
 
 BATCH_INTERVAL_S = 1 / 60
@@ -211,7 +211,7 @@ class EngineWorker(QObject):
         self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats)
         self.load_finished.emit(self._describe(pair, target, draft))
 
-    def _load_pair(self, target: str, draft: str, hosts: str):  # noqa: ANN202 - (ModelPair, AppHead | None)
+    def _load_pair(self, target: str, draft: str, hosts: str):  # (ModelPair, AppHead | None)
         from engine.decoding.pair import ModelPair
 
         if not hosts:
@@ -224,7 +224,7 @@ class EngineWorker(QObject):
         cluster = start_head(Path(hosts), target, draft_model(draft))
         return cluster.session.pair, cluster
 
-    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # noqa: ANN001 - ModelPair
+    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -295,7 +295,7 @@ class EngineWorker(QObject):
             self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
     @Slot(object)
-    def serve_job(self, job) -> None:  # noqa: ANN001 - engine.tools.generation_queue.GenerationJob
+    def serve_job(self, job) -> None:  # engine.tools.generation_queue.GenerationJob
         """Generate a Local server request with the loaded pair; the job's callback takes every event."""
         from engine.tools.generation_queue import NoModelLoaded, run_job
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from .params import drafters_named
 from .part_stats import PartStats, split_rounds  # noqa: F401 - where the views read them from
@@ -240,7 +240,7 @@ class GenerationStats:
     thinking: PartStats = field(default_factory=PartStats)  # rounds begun while reasoning; seconds: the thinking
     answering: PartStats = field(default_factory=PartStats)  # rounds begun in the answer
 
-    def count_ssd(self, r: "RoundEvent") -> None:
+    def count_ssd(self, r: RoundEvent) -> None:
         """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""
         self.ssd_checked += r.ssd_hit is not None
         self.ssd_hits += r.ssd_hit is True
@@ -369,4 +369,4 @@ class GenerationResult:
         }
 
 
-Event = Union[PrefillEvent, TokenEvent, RoundEvent, GenerationResult]
+Event = PrefillEvent | TokenEvent | RoundEvent | GenerationResult

@@ -11,7 +11,8 @@ everything after it would be processed again.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import PromptError
 from .reasoning import reads_reasoning_content

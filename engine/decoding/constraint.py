@@ -61,7 +61,7 @@ class Constraint:
         self._pushed = 0
 
     @classmethod
-    def for_schema(cls, schema: str, tokenizer: Any, vocab_size: int) -> "Constraint":
+    def for_schema(cls, schema: str, tokenizer: Any, vocab_size: int) -> Constraint:
         """The constraint of a JSON Schema (its text) for a model's tokenizer (mlx-lm's wrapper)."""
         problem = schema_problem(schema)
         if problem:

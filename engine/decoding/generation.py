@@ -9,8 +9,9 @@ produced so far lives in one `Answer`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Generator, Iterator, Sequence
+from typing import Any
 
 import mlx.core as mx
 
@@ -21,16 +22,16 @@ from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
 from .chat import FALLBACK_TURN_END, Message
 from .constraint import Constraint
+from .dflash_drafter import DFlashBlockDrafter
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
-from .history import DraftHistory, FilteredHistory
-from .dflash_drafter import DFlashBlockDrafter
 from .dspark_drafter import DSparkBlockDrafter
 from .eagle3_drafter import eagle3_drafter
+from .history import DraftHistory, FilteredHistory
 from .mtp_drafter import MTPDrafter
-from .prompt_kind import draft_model_source
 from .pair import DRAFTER_NAMES, ModelPair
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
+from .prompt_kind import draft_model_source
 from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder
 from .sampling import Warper

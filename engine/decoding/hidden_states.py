@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -229,7 +230,7 @@ class AttachedStates:
         target: the target's cache, whose passes it hears while attached.
     """
 
-    def __init__(self, target: "CachedModel") -> None:
+    def __init__(self, target: CachedModel) -> None:
         self.target = target
         self.store = HiddenStore()
         self.heard_passes = target.passes

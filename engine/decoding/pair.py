@@ -7,24 +7,24 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import mlx.core as mx
 
-from .cached_model import CachedModel
-from .chat import Message, is_base_model, prompt_token_ids
-from .history import DraftHistory
-from .dflash_drafter import DFlashState
-from .eagle3_drafter import Eagle3State
-from .mtp_drafter import MTPState
-from .policy import DraftPolicy
-from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
-from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
+from ..models.compatibility import PairCheck, check_tokenizers
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
+from .cached_model import CachedModel
+from .chat import Message, is_base_model, prompt_token_ids
+from .dflash_drafter import DFlashState
+from .eagle3_drafter import Eagle3State
+from .history import DraftHistory
+from .mtp_drafter import MTPState
+from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 
 LoadProgress = Callable[[str, int, int], None]
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
@@ -66,7 +66,7 @@ class ModelPair:
         self.set_draft(draft)
 
     @classmethod
-    def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> "ModelPair":
+    def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> ModelPair:
         """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id)."""
 
         def stage(name: str) -> Callable[[int, int], None] | None:
@@ -96,7 +96,7 @@ class ModelPair:
         self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model, kv_bits=self.kv_bits), check
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
+    def tokenizer(self):  # mlx-lm's TokenizerWrapper
         return self.target.tokenizer
 
     @cached_property

@@ -15,9 +15,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .cores import pin_to_core
 from .hostfile import LOOPBACK
@@ -116,7 +116,7 @@ class LocalRanks:
                 process.communicate()
         self._folder.cleanup()
 
-    def __enter__(self) -> "LocalRanks":
+    def __enter__(self) -> LocalRanks:
         return self
 
     def __exit__(self, *exc: object) -> None:

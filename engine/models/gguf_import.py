@@ -18,8 +18,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import NotAModelError
 from .gguf_architectures import architecture, model_config

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -83,7 +84,7 @@ def cached_repo_path(repo_id: str) -> Path | None:
                 repo_id, local_files_only=True, allow_patterns=MODEL_FILE_PATTERNS, cache_dir=str(hub_cache_dir())
             )
         )
-    except Exception:  # LocalEntryNotFoundError and friends: not (completely) in the cache
+    except Exception:  # noqa: BLE001 - LocalEntryNotFoundError and friends: not (completely) in the cache
         return None
     has_config = (path / "config.json").is_file() or (path / "adapter_config.json").is_file()  # adapters: named as such
     return path if has_config and any(path.glob("*.safetensors")) else None

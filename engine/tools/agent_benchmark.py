@@ -18,9 +18,10 @@ token against standard decoding's answer to the same request.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..decoding.pair import ModelPair
 from ..events import GenerationResult, RoundEvent

@@ -26,11 +26,10 @@ from typing import Any
 
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
-from .response_format import anthropic_schema
 from .reasoning_api import anthropic_thinks, with_thinking
+from .response_format import anthropic_schema
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
-                         function_tool, history_call)
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}

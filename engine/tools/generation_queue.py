@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InvalidParameterError, PromptError, SpecChatError
 from ..events import GenerationResult
@@ -31,8 +32,7 @@ from . import token_logprobs
 from .api_error import ApiError, typed
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool,
-                         history_call)
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",

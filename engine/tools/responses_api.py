@@ -26,11 +26,10 @@ from typing import Any
 
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
-from .response_format import responses_schema
 from .reasoning_api import responses_thinks, with_thinking
+from .response_format import responses_schema
 from .speculation_report import speculation
-from .tool_calls import (AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling,
-                         function_tool, history_call)
+from .tool_calls import AnswerPiece, ReasoningPiece, Reply, TextPiece, Tool, ToolCall, ToolChoice, Tooling, function_tool, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text", "text")

@@ -20,8 +20,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -276,7 +277,7 @@ def _failure_error(error: BaseException) -> ApiError:
         _raise_failure(error)
     except ApiError as e:
         return e
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - any other failure is logged and answered as a 500
         _print_traceback(error)
     return ApiError(500, "The server failed while generating; its log has the details.", kind="server_error")
 

@@ -43,7 +43,7 @@ def one_step_output(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def decided(verdict) -> tuple:  # noqa: ANN001 - acceptance.Verdict
+def decided(verdict) -> tuple:  # acceptance.Verdict
     return verdict.accepted, verdict.next_token
 
 

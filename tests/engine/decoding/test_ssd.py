@@ -3,7 +3,6 @@ the faster of SSD and synchronous rounds."""
 
 from __future__ import annotations
 
-
 import mlx.core as mx
 import numpy as np
 import pytest

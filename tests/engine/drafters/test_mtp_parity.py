@@ -33,7 +33,7 @@ def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[
     return recorded_head_rounds(pair, pair.mtp_state().runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
-def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:  # noqa: ANN001
+def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:
     """MTPLX's logits for a round's draft positions, from scratch: the target over the context, then the head."""
     _, hidden = model(mx.array([context]), return_hidden=True, hidden_variant=variant)
     cache = model.make_mtp_cache()
@@ -49,7 +49,7 @@ def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.
     return mx.concatenate(rows, axis=0)
 
 
-def _mtplx_model(folder, kind: str):  # noqa: ANN001, ANN202
+def _mtplx_model(folder, kind: str):
     """A fresh copy of the target with MTPLX's head patched in (MTPLX changes the model's class)."""
     loaded = load_model(str(folder))
     if kind == "dense":
@@ -66,7 +66,7 @@ def _mtplx_model(folder, kind: str):  # noqa: ANN001, ANN202
     [("hybrid", LAST_POST_NORM), ("hybrid-sidecar", LAST_POST_NORM), ("dense", LAST_POST_NORM), ("hybrid", LAST_PRE_NORM)],
     ids=["hybrid", "hybrid-sidecar", "dense", "hybrid-pre-norm"],
 )
-def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_target, monkeypatch) -> None:  # noqa: F811
+def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_target, monkeypatch) -> None:
     pair = ModelPair(mtp_target(kind))
     pair.mtp_state().read(hidden)
     rounds = _our_rounds(pair, monkeypatch, ["abcabd", "abcabdgfe"], k=4)  # the second turn shares the first's prefix
@@ -79,7 +79,7 @@ def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_t
         assert float(mx.abs(ours - theirs).max()) < 1e-3, context
 
 
-def test_the_default_is_mtplx_s_post_norm_and_the_switch_matters(mtp_target, monkeypatch) -> None:  # noqa: F811
+def test_the_default_is_mtplx_s_post_norm_and_the_switch_matters(mtp_target, monkeypatch) -> None:
     """Pre- and post-norm states draft differently (the switch is not a no-op), and our default is MTPLX's."""
     pair = ModelPair(mtp_target("hybrid"))
     assert pair.mtp_state().taps == (LAST_POST_NORM,)

@@ -9,9 +9,10 @@ The prompt each job would have read is rendered with the real chat template and 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 from engine.decoding.chat import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent

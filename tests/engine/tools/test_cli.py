@@ -336,7 +336,7 @@ def _drafters_in_trace(target: str, drafter_options: list[str], trace: Path) -> 
     return {r["drafter"] for r in rounds if r["verified"]}
 
 
-def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:  # noqa: F811
+def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:
     """`--drafter mtp` needs no --draft: the target's own head drafts, and the trace names it."""
     assert _drafters_in_trace(str(mtp_target.folder("hybrid")), ["--drafter", "mtp"], tmp_path / "trace.jsonl") == {"mtp"}
 
@@ -347,19 +347,19 @@ def test_the_mtp_drafter_on_a_target_without_a_head_is_one_line(tiny_dirs, capsy
     assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and "no built-in MTP head" in err
 
 
-def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:
     """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in eagle3_pair.folders())
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"eagle3"}
 
 
-def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:
     """`--draft` names a z-lab DFlash folder: no draft model loads, the DFlash drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dflash"}
 
 
-def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:
     """`--draft` names a DeepSeek DSpark folder: no draft model loads, the DSpark drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.dspark_folders("qwen3_5"))
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") == {"dspark"}
