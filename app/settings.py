@@ -55,7 +55,7 @@ class AppSettings:
             if raw is None:
                 continue
             try:
-                values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]
+                values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]  # kinds are int, float, str
             except (TypeError, ValueError):
                 continue
         try:

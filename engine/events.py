@@ -279,9 +279,9 @@ class GenerationStats:
         processed = self.prompt_tokens - self.cached_prompt_tokens
         return processed / self.prompt_s if self.prompt_s > 0 else 0.0
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | None]:
         """The stats as plain numbers, derived ones included (the CLI's `--json` contract)."""
-        out: dict[str, float | int] = asdict(self)
+        out: dict[str, float | int | None] = asdict(self)
         out.update(
             acceptance_rate=self.acceptance_rate,
             tokens_per_pass=self.tokens_per_pass,

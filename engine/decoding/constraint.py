@@ -37,7 +37,7 @@ JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separ
 def schema_problem(schema: str) -> str | None:
     """Why `schema` (a JSON Schema's text) cannot constrain an answer, in llguidance's words; None if it can."""
     try:
-        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
+        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]  # llguidance types a TypedDict
     except ValueError as e:
         return f"it is not a JSON object ({e})"
     error = LLMatcher.validate_grammar(grammar)
@@ -66,7 +66,7 @@ class Constraint:
         problem = schema_problem(schema)
         if problem:
             raise InvalidParameterError(f"The JSON schema cannot constrain an answer: {problem}. Fix the schema.")
-        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
+        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]  # llguidance types a TypedDict
         return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
 
     @property

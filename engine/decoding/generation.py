@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeGuard
 
 import mlx.core as mx
 
@@ -80,7 +80,7 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: li
     """
     caches = [("target", pair.target_cache)]
     if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(_model_source(pair, prompt_ids)):
-        caches.append(("draft", pair.draft_cache))
+        caches.append(("draft", pair.draft_cache))  # type: ignore[arg-type]  # drafting from a model: it has a cache
     return caches
 
 
@@ -92,7 +92,7 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
     return pair.policy(_settings_key(pair, params), lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
-def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
+def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple[object, ...]:
     """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
     whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
@@ -191,7 +191,7 @@ def _prefill(
     return True
 
 
-def _is_token_ids(prompt: object) -> bool:
+def _is_token_ids(prompt: object) -> TypeGuard[list[int]]:
     return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
 
 
@@ -206,9 +206,9 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
                 tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
     """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
     if _is_token_ids(prompt):
-        prompt_ids = list(prompt)  # type: ignore[arg-type]
+        prompt_ids = list(prompt)
     else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]
+        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]  # not ids: taken above
     if not prompt_ids:
         raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
     return prompt_ids

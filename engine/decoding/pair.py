@@ -258,7 +258,7 @@ class ModelPair:
             while len(self._policies) > KEPT_POLICIES:
                 self._policies.popitem(last=False)
         self._policies.move_to_end(key)
-        return self._policies[key]  # type: ignore[return-value]
+        return self._policies[key]  # type: ignore[return-value]  # make() built what is kept under key
 
     def forget_policies(self) -> None:
         """Start learning anew (another draft model; or a benchmark that wants every mode from the same state)."""

@@ -123,7 +123,7 @@ class FixedDraftLength:
 
     def __init__(self, k: int) -> None:
         self.max_draft = k
-        self.last_prediction = None
+        self.last_prediction: tuple[float, float] | None = None
         self.split_pass = False
 
     def choose(self, source: str, available: int) -> int:

@@ -165,7 +165,7 @@ def _loaded(lazy: LazyModel, head: PipelineHead) -> LoadedModel:
     from mlx_lm.utils import load_tokenizer
 
     tokenizer = load_tokenizer(lazy.path, eos_token_ids=lazy.config.get("eos_token_id"))
-    return LoadedModel(name=lazy.spec, path=lazy.path, model=head, tokenizer=tokenizer, config=lazy.config)  # type: ignore[arg-type]
+    return LoadedModel(name=lazy.spec, path=lazy.path, model=head, tokenizer=tokenizer, config=lazy.config)  # type: ignore[arg-type]  # the head stands in for the model
 
 
 def _own_address() -> str:

@@ -125,6 +125,6 @@ class LocalRanks:
 
 def run_ranks(command: Sequence[str], size: int, timeout: float = 120.0, **kwargs: object) -> list[RankResult]:
     """Start `size` ranks of `command` on loopback and return how each ended (see LocalRanks)."""
-    with LocalRanks(command, size, **kwargs) as ranks:  # type: ignore[arg-type]
+    with LocalRanks(command, size, **kwargs) as ranks:  # type: ignore[arg-type]  # LocalRanks checks them
         return ranks.wait(timeout)
 

@@ -41,9 +41,9 @@ def hidden_drafter(spec: str | None) -> tuple[str, Path] | None:
     path = draft_folder(spec) if spec else None
     config = read_json(path / "config.json") if path is not None else None
     if is_eagle3_config(config):
-        return "eagle3", path  # type: ignore[return-value]
+        return "eagle3", path  # type: ignore[return-value]  # a config was read: path is set
     if dflash_version(config) is not None:
-        return "dflash", path  # type: ignore[return-value]
+        return "dflash", path  # type: ignore[return-value]  # a config was read: path is set
     if config is not None and is_dspark_config(config):
-        return "dspark", path  # type: ignore[return-value]
+        return "dspark", path  # type: ignore[return-value]  # a config was read: path is set
     return None

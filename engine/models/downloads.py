@@ -264,7 +264,7 @@ def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker
                     resume_size=resume,
                     headers=headers,
                     expected_size=meta.size,
-                    tqdm_class=functools.partial(_ByteCounter, tracker),  # type: ignore[arg-type]
+                    tqdm_class=functools.partial(_ByteCounter, tracker),  # type: ignore[arg-type]  # a partial of a tqdm class
                 )
             partial.replace(blob)
         elif not pointer.exists():

@@ -161,8 +161,8 @@ def _choice(choice: object, names: list[str]) -> ToolChoice:
         return ToolChoice("auto")
     if kind in ("any", "none"):
         return ToolChoice("required" if kind == "any" else "none")
-    if kind == "tool" and choice.get("name") in names:  # type: ignore[union-attr]
-        return ToolChoice("named", choice["name"])  # type: ignore[index]
+    if kind == "tool" and choice.get("name") in names:  # type: ignore[attr-defined]  # a kind: a dict
+        return ToolChoice("named", choice["name"])  # type: ignore[index]  # a kind: a dict
     raise ApiError(400, "tool_choice: must be {type: 'auto'}, {type: 'any'}, {type: 'none'} or {type: 'tool', name} "
                    f"naming one of the tools ({', '.join(names)}).", param="tool_choice")
 

@@ -136,7 +136,7 @@ def _history_call(call: object, param: str) -> dict[str, Any]:
     try:
         if not isinstance(function, dict):
             raise ValueError("needs a 'function' object")
-        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[union-attr]
+        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[attr-defined]  # a function: a dict
     except ValueError as e:
         raise ApiError(400, f"{param} {e}.", param=param) from e
 
@@ -147,7 +147,7 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     if tools is None and choice in (None, "none", "auto"):
         return None
     return Tooling(read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}"),
-                   _choice(choice, tools))  # type: ignore[arg-type]
+                   _choice(choice, tools))  # type: ignore[arg-type]  # read_tools checked them
 
 
 def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str], shape: str) -> list[Tool]:
@@ -174,7 +174,7 @@ def _tool(tool: object) -> Tool:
 def _choice(choice: object, tools: list[Any]) -> ToolChoice:
     """'auto' (the default), 'none', 'required' or {type: 'function', function: {name}} naming an offered tool."""
     if choice is None or choice in ("auto", "none", "required"):
-        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
+        return ToolChoice(choice or "auto")
     name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) else None
     names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
     if name not in names:

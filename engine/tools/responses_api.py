@@ -150,7 +150,7 @@ def _tool(tool: object) -> Tool:
 
 def _choice(choice: object, names: list[str]) -> ToolChoice:
     if choice is None or choice in ("auto", "none", "required"):
-        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
+        return ToolChoice(choice or "auto")
     if isinstance(choice, dict) and choice.get("type") == "function" and choice.get("name") in names:
         return ToolChoice("named", choice["name"])
     raise ApiError(400, "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', name} naming one of "
@@ -231,7 +231,7 @@ class Render:
         return frames + [self._event(f"response.{PART_TYPES[kind]}.delta", content_index=0, delta=text, **self._where())]
 
     def _where(self) -> dict[str, Any]:
-        return {"item_id": self._open["id"], "output_index": self._items.index(self._open)}  # type: ignore[index]
+        return {"item_id": self._open["id"], "output_index": self._items.index(self._open)}  # type: ignore[index, arg-type]  # only while an item is open
 
     def _close_open(self) -> list[bytes]:
         if self._open is None:

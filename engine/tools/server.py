@@ -135,7 +135,7 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
     routes = [Route(path, generation(dialect), methods=["POST"]) for path, dialect in ROUTES.items()]
     routes += [Route("/v1/models", models, methods=["GET"]), Route("/health", health, methods=["GET"])]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
-    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.server = state
     return app
 

@@ -61,7 +61,7 @@ class ScriptedRunner:
         stats = GenerationStats(prompt_tokens=len(prompt_ids), generated_tokens=len(tokens), rounds=len(tokens))
         stats.ended_on_eos = finish == "stop"
         text = "".join(texts) + detokenizer.last_segment
-        yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]
+        yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]  # strings for Literals
 
 
 @contextmanager

@@ -106,7 +106,7 @@ def test_engine_errors_become_400s_and_a_long_prompt_says_context_length_exceede
 
 def result(text: str = "Hello there", finish: str = "length") -> Reply:
     stats = GenerationStats(prompt_tokens=10, generated_tokens=6, rounds=3, drafted=8, accepted=3, generation_s=0.5)
-    return Reply(text, [], GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats))  # type: ignore[arg-type]
+    return Reply(text, [], GenerationResult(text, [1] * 6, ["accepted"] * 6, "speculative", finish, stats))  # type: ignore[arg-type]  # strings for Literals
 
 
 def test_a_whole_chat_response_carries_usage_and_speculation() -> None:
