@@ -18,6 +18,7 @@ import tempfile
 os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ import pytest
 from engine.decoding.pair import ModelPair
 from engine.fixtures.tiny_models import build_tiny_pair
 from engine.models.loading import LoadedModel, load_model
+from engine.params import GenerationParams
 
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
 
@@ -53,6 +55,23 @@ def tiny_draft(tiny_dirs: tuple[Path, Path]) -> LoadedModel:
 def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
     """The tiny target with its one-layer draft; fresh caches for every test."""
     return ModelPair(tiny_target, tiny_draft)
+
+
+@pytest.fixture(scope="session")
+def tiny_standard(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> Callable[[str, GenerationParams], list[int]]:
+    """`tiny_standard(prompt, params)`: the tokens of the tiny target's standard answer at `params`, decoded once per
+    run on fresh caches: the exactness tests hold every K, fan-out and drafter to the same few answers."""
+    from engine.decoding.generation import generate
+
+    answers: dict[tuple[str, GenerationParams], list[int]] = {}
+
+    def get(prompt: str, params: GenerationParams) -> list[int]:
+        key = (prompt, params.replace(mode="standard"))
+        if key not in answers:
+            answers[key] = generate(prompt, ModelPair(tiny_target, tiny_draft), key[1]).tokens
+        return answers[key]
+
+    return get
 
 
 @pytest.fixture(scope="session")

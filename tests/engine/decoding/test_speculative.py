@@ -28,9 +28,9 @@ def greedy_standard(pair: ModelPair, prompt: str) -> list[int]:
 
 
 @pytest.mark.parametrize("k", range(1, 9))
-def test_greedy_speculative_is_token_identical_to_standard(tiny_pair: ModelPair, k: int) -> None:
+def test_greedy_speculative_is_token_identical_to_standard(tiny_pair: ModelPair, tiny_standard, k: int) -> None:
     for prompt in PROMPTS:
-        expected = greedy_standard(tiny_pair, prompt)
+        expected = tiny_standard(prompt, GREEDY)
         result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert result.tokens == expected, (k, prompt)
         assert result.stats.drafted > 0
