@@ -10,7 +10,7 @@ setting off too.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QTimer
 

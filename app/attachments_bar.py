@@ -8,12 +8,13 @@ offers to send it cut to fit. Sent messages show the same chips (`show_chips`), 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from PySide6.QtCore import QEvent, QMimeData, QObject
-from PySide6.QtGui import QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
+from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -24,8 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated
-from engine.attachments import with_attachments
+from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated, with_attachments
 from engine.models.app_paths import RESOURCES
 
 from .attachment_reader import AttachmentReader
@@ -52,7 +52,8 @@ def chip(attachment: Attachment, removable: bool = False) -> QFrame:
     layout.addWidget(label)
     frame.setToolTip("\n".join(attachment.text.splitlines()[:12]))
     if removable:
-        remove = QToolButton(text="✕")
+        remove = QToolButton()
+        remove.setText("✕")
         remove.setObjectName("removeAttachment")
         remove.setAutoRaise(True)
         remove.setToolTip(f"Take {attachment.name} off this message")
@@ -62,9 +63,10 @@ def chip(attachment: Attachment, removable: bool = False) -> QFrame:
 
 def show_chips(message: QWidget, attachments: Iterable[Attachment]) -> None:
     """Show a sent question's files under its header (nothing for a message without any)."""
-    chips = [chip(attachment) for attachment in attachments]
-    if chips:
-        message.layout().insertWidget(1, flow_row(chips))
+    chips: list[QWidget] = [chip(attachment) for attachment in attachments]
+    layout = message.layout()
+    if chips and isinstance(layout, QBoxLayout):
+        layout.insertWidget(1, flow_row(chips))
 
 
 def local_files(mime: QMimeData) -> list[Path]:
@@ -87,7 +89,7 @@ class AttachmentsBar(QWidget):
         refusal: the dialog open for a file too big for the context (None when none is).
     """
 
-    def __init__(self, session, message_box: QPlainTextEdit, show_error: Callable[[str], None],  # noqa: ANN001
+    def __init__(self, session, message_box: QPlainTextEdit, show_error: Callable[[str], None],
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session = session
@@ -118,11 +120,10 @@ class AttachmentsBar(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
         """Files dropped on the message box, or pasted into it, are attached; text goes on as text."""
         kind = event.type()
-        if kind in (QEvent.Type.DragEnter, QEvent.Type.DragMove) and local_files(event.mimeData()):
+        if isinstance(event, QDragMoveEvent | QDragEnterEvent) and local_files(event.mimeData()):
             event.acceptProposedAction()
             return True
-        if kind == QEvent.Type.Drop and local_files(event.mimeData()):
-            assert isinstance(event, QDropEvent)
+        if isinstance(event, QDropEvent) and kind == QEvent.Type.Drop and local_files(event.mimeData()):
             event.acceptProposedAction()
             self.attach_files(local_files(event.mimeData()))
             return True
@@ -173,9 +174,17 @@ class AttachmentsBar(QWidget):
         """Show a file read already (a truncated one, one given back with a refused question) as attached."""
         self.attached.append(attachment)
         shown = chip(attachment, removable=True)
-        shown.findChild(QToolButton, "removeAttachment").clicked.connect(lambda: self._remove(attachment, shown))
+        remove = shown.findChild(QToolButton, "removeAttachment")
+        assert remove is not None  # a removable chip has its button
+        remove.clicked.connect(lambda: self._remove(attachment, shown))
         self.chips.insertWidget(self.chips.count() - 1, shown)
         self.setVisible(bool(self.attached))
+
+    def _chip_at(self, index: int) -> QWidget:
+        item = self.chips.itemAt(index)
+        shown = item.widget() if item is not None else None
+        assert shown is not None  # one chip per attached file, in order
+        return shown
 
     def _remove(self, attachment: Attachment, shown: QWidget) -> None:
         self.attached.remove(attachment)
@@ -210,14 +219,14 @@ class AttachmentsBar(QWidget):
         self.reader.finish()
         return with_attachments(typed, self.attached) if typed else ""
 
-    def take(self, shown_on: QWidget) -> tuple[Attachment, ...]:
-        """The files for the message being sent, shown as chips on it (`shown_on`); the bar is empty after it."""
+    def take(self, shown_on: QWidget, text: str) -> tuple[Attachment, ...]:
+        """The files for the message being sent (`text`), shown as chips on it (`shown_on`); the bar is empty after it."""
         self.reader.finish()
         taken = tuple(self.attached)
         while self.attached:
-            self._remove(self.attached[0], self.chips.itemAt(0).widget())
+            self._remove(self.attached[0], self._chip_at(0))
         show_chips(shown_on, taken)
-        self.sent = (shown_on.text, taken)
+        self.sent = (text, taken)
         return taken
 
     def _restore_rejected(self, _conversation_id: int, text: str, _message: str) -> None:

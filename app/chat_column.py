@@ -46,7 +46,7 @@ class ChatColumn(QWidget):
         input_row: the row they are in (the window adds the Think switch).
     """
 
-    def __init__(self, session, parent: QWidget | None = None) -> None:  # noqa: ANN001 - ChatSession
+    def __init__(self, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.chat = ChatView()
         self.store = store = session.store

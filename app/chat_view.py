@@ -208,7 +208,7 @@ class MessageWidget(QFrame):
         else:
             self.body.setPlainText(text)
 
-    def show_stored(self, stored, markdown: bool) -> None:  # noqa: ANN001 - conversations.StoredMessage
+    def show_stored(self, stored, markdown: bool) -> None:
         """Show a saved message: an answer with its reasoning, tokens, trace and stats line; a question as text, with
         chips for its files."""
         if self.role != "assistant":
@@ -292,7 +292,7 @@ class MessageWidget(QFrame):
             self.stats.setVisible(True)
         self.render(markdown)
 
-    def finish_answer(self, result, summary: str, markdown: bool) -> None:  # noqa: ANN001 - GenerationResult
+    def finish_answer(self, result, summary: str, markdown: bool) -> None:  # GenerationResult
         """The streamed answer ended: where it was cut, its reasoning's final figures, its text and stats line."""
         self.show_cut(result.finish_reason, len(result.tokens))
         self.fold.show_reasoning(result.reasoning, result.stats.thinking.seconds, result.stats.thinking)

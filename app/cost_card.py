@@ -16,8 +16,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from engine.decoding.apple_prediction import LABEL, Prediction, costs_in_answer, predictions
 from engine.decoding.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel, fit
-from engine.events import RoundEvent
 from engine.drafter_kinds import drafter_label
+from engine.events import RoundEvent
 
 WAITING = ("The model needs drafted rounds with their own timings (the policy times a drafter's first three "
            "rounds, then one in eight): it appears after a few rounds of a speculative answer.")

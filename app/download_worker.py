@@ -13,8 +13,8 @@ import urllib.request
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from engine.models.app_paths import hub_endpoint
 from engine.errors import DownloadCancelled
+from engine.models.app_paths import hub_endpoint
 
 from .worker import readable_error
 

@@ -29,11 +29,11 @@ def remember(path: str) -> str:
     return path
 
 
-def open_file(parent: QWidget, caption: str, filter: str) -> str:  # noqa: A002 - Qt's name
+def open_file(parent: QWidget, caption: str, filter: str) -> str:
     return remember(QFileDialog.getOpenFileName(parent, caption, str(start_folder()), filter)[0])
 
 
-def save_file(parent: QWidget, caption: str, name: str, filter: str) -> str:  # noqa: A002 - Qt's name
+def save_file(parent: QWidget, caption: str, name: str, filter: str) -> str:
     return remember(QFileDialog.getSaveFileName(parent, caption, str(start_folder() / name), filter)[0])
 
 

@@ -18,18 +18,19 @@ from engine.params import GenerationParams
 from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
-from .local_server import LocalServer
 from .load_status import LoadStatus
+from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
-from .streaming_answer import StreamingAnswer
 from .settings_dialog import SettingsDialog
 from .stats_panel import StatsPanel
+from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
-from .trace_export import save_trace
 from .toolbar import MainToolbar
+from .trace_export import save_trace
 from .worker import PairInfo
+
 
 class MainWindow(QMainWindow):
     """SpecChat's window.
@@ -186,7 +187,7 @@ class MainWindow(QMainWindow):
             self.session.stop()
             self.statusBar().showMessage("Stopped the answer in the chat you left: what it wrote so far is kept there.", 10000)
 
-    def _wire(self, widget, stored) -> None:  # noqa: ANN001 - MessageWidget, StoredMessage
+    def _wire(self, widget, stored) -> None:
         """Connect a message's actions to the saved message it shows."""
         widget.message_id = stored.id
         widget.set_branch(stored.branch, stored.branches)
@@ -243,7 +244,7 @@ class MainWindow(QMainWindow):
         self.input.clear()
         if self.conversation_id is None:
             self.conversation_id = self.session.new_conversation(text)
-        self.session.send(self.conversation_id, text, self.attachments.take(shown_on=self.chat.add_message("user", text)))
+        self.session.send(self.conversation_id, text, self.attachments.take(self.chat.add_message("user", text), text))
         self.conversations.refresh(self.conversation_id)
 
     def regenerate(self) -> None:

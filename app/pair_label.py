@@ -3,9 +3,9 @@ answer will be decoded (so that a toggle or a setting is seen to take effect), a
 
 from __future__ import annotations
 
+from engine.drafter_kinds import drafter_label
 from engine.events import lossy_label
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.drafter_kinds import drafter_label
 from engine.params import GenerationParams
 
 from .worker import PairInfo

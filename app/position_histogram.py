@@ -84,7 +84,7 @@ class PositionHistogram(pg.PlotWidget):
             self.setXRange(0.4, len(positions) + 0.6, padding=0)
             self.setYRange(0, max(self.counts.drafted) * 1.2, padding=0)
 
-    def _text_colour(self):  # noqa: ANN202 - QColor
+    def _text_colour(self):  # QColor
         return self.palette().text().color()
 
     def _colour(self) -> None:

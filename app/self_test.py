@@ -14,14 +14,14 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 TIMEOUT_S = 300.0
 PROMPT = "Say hello and count to five."
 
 
-def _wait(app, condition: Callable[[], bool], timeout: float) -> bool:  # noqa: ANN001 - QApplication
+def _wait(app, condition: Callable[[], bool], timeout: float) -> bool:  # QApplication
     end = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > end:
@@ -31,7 +31,7 @@ def _wait(app, condition: Callable[[], bool], timeout: float) -> bool:  # noqa: 
     return True
 
 
-def _check(window, result) -> str | None:  # noqa: ANN001 - MainWindow, GenerationResult
+def _check(window, result) -> str | None:  # MainWindow, GenerationResult
     """The reason the self-test failed, or None."""
     answer = window.chat.messages[-1] if window.chat.messages else None
     if answer is None or answer.role != "assistant" or not answer.body.runs:
@@ -46,7 +46,7 @@ def _check(window, result) -> str | None:  # noqa: ANN001 - MainWindow, Generati
     return None
 
 
-def _check_server(window) -> str | None:  # noqa: ANN001 - MainWindow
+def _check_server(window) -> str | None:  # MainWindow
     """Serve on a free loopback port and ask for a short completion (the bundle must carry the server's stack)."""
     import json
     import urllib.request
@@ -81,7 +81,7 @@ def run_self_test(target: str | None = None, draft: str | None = None) -> int:
             return 1
 
 
-def _quiet_offscreen_notices(mode, context, message: str) -> None:  # noqa: ANN001 - Qt message handler
+def _quiet_offscreen_notices(mode, context, message: str) -> None:  # Qt message handler
     """The offscreen platform says what it cannot do (raise windows, size hints); nothing else is dropped."""
     if "This plugin does not support" not in message:
         sys.stderr.write(message + "\n")

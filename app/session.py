@@ -14,17 +14,18 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from engine.attachments import Attachment
 from engine.comparison import STANDARD, check_sides, compare_messages, side_params
+from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
-from engine.attachments import Attachment
-from engine.conversations import AFTER_LAST, ConversationStore, database_path
-from .pair_label import next_drafter, pair_label
+
+from .across_macs import AcrossMacs, loading_line
 from .download_worker import DownloadWorker
+from .pair_label import next_drafter, pair_label
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
-from .across_macs import AcrossMacs, loading_line
 
 
 class _Requests(QObject):

@@ -57,7 +57,7 @@ class AppSettings:
             if raw is None or (name == "drafter" and raw == "model" and self.store.value(AUTOMATIC_OFFERED) is None):
                 continue  # "model" saved before Automatic was offered is the old default, not a choice: Automatic now
             try:
-                values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]
+                values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]  # kinds are int, float, str
             except (TypeError, ValueError):
                 continue
         try:

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 
 from engine.comparison import side_heading
 from engine.distributed.hostfile import read_hostfile
-from engine.errors import DistributedError, InvalidParameterError
 from engine.drafter_kinds import drafter_label
+from engine.errors import DistributedError, InvalidParameterError
 from engine.params import RANGES, GenerationParams
 
 from .file_dialogs import open_file

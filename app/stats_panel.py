@@ -15,8 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.drafter_kinds import drafter_label
+from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
 from .chat_view import FIRST_TOKEN_MEANING

@@ -16,15 +16,19 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.attachments import CountTokens, token_counter
-from engine.models.app_paths import data_dir
-from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.errors import DistributedError, LoadCancelled, SpecChatError
 from engine.events import GenerationResult
+from engine.models.app_paths import data_dir
+from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
 from engine.params import GenerationParams
+
+if TYPE_CHECKING:
+    from engine.drafters.draft_checks import DraftChecks
 
 BATCH_INTERVAL_S = 1 / 60
 
@@ -161,7 +165,7 @@ class EngineWorker(QObject):
         self._cancel_up_to = -1
         self._server_jobs = 0  # Local server jobs handed to this worker and not yet done
         self._lock = threading.Lock()
-        self._draft_checks = None  # engine.drafters.draft_checks.DraftChecks, read on the first check
+        self._draft_checks: DraftChecks | None = None  # read from disk on the first check
         self.history_indexing: threading.Thread | None = None  # the saved chats, indexed for lookup drafting
         self._load_cancel_up_to = -1  # loads are numbered by the session; a cancel ends every one up to its number
         self._load_id = 0  # the load running (or the last one)
@@ -246,7 +250,7 @@ class EngineWorker(QObject):
         self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats)
         self.load_finished.emit(self._describe(pair, target, draft))
 
-    def _load_pair(self, target: str, draft: str, hosts: str):  # noqa: ANN202 - (ModelPair, AppHead | None)
+    def _load_pair(self, target: str, draft: str, hosts: str):  # (ModelPair, AppHead | None)
         from engine.decoding.pair import ModelPair
 
         if not hosts:
@@ -257,7 +261,7 @@ class EngineWorker(QObject):
         cluster = start_head(Path(hosts), target, draft_model(draft))
         return cluster.session.pair, cluster
 
-    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # noqa: ANN001 - ModelPair
+    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -329,7 +333,7 @@ class EngineWorker(QObject):
             self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
     @Slot(object)
-    def serve_job(self, job) -> None:  # noqa: ANN001 - engine.tools.generation_queue.GenerationJob
+    def serve_job(self, job) -> None:  # engine.tools.generation_queue.GenerationJob
         """Generate a Local server request with the loaded pair; the job's callback takes every event."""
         from engine.tools.generation_queue import NoModelLoaded, run_job
 

@@ -13,11 +13,11 @@ import os as _os
 # mlx-lm imports transformers only for tokenizers; without torch it would warn on every start.
 _os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from .errors import SpecChatError  # noqa: E402
-from .events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent  # noqa: E402
-from .decoding.generation import generate, generate_stream  # noqa: E402
-from .decoding.pair import ModelPair  # noqa: E402
-from .params import PRESETS, GenerationParams  # noqa: E402
+from .decoding.generation import generate, generate_stream
+from .decoding.pair import ModelPair
+from .errors import SpecChatError
+from .events import GenerationResult, GenerationStats, PrefillEvent, RoundEvent, TokenEvent
+from .params import PRESETS, GenerationParams
 
 __all__ = [
     "GenerationParams",

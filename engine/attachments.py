@@ -14,9 +14,10 @@ the token count comes from a `count_tokens` function over the target's tokenizer
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .errors import SpecChatError
 
@@ -42,7 +43,7 @@ class AttachmentTooLarge(AttachmentError):
         room: the tokens it may take (what the model reads, less the answer's room and the other attachments).
     """
 
-    def __init__(self, message: str, attachment: "Attachment", room: int) -> None:
+    def __init__(self, message: str, attachment: Attachment, room: int) -> None:
         super().__init__(message)
         self.attachment = attachment
         self.room = room
@@ -85,7 +86,7 @@ class Attachment:
         return asdict(self)
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Attachment":
+    def from_record(cls, record: dict[str, Any]) -> Attachment:
         return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 

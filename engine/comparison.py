@@ -8,9 +8,9 @@ model with none loaded) is the engine's to say when its side starts, in the one 
 
 from __future__ import annotations
 
+from .drafter_kinds import drafter_label, names
 from .errors import InvalidParameterError
 from .events import GenerationResult
-from .drafter_kinds import drafter_label, names
 from .params import GenerationParams
 
 STANDARD = "standard"

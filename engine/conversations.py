@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from .attachments import Attachment, with_attachments
 from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Union
+from typing import Literal
 
 from .drafter_kinds import drafters_named
 from .part_stats import PartStats, split_rounds  # noqa: F401 - where the views read them from
@@ -240,7 +240,7 @@ class GenerationStats:
     thinking: PartStats = field(default_factory=PartStats)  # rounds mostly reasoning; seconds: the thinking
     answering: PartStats = field(default_factory=PartStats)  # rounds mostly answering
 
-    def count_ssd(self, r: "RoundEvent") -> None:
+    def count_ssd(self, r: RoundEvent) -> None:
         """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""
         self.ssd_checked += r.ssd_hit is not None
         self.ssd_hits += r.ssd_hit is True
@@ -279,9 +279,9 @@ class GenerationStats:
         processed = self.prompt_tokens - self.cached_prompt_tokens
         return processed / self.prompt_s if self.prompt_s > 0 else 0.0
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | None]:
         """The stats as plain numbers, derived ones included (the CLI's `--json` contract)."""
-        out: dict[str, float | int] = asdict(self)
+        out: dict[str, float | int | None] = asdict(self)
         out.update(
             acceptance_rate=self.acceptance_rate,
             tokens_per_pass=self.tokens_per_pass,
@@ -370,4 +370,4 @@ class GenerationResult:
         }
 
 
-Event = Union[PrefillEvent, TokenEvent, RoundEvent, GenerationResult]
+Event = PrefillEvent | TokenEvent | RoundEvent | GenerationResult

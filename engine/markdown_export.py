@@ -7,7 +7,8 @@ every message after it into the code. Its fence is closed where the answer ends.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from . import drafter_kinds
 from .errors import InvalidParameterError
@@ -119,7 +119,7 @@ class GenerationParams:
         if not isinstance(self.stop, tuple):
             object.__setattr__(self, "stop", tuple(self.stop))
 
-    def replace(self, **changes: object) -> "GenerationParams":
+    def replace(self, **changes: Any) -> GenerationParams:
         """A copy with some settings changed (validated like a new one)."""
         return dataclasses.replace(self, **changes)
 
@@ -159,7 +159,7 @@ class GenerationParams:
 
     # Presets, as in seed 000: named starting points for the GUI and the CLI.
     @classmethod
-    def preset(cls, name: str, **overrides: object) -> "GenerationParams":
+    def preset(cls, name: str, **overrides: Any) -> GenerationParams:
         try:
             base = PRESETS[name]
         except KeyError:

@@ -13,20 +13,26 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # The app-data folder (saved chats, settings) of a test that does not ask for its own is a private one, never
 # the user's: the CLI drafts from the saved chats, and no test may read or write a real person's.
-import tempfile  # noqa: E402
+import tempfile
 
 os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 
-import subprocess  # noqa: E402
-from pathlib import Path  # noqa: E402
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
-import pytest  # noqa: E402
+import pytest
 
-from engine.models.loading import LoadedModel, load_model  # noqa: E402
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.fixtures.tiny_models import build_tiny_pair  # noqa: E402
+from engine.decoding.pair import ModelPair
+from engine.fixtures.tiny_models import build_tiny_pair
+from engine.models.loading import LoadedModel, load_model
+from engine.params import GenerationParams
 
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
+
+# The drafters' session fixtures, registered once here: a fixture imported into each test module that uses it
+# would be a separate definition per module, built and loaded again in every one of them.
+pytest_plugins = ["tests.mtp_targets", "tests.eagle3_pairs", "tests.dflash_pairs"]
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +55,23 @@ def tiny_draft(tiny_dirs: tuple[Path, Path]) -> LoadedModel:
 def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
     """The tiny target with its one-layer draft; fresh caches for every test."""
     return ModelPair(tiny_target, tiny_draft)
+
+
+@pytest.fixture(scope="session")
+def tiny_standard(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> Callable[[str, GenerationParams], list[int]]:
+    """`tiny_standard(prompt, params)`: the tokens of the tiny target's standard answer at `params`, decoded once per
+    run on fresh caches: the exactness tests hold every K, fan-out and drafter to the same few answers."""
+    from engine.decoding.generation import generate
+
+    answers: dict[tuple[str, GenerationParams], list[int]] = {}
+
+    def get(prompt: str, params: GenerationParams) -> list[int]:
+        key = (prompt, params.replace(mode="standard"))
+        if key not in answers:
+            answers[key] = generate(prompt, ModelPair(tiny_target, tiny_draft), key[1]).tokens
+        return answers[key]
+
+    return get
 
 
 @pytest.fixture(scope="session")

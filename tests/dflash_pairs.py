@@ -25,7 +25,6 @@ from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.models.loading import LoadedModel, load_model
 
-
 DRAFTER_SEED = 4
 DSPARK_SEED = 5
 

@@ -54,7 +54,7 @@ class FakeHub:
         self.repos[repo_id] = FakeRepo(files, gated=gated)
         return self.repos[repo_id]
 
-    def start(self) -> "FakeHub":
+    def start(self) -> FakeHub:
         self._thread.start()
         return self
 

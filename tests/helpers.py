@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 import numpy as np
@@ -154,7 +155,7 @@ def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: 
     assert_first_two_tokens_follow([r.tokens for r in results], laws, *pair.tokenizer.eos_token_ids)
 
 
-def two_turns(pair: "ModelPair", params: "GenerationParams") -> list[GenerationResult]:
+def two_turns(pair: ModelPair, params: GenerationParams) -> list[GenerationResult]:
     """Two turns of a chat: a first answer, then an answer to a follow-up that quotes it."""
     from engine.decoding.generation import generate
 
@@ -164,7 +165,7 @@ def two_turns(pair: "ModelPair", params: "GenerationParams") -> list[GenerationR
     return [reply, generate(second, pair, params)]
 
 
-def rounds_with_contexts(pair: "ModelPair", prompts: list, params: "GenerationParams") -> list[tuple[list[int], list[int]]]:
+def rounds_with_contexts(pair: ModelPair, prompts: list, params: GenerationParams) -> list[tuple[list[int], list[int]]]:
     """(context, draft ids) of every drafted round of answers to `prompts` (texts or token ids) in turn, on one pair."""
     from engine.decoding.generation import generate_stream
 
@@ -179,7 +180,7 @@ def rounds_with_contexts(pair: "ModelPair", prompts: list, params: "GenerationPa
     return rounds
 
 
-def assert_turns_are_standard_decodings(pair: "ModelPair", target: LoadedModel, greedy: "GenerationParams",
+def assert_turns_are_standard_decodings(pair: ModelPair, target: LoadedModel, greedy: GenerationParams,
                                         ks: Sequence[int]) -> None:
     """Two greedy turns drafted at each fixed K of `ks`, then under the adaptive policy, are token-identical to
     standard decoding's, with drafts partly accepted at every K (so rollbacks ran)."""
@@ -195,7 +196,7 @@ def assert_turns_are_standard_decodings(pair: "ModelPair", target: LoadedModel, 
     assert [answer.tokens for answer in two_turns(pair, greedy)] == expected  # the adaptive policy's cut
 
 
-def assert_a_regenerate_and_a_gap_keep_the_output(pair: "ModelPair", target: LoadedModel, fixed: "GenerationParams") -> None:
+def assert_a_regenerate_and_a_gap_keep_the_output(pair: ModelPair, target: LoadedModel, fixed: GenerationParams) -> None:
     """A Regenerate, an answer the drafter does not hear (standard decoding) and an edit after it keep the output
     standard decoding's, and the drafter still drafts, right at times."""
     from engine.decoding.generation import generate
@@ -212,7 +213,7 @@ def assert_a_regenerate_and_a_gap_keep_the_output(pair: "ModelPair", target: Loa
     assert again.stats.accepted > 0 and after.stats.accepted > 0
 
 
-def recorded_head_rounds(pair: "ModelPair", runner, monkeypatch, prompts: list[str], params: "GenerationParams") -> list[tuple]:  # noqa: ANN001
+def recorded_head_rounds(pair: ModelPair, runner, monkeypatch, prompts: list[str], params: GenerationParams) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round a drafter on `MTPDrafter`'s loop (the MTP head,
     EAGLE-3; `runner` its state's runner) drafted, over answers to `prompts`: what the parity tests compare."""
     from engine.decoding.generation import generate
@@ -224,7 +225,7 @@ def recorded_head_rounds(pair: "ModelPair", runner, monkeypatch, prompts: list[s
     runner.logits = lambda outputs: seen.append(logits_of(outputs)) or seen[-1]
     propose = MTPDrafter.propose
 
-    def recording(self: MTPDrafter, context: list[int], limit: int, split_pass: bool = False):  # noqa: ANN202
+    def recording(self: MTPDrafter, context: list[int], limit: int, split_pass: bool = False):
         first = len(seen)
         draft = propose(self, context, limit, split_pass)
         if draft.count:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import mlx.core as mx
 

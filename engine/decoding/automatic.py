@@ -23,13 +23,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
+from ..drafter_kinds import drafter_label, kind
 from ..errors import UnsupportedModelError
 from ..events import PolicyBelief
-from ..drafter_kinds import drafter_label, kind
 from . import policy_memory
 from .draft import NO_DRAFT, Draft, Drafter
-from .estimates import expected_tokens
-from .estimates import RoundCosts
+from .estimates import RoundCosts, expected_tokens
 from .policy import AdaptiveDraftLength, DraftPolicy
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     from .pair import ModelPair
 
 AUTO = "auto"
-_NO_MTP: "WeakKeyDictionary[ModelPair, bool]" = WeakKeyDictionary()  # targets whose MTP head failed to load
+_NO_MTP: WeakKeyDictionary[ModelPair, bool] = WeakKeyDictionary()  # targets whose MTP head failed to load
 # How a person reads the policy's finer names for a drafter (a lookup match's kind, the draft model on code).
 SOURCE_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches",
                  "model:code": "draft model on code"}
@@ -181,7 +180,7 @@ class AutomaticDrafter:
 
     def _asks(self, context: list[int], limit: int, split_pass: bool) -> list[tuple[Drafter, tuple[str, int]]]:
         """What each candidate would draft now, as (its policy name, tokens it has): asked, never drafted."""
-        asks = []
+        asks: list[tuple[Drafter, tuple[str, int]]] = []
         self.ballot.asking = True
         try:
             for candidate in self.candidates:

@@ -19,8 +19,9 @@ also records the states it asks for and hands them over with the position of its
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Generator
+from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -218,7 +219,7 @@ class CachedModel:
             self.listener.heard(position, [s[0] for s in states])
         return logits[0]
 
-    def fork(self, length: int) -> "CachedModel | None":
+    def fork(self, length: int) -> CachedModel | None:
         """A twin holding the first `length` cached positions (resolved ids, then pending ones), whose passes
         leave this cache as it is; None unless every layer is a plain KV cache (SSD's pre-drafts).
 
@@ -235,7 +236,7 @@ class CachedModel:
         twin.listener = None  # a twin's passes are guesses about positions, never the target's own
         return twin
 
-    def adopt(self, twin: "CachedModel") -> None:
+    def adopt(self, twin: CachedModel) -> None:
         """Take a twin's cache and ids as this one's (an SSD hit: the pre-draft's context is the real one)."""
         self.cache, self.tokens, self._pending = twin.cache, twin.tokens, twin._pending
         self._turns, self._round = [], None

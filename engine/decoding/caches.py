@@ -92,7 +92,7 @@ class WindowKVCache(_BaseCache):
             new_values[..., : self.held, :] = self.values[..., self.start : self.end, :]
         self.keys, self.values, self.start, self.end = new_keys, new_values, 0, self.held
 
-    def make_mask(self, N: int, window_size: int | None = None, return_array: bool = False):  # noqa: N803 - mlx-lm's API
+    def make_mask(self, N: int, window_size: int | None = None, return_array: bool = False):  # mlx-lm's API
         """Each of the N new queries sees its own window of the kept positions and itself."""
         window = window_size or self.window
         if self.held + N <= window and not return_array:

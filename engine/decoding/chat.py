@@ -11,8 +11,9 @@ everything after it would be processed again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import PromptError
 from .reasoning import reads_reasoning_content
@@ -114,7 +115,7 @@ def _rendered(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -
     system prompt only first) gets it merged into the leading system prompt instead."""
     try:
         return messages, tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
-    except Exception:  # noqa: BLE001 - a template refuses with its own exception (jinja's, via raise_exception)
+    except Exception:
         merged = merged_system(messages)
         if merged == messages:
             raise

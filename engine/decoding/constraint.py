@@ -37,7 +37,7 @@ JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separ
 def schema_problem(schema: str) -> str | None:
     """Why `schema` (a JSON Schema's text) cannot constrain an answer, in llguidance's words; None if it can."""
     try:
-        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
+        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]  # llguidance types a TypedDict
     except ValueError as e:
         return f"it is not a JSON object ({e})"
     error = LLMatcher.validate_grammar(grammar)
@@ -50,7 +50,7 @@ def grammar_problem(lark: str) -> str | None:
     return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
 
 
-def constraint_for(params: Any, tokenizer: Any, vocab_size: int) -> "Constraint | None":
+def constraint_for(params: Any, tokenizer: Any, vocab_size: int) -> Constraint | None:
     """The constraint a request's settings ask for (`GenerationParams.json_schema` or `.grammar`), or None."""
     if params.json_schema:
         return Constraint.for_schema(params.json_schema, tokenizer, vocab_size)
@@ -76,16 +76,16 @@ class Constraint:
         self._pushed = 0
 
     @classmethod
-    def for_schema(cls, schema: str, tokenizer: Any, vocab_size: int) -> "Constraint":
+    def for_schema(cls, schema: str, tokenizer: Any, vocab_size: int) -> Constraint:
         """The constraint of a JSON Schema (its text) for a model's tokenizer (mlx-lm's wrapper)."""
         problem = schema_problem(schema)
         if problem:
             raise InvalidParameterError(f"The JSON schema cannot constrain an answer: {problem}. Fix the schema.")
-        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
+        grammar = LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]  # llguidance types a TypedDict
         return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
 
     @classmethod
-    def for_lark(cls, lark: str, tokenizer: Any, vocab_size: int) -> "Constraint":
+    def for_lark(cls, lark: str, tokenizer: Any, vocab_size: int) -> Constraint:
         """The constraint of a Lark grammar (a freeform tool's input, as Codex's apply_patch describes it)."""
         problem = grammar_problem(lark)
         if problem:

@@ -29,12 +29,12 @@ import mlx.core as mx
 
 from ..drafters.dflash import DFlashDrafter, load_drafter_for
 from ..drafters.dflash_model import Chooser
+from ..models.loading import LoadedModel
 from .cached_model import CachedModel, common_prefix_length
 from .draft import NO_DRAFT, Draft
 from .draft_model import NetworkDrafter
 from .drafter_state import AttachedStates
 from .hidden_states import LayerTap
-from ..models.loading import LoadedModel
 from .policy import DraftPolicy
 from .sampling import Warper
 

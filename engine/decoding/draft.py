@@ -59,7 +59,7 @@ class Draft:
     hidden_draft_s: float = 0.0
     ids: list[int] | None = None
 
-    def cut(self, count: int) -> "Draft":
+    def cut(self, count: int) -> Draft:
         """The draft's first `count` tokens (an output constraint forbids the next), NO_DRAFT for none. Only lookup
         drafts are cut: a draft model drafts under the same constraint."""
         if count == self.count:
@@ -94,7 +94,7 @@ class Drafter(Protocol):
         """Up to `limit` tokens to follow `context`, or NO_DRAFT to leave the round to the next drafter (`split_pass`:
         the target's next pass is already queued, for the policy's choice)."""
 
-    def speculate(self, context: list[int], draft: Draft, verdict: "Verdict") -> int:
+    def speculate(self, context: list[int], draft: Draft, verdict: Verdict) -> int:
         """Called once the round's verify pass is built (not yet read): SSD pre-drafts the next round here.
         Returns the tokens pre-drafted (0 for drafters that do not)."""
 

@@ -93,7 +93,7 @@ class AttachedStates:
         """Hear the target's passes from now on; states stored before passes it did not hear are dropped."""
         if self.target.passes != self.heard_passes:
             self.store.clear()
-        self.target.listener = self  # type: ignore[assignment] - subclasses are HiddenStateListeners
+        self.target.listener = self  # type: ignore[assignment]  # subclasses are HiddenStateListeners
 
     def detach(self) -> None:
         if self.target.listener is self:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 import statistics
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 PRIOR_ACCEPTED, PRIOR_REJECTED = 0.5, 1.5  # a prior mean of 0.25: unproven drafts must earn their rounds
 DECAY = 0.99  # per round, on the acceptance counts

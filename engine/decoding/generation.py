@@ -9,8 +9,9 @@ produced so far lives in one `Answer`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, Generator, Iterator, Sequence
+from typing import Any, TypeGuard
 
 import mlx.core as mx
 
@@ -26,9 +27,9 @@ from .constraint import Constraint, constraint_for
 from .draft import Drafter
 from .draft_model import DraftModelDrafter
 from .history import DraftHistory, FilteredHistory
-from .prompt_kind import draft_model_source
 from .pair import ModelPair, round_side
 from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
+from .prompt_kind import draft_model_source
 from .prompt_lookup import PromptLookupDrafter
 from .rounds import Decoder
 from .sampling import Warper
@@ -77,7 +78,7 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: li
     """
     caches = [("target", pair.target_cache)]
     if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(_model_source(pair, prompt_ids)):
-        caches.append(("draft", pair.draft_cache))
+        caches.append(("draft", pair.draft_cache))  # type: ignore[arg-type]  # drafting from a model: it has a cache
     return caches
 
 
@@ -91,7 +92,7 @@ def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
     return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
-def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple:
+def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple[object, ...]:
     """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
     whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
@@ -140,7 +141,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     automatic = params.drafter == AUTO
-    policy: DraftPolicy | Ballot = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
+    policy: DraftPolicy = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
     drafters: list[Drafter] = []
     for kind in asked_drafters(pair, params):  # lookup first, as a combination's row and Automatic's order list them
         if kind == "lookup":
@@ -196,7 +197,7 @@ def _prefill(
     return True
 
 
-def _is_token_ids(prompt: object) -> bool:
+def _is_token_ids(prompt: object) -> TypeGuard[list[int]]:
     return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
 
 
@@ -211,9 +212,9 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
                 tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
     """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
     if _is_token_ids(prompt):
-        prompt_ids = list(prompt)  # type: ignore[arg-type]
+        prompt_ids = list(prompt)
     else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]
+        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]  # not ids: taken above
     if not prompt_ids:
         raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
     return prompt_ids

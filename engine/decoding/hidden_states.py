@@ -28,9 +28,10 @@ below `CachedModel`; what a drafter keeps of what it heard is `drafter_state.py`
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 import mlx.core as mx
 import mlx.nn as nn

@@ -22,8 +22,8 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -155,7 +155,7 @@ class DraftHistory:
         if thread is not None:
             thread.join()
 
-    def excluding(self, phrase: Sequence[int]) -> "DraftHistory | FilteredHistory":
+    def excluding(self, phrase: Sequence[int]) -> DraftHistory | FilteredHistory:
         """The history without the conversations in which `phrase` occurs (itself when none does).
 
         Compare runs a question again: its saved answers would be copied, and the speedup shown would be the
@@ -217,7 +217,7 @@ def start_indexing(history: DraftHistory, tokenizer_folder: Path, chats: Callabl
                 except Exception:  # noqa: BLE001 - one odd conversation must not stop the others
                     continue
             history.add_many(documents)
-        except Exception:  # noqa: BLE001 - drafting from history is an optimisation, never an error
+        except Exception:
             log.exception("indexing the saved conversations failed")
 
     thread = threading.Thread(target=index, name="history-indexing", daemon=True)

@@ -7,26 +7,27 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import mlx.core as mx
 
 from .. import drafter_kinds
-from .cached_model import CachedModel
-from .prompt_cache import PromptCache
-from .chat import Message, is_base_model, prompt_token_ids
-from .drafter_state import AttachedStates
-from .history import DraftHistory
-from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
-from ..models.compatibility import PairCheck, check_tokenizers
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
+from ..models.compatibility import PairCheck, check_tokenizers
 from ..models.load_progress import LoadProgress
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
+from .cached_model import CachedModel
+from .chat import Message, is_base_model, prompt_token_ids
+from .drafter_state import AttachedStates
+from .history import DraftHistory
+from .prompt_cache import PromptCache
+from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch
 REMEMBERED_ANSWERS = 64
@@ -63,7 +64,7 @@ class ModelPair:
         self.set_draft(draft)
 
     @classmethod
-    def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> "ModelPair":
+    def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> ModelPair:
         """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id), reporting each
         stage of each to `progress`."""
         from ..drafters.draft_folder import hidden_drafter
@@ -91,7 +92,7 @@ class ModelPair:
         self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model, kv_bits=self.kv_bits), check
 
     @property
-    def tokenizer(self):  # noqa: ANN201 - mlx-lm's TokenizerWrapper
+    def tokenizer(self):  # mlx-lm's TokenizerWrapper
         return self.target.tokenizer
 
     @cached_property
@@ -217,7 +218,7 @@ class ModelPair:
             while len(self._policies) > KEPT_POLICIES:
                 self._policies.popitem(last=False)
         self._policies.move_to_end(key)
-        return self._policies[key]  # type: ignore[return-value]
+        return self._policies[key]  # type: ignore[return-value]  # make() built what is kept under key
 
     def forget_policies(self) -> None:
         """Start learning anew (another draft model; or a benchmark that wants every mode from the same state)."""

@@ -67,7 +67,7 @@ class RoundShape:
     split_pass: bool = False
 
     @classmethod
-    def of(cls, source: str, split_pass: bool) -> "RoundShape":
+    def of(cls, source: str, split_pass: bool) -> RoundShape:
         """A round of `source`: a network always has a draft (RUNWAY rounds), lookup's match may end after one."""
         return cls(is_block(source), RUNWAY if is_persistent(source) else 1, split_pass)
 
@@ -81,8 +81,11 @@ class DraftPolicy(Protocol):
             K = 0, or None (a fixed length predicts nothing).
     """
 
-    max_draft: int
-    last_prediction: tuple[float, float] | None
+    @property
+    def max_draft(self) -> int: ...  # read-only: a policy Automatic wraps (`automatic.Ballot`) passes it through
+
+    @property
+    def last_prediction(self) -> tuple[float, float] | None: ...
 
     def choose(self, source: str, available: int, split_pass: bool = False) -> int:
         """How many of `available` tokens a drafter (`source`) should draft now; 0 for a plain step. `split_pass`:
@@ -108,7 +111,7 @@ class FixedDraftLength:
 
     def __init__(self, k: int) -> None:
         self.max_draft = k
-        self.last_prediction = None
+        self.last_prediction: tuple[float, float] | None = None  # a fixed length predicts nothing
 
     def choose(self, source: str, available: int, split_pass: bool = False) -> int:
         return min(self.max_draft, available)

@@ -15,8 +15,9 @@ the think block itself (Qwen3.5, DeepSeek-R1), and with thinking off a template 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..events import Origin, Part, TokenEvent
 

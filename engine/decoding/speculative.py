@@ -30,8 +30,8 @@ all, the queued head supplies its p_1 and the verify pass covers only the draft 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import mlx.core as mx
 

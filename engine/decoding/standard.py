@@ -17,8 +17,8 @@ import mlx.core as mx
 from . import logprobs as logprob_package
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
-from .sampling import Warper
 from .rounds import Round
+from .sampling import Warper
 
 
 class StandardDecoder:

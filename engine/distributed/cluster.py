@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..decoding.pair import ModelPair
 from ..errors import DistributedError, SpecChatError
 from ..models.loading import LoadedModel, load_model, resolve_model_path
 from ..models.memory import folder_size_gb
 from . import handshake, layer_split
-from .group import join_ring
 from .fingerprint import fingerprint
+from .group import join_ring
 from .head import PipelineHead
 from .hostfile import host_label, ring_addresses
 from .pipeline import Stage, cut, stages
@@ -74,7 +75,7 @@ class HeadSession:
         finally:
             self.roll_call.close()
 
-    def __enter__(self) -> "HeadSession":
+    def __enter__(self) -> HeadSession:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -164,7 +165,7 @@ def _loaded(lazy: LazyModel, head: PipelineHead) -> LoadedModel:
     from mlx_lm.utils import load_tokenizer
 
     tokenizer = load_tokenizer(lazy.path, eos_token_ids=lazy.config.get("eos_token_id"))
-    return LoadedModel(name=lazy.spec, path=lazy.path, model=head, tokenizer=tokenizer, config=lazy.config)  # type: ignore[arg-type]
+    return LoadedModel(name=lazy.spec, path=lazy.path, model=head, tokenizer=tokenizer, config=lazy.config)  # type: ignore[arg-type]  # the head stands in for the model
 
 
 def _own_address() -> str:

@@ -23,7 +23,8 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import IO, Sequence
+from collections.abc import Sequence
+from typing import IO
 
 from ..errors import DistributedError
 from .hostfile import LOOPBACK, NAMES_ENV, Host, host_label

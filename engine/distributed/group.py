@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import select
 import signal
-from typing import Callable
+from collections.abc import Callable
 
 import mlx.core as mx
 

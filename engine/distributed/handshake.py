@@ -31,7 +31,7 @@ class Statement:
         return mx.array([self.version, *self.fingerprint, self.free_mb, self.port], dtype=mx.int32)[None]
 
     @classmethod
-    def decode(cls, row: list[int]) -> "Statement":
+    def decode(cls, row: list[int]) -> Statement:
         return cls(tuple(row[1 : 1 + WORDS]), row[1 + WORDS], row[2 + WORDS], row[0])
 
 

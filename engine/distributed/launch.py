@@ -16,8 +16,9 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 from .hostfile import NAMES_ENV, read_hostfile
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import DistributedError
 

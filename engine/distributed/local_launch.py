@@ -15,9 +15,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .cores import pin_to_core
 from .hostfile import LOOPBACK
@@ -116,7 +116,7 @@ class LocalRanks:
                 process.communicate()
         self._folder.cleanup()
 
-    def __enter__(self) -> "LocalRanks":
+    def __enter__(self) -> LocalRanks:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -125,6 +125,6 @@ class LocalRanks:
 
 def run_ranks(command: Sequence[str], size: int, timeout: float = 120.0, **kwargs: object) -> list[RankResult]:
     """Start `size` ranks of `command` on loopback and return how each ended (see LocalRanks)."""
-    with LocalRanks(command, size, **kwargs) as ranks:  # type: ignore[arg-type]
+    with LocalRanks(command, size, **kwargs) as ranks:  # type: ignore[arg-type]  # LocalRanks checks them
         return ranks.wait(timeout)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .ring_noise import urgent
 

@@ -32,19 +32,20 @@ a `Tap` built on layer wrappers, serves the parity tests and the cost benchmark.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
 
 from ..errors import NotAModelError
 from ..models.folder_kind import architectures, folder_name, read_json
-from .weights import load_strictly
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
 from .dflash_pairing import check_target
 from .draft_folder import dflash_version, hidden_drafter
+from .weights import load_strictly
 
 # (ids (1, L), the target's cache) -> (logits (1, L, V), tapped layer outputs concatenated (1, L, n_taps * H)).
 Tap = Callable[[mx.array, Any], tuple[mx.array, mx.array]]
@@ -172,7 +173,7 @@ def load_dflash(path: Path) -> DFlashModel:
     return model
 
 
-def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> "DFlashDrafter":
+def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> DFlashDrafter:
     """A DFlash folder loaded as the drafter of `target`, or one line saying why they do not pair."""
     config = read_dflash_config(Path(path))
     check_target(Path(path), config, target_config, len(target_layers(target)), target_name)

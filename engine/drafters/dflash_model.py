@@ -20,8 +20,9 @@ distribution for DFlash2's sampled path, which exact rejection sampling needs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn

@@ -140,7 +140,7 @@ def load_dspark(path: Path) -> DSparkModel:
 
 
 def load_dspark_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any],
-                            target_name: str) -> "DSparkDrafter":
+                            target_name: str) -> DSparkDrafter:
     """A DSpark folder loaded as the drafter of `target`, or one line saying why they do not pair."""
     model = load_dspark(Path(path))
     check_target(Path(path), model.config, target_config, len(target_layers(target)), target_name, "DSpark")

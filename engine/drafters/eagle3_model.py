@@ -211,7 +211,7 @@ class Eagle3Runner(MTPRunner):
     """
 
     def __init__(self, model: Eagle3Model, target: nn.Module, vocabulary: DraftVocabulary, taps: tuple[Tap, ...]) -> None:
-        super().__init__(model, target)  # type: ignore[arg-type] - the cache and rewinds work alike
+        super().__init__(model, target)  # the cache and rewinds work alike
         self.vocabulary = vocabulary
         self.taps = taps
         self.embed_table = model.embed_tokens if "embed_tokens" in model else self.shared.embed_tokens

@@ -32,8 +32,8 @@ import mlx.nn as nn
 from ..errors import UnsupportedModelError
 from ..models.draft_choice import mtp_layer_count
 from ..models.folder_kind import folder_name
-from .weights import load_strictly
 from .mtp import Concat, MTPHead, head_blocks, text_model
+from .weights import load_strictly
 
 SIDECARS = ("mtp.safetensors", "mtp/weights.safetensors", "model-mtp.safetensors")
 QWEN_PREFIXES = ("mtp.", "language_model.mtp.", "model.mtp.")

@@ -27,14 +27,15 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .app_paths import hub_cache_dir, hub_endpoint, offline
 from ..errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
-from .loading import MODEL_FILE_PATTERNS, cached_repo_path
 from ..recent_rate import RecentRate
+from .app_paths import hub_cache_dir, hub_endpoint, offline
+from .loading import MODEL_FILE_PATTERNS, cached_repo_path
 
 CHUNK_BYTES = 256 * 1024  # progress (and cancel) granularity
 REPORT_INTERVAL_S = 0.1
@@ -148,7 +149,7 @@ class _ByteCounter:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "_ByteCounter":
+    def __enter__(self) -> _ByteCounter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -236,7 +237,7 @@ def _snapshot_file(cache_dir: Path, repo_id: str, revision: str, file: str) -> P
     return _repo_dir(cache_dir, repo_id) / "snapshots" / revision / file
 
 
-def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker: "_Tracker") -> Path:
+def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker: _Tracker) -> Path:
     """One file into the cache, resuming a partial blob; returns its path in the snapshot folder."""
     from filelock import FileLock
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
@@ -263,7 +264,7 @@ def _fetch_file(repo_id: str, file: str, cache_dir: Path, endpoint: str, tracker
                     resume_size=resume,
                     headers=headers,
                     expected_size=meta.size,
-                    tqdm_class=functools.partial(_ByteCounter, tracker),  # type: ignore[arg-type]
+                    tqdm_class=functools.partial(_ByteCounter, tracker),  # type: ignore[arg-type]  # a partial of a tqdm class
                 )
             partial.replace(blob)
         elif not pointer.exists():
@@ -351,7 +352,7 @@ def download_model(
         return _fetch_missing(repo_id, plan, cache_dir, endpoint, _Tracker(repo_id, plan.total, plan.done, progress, cancel or (lambda: False)))
     except (DownloadCancelled, DownloadError, NotAModelError, UnsupportedModelError, ModelNotFoundError):
         raise
-    except Exception as error:  # noqa: BLE001 - every other failure is translated into a sentence
+    except Exception as error:
         raise _translate(repo_id, error, needed_bytes) from error
 
 

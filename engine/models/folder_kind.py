@@ -10,9 +10,10 @@ ask mlx-lm (`check_model_type`, `build_failure`) run where models load.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..drafter_kinds import FolderMarks, folder_kinds
 from ..errors import NotAChatModelError, UnsupportedModelError

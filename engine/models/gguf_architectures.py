@@ -10,8 +10,9 @@ gpt-oss (`ARCHITECTURES`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import UnsupportedModelError
 

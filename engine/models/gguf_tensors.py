@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class TensorFile:
     def close(self) -> None:
         os.close(self._fd)
 
-    def __enter__(self) -> "TensorFile":
+    def __enter__(self) -> TensorFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

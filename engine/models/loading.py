@@ -17,9 +17,9 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_map
 
-from .load_progress import LoadProgress
 from ..errors import ModelNotFoundError, NotAModelError
 from .folder_kind import build_failure, check_model_type, check_not_foreign, folder_name, read_json
+from .load_progress import LoadProgress
 from .memory import physical_memory_gb
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -83,7 +83,7 @@ def cached_repo_path(repo_id: str) -> Path | None:
                 repo_id, local_files_only=True, allow_patterns=MODEL_FILE_PATTERNS, cache_dir=str(hub_cache_dir())
             )
         )
-    except Exception:  # LocalEntryNotFoundError and friends: not (completely) in the cache
+    except Exception:  # noqa: BLE001 - LocalEntryNotFoundError and friends: not (completely) in the cache
         return None
     has_config = (path / "config.json").is_file() or (path / "adapter_config.json").is_file()  # adapters: named as such
     return path if has_config and any(path.glob("*.safetensors")) else None

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import ModelNotFoundError, NotAChatModelError, NotAModelError, SpecChatError
+from .app_paths import data_dir, hub_cache_dir
 from .base_model import is_base_model
 from .draft_choice import folder_drafter
-from .app_paths import data_dir, hub_cache_dir
-from ..errors import ModelNotFoundError, NotAChatModelError, NotAModelError, SpecChatError
 from .loading import check_model_path
 
 LM_STUDIO_FOLDERS = (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models")

@@ -18,9 +18,10 @@ token against standard decoding's answer to the same request.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..decoding.pair import ModelPair
 from ..events import GenerationResult, RoundEvent
@@ -29,8 +30,8 @@ from .benchmark import Measurement, Run, mode_params, record, to_run, warm_up
 from .conversation_benchmark import read_json, start_fresh
 from .generation_queue import GenerationJob, run_job
 from .openai_api import ApiError, ApiRequest
-from .reasoning_api import parse_openai
 from .pieces import ToolCall
+from .reasoning_api import parse_openai
 
 
 @dataclass(frozen=True)

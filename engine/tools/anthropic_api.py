@@ -33,10 +33,10 @@ from typing import Any
 from ..events import GenerationResult
 from ..params import GenerationParams
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
-from .response_format import anthropic_schema
-from .reasoning_api import anthropic_thinks, with_thinking
-from .speculation_report import speculation
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
+from .reasoning_api import anthropic_thinks, with_thinking
+from .response_format import anthropic_schema
+from .speculation_report import speculation
 from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool, history_call
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
@@ -183,8 +183,8 @@ def _choice(choice: object, names: list[str]) -> ToolChoice:
         return ToolChoice("auto")
     if kind in ("any", "none"):
         return ToolChoice("required" if kind == "any" else "none")
-    if kind == "tool" and choice.get("name") in names:  # type: ignore[union-attr]
-        return ToolChoice("named", choice["name"])  # type: ignore[index]
+    if kind == "tool" and choice.get("name") in names:  # type: ignore[attr-defined]  # a kind: a dict
+        return ToolChoice("named", choice["name"])  # type: ignore[index]  # a kind: a dict
     raise ApiError(400, "tool_choice: must be {type: 'auto'}, {type: 'any'}, {type: 'none'} or {type: 'tool', name} "
                    f"naming one of the tools ({', '.join(names)}).", param="tool_choice")
 

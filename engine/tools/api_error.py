@@ -26,6 +26,6 @@ def typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], defaul
         return default
     numeric = kind in (int, float, (int, float))
     if not isinstance(value, kind) or (numeric and isinstance(value, bool)):
-        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[call-overload]
+        wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[arg-type]  # a tuple of kinds is "a number"
         raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
     return value

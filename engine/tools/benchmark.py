@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import mlx.core as mx
 
-from ..events import GenerationResult, RoundEvent
 from ..decoding.generation import generate_stream
 from ..decoding.pair import ModelPair
+from ..events import GenerationResult, RoundEvent
 from ..params import GenerationParams
 
 # mode -> (our settings, or None for an mlx-lm reference)
@@ -328,7 +328,7 @@ def measure_follow_up(pair: ModelPair, question: str, follow_up: str, params: Ge
                           second.stats.prompt_tokens, second.stats.cached_prompt_tokens)
 
 
-def _final(events) -> GenerationResult:  # noqa: ANN001
+def _final(events) -> GenerationResult:
     result = None
     for event in events:
         result = event

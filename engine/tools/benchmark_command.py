@@ -10,8 +10,9 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ..errors import SpecChatError
 from ..models.app_paths import RESOURCES
@@ -84,7 +85,7 @@ def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dic
     prompt_ids = [pair.prompt_ids(attached(pair, args, p, params), chat=args.chat, system_prompt=args.system)
                   for p, _ in prompts]
 
-    def progress(run) -> None:  # noqa: ANN001
+    def progress(run) -> None:
         if not args.json:
             print(
                 f"  prompt {run.prompt_index} iteration {run.iteration} {run.mode:<20} "
@@ -143,7 +144,7 @@ def _conversation_report(args: argparse.Namespace, params: GenerationParams) -> 
     """Run the chosen modes through the conversation file's chats, each mode from the same state."""
     from .conversation_benchmark import load_chats, run_conversation
 
-    def replay(pair, chats, modes, iterations, on_run):  # noqa: ANN001, ANN202
+    def replay(pair, chats, modes, iterations, on_run):
         return run_conversation(pair, chats, modes, params, iterations, system_prompt=args.system, on_run=on_run)
 
     return _per_turn_report(args, lambda: load_chats(args.conversation), replay)
@@ -153,7 +154,7 @@ def _agent_report(args: argparse.Namespace, params: GenerationParams) -> dict[st
     """Replay the agent's recorded requests with each chosen mode, each from the same state."""
     from .agent_benchmark import load_session, run_agent
 
-    def replay(pair, turns, modes, iterations, on_run):  # noqa: ANN001, ANN202
+    def replay(pair, turns, modes, iterations, on_run):
         return run_agent(pair, turns, modes, params, iterations, on_run=on_run)
 
     return {**_per_turn_report(args, lambda: load_session(args.agent), replay), "session": str(args.agent)}
@@ -172,7 +173,7 @@ def _per_turn_report(args: argparse.Namespace, load: Callable[[], Any], replay: 
         raise SpecChatError(str(e)) from e
     pair = ModelPair.load(args.target, args.draft)
 
-    def progress(run) -> None:  # noqa: ANN001
+    def progress(run) -> None:
         if not args.json:
             print(f"  {run.category} iteration {run.iteration} {run.mode:<20} {run.tokens:4d} tokens "
                   f"{run.generation_tps:8.1f} tok/s {run.tokens_per_pass:5.2f} tok/pass", file=sys.stderr)

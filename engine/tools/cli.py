@@ -9,18 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
+from ..decoding.prompt_cache import BUDGET_HELP, DEFAULT_BUDGET_MB, MB, megabytes
+from ..drafter_kinds import names
+from ..errors import SpecChatError
+from ..params import MODES, PRESETS, GenerationParams
 from .attach_option import add_attach_option, attached
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from .model_commands import cmd_check_pair, cmd_delete, cmd_download, cmd_import_gguf, cmd_list_models, cmd_models
-from ..decoding.prompt_cache import BUDGET_HELP, DEFAULT_BUDGET_MB, MB, megabytes
-from ..errors import SpecChatError
-from ..drafter_kinds import names
-from ..params import MODES, PRESETS, GenerationParams
-
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None, wait: bool = True):  # noqa: ANN202
+def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None, wait: bool = True):
     """The pair, with the app's saved chats indexed for lookup when `params` draft from the history (as the window
     does after a load); `wait` for the index (one answer: drafting the same way every run) or build it behind."""
     from ..decoding.pair import ModelPair
@@ -181,7 +181,7 @@ def _load_pair(args: argparse.Namespace, params: GenerationParams | None = None,
     return _with_history(ModelPair.load(args.target, args.draft), params, wait)
 
 
-def _with_history(pair, params: GenerationParams | None, wait: bool = True):  # noqa: ANN001, ANN202
+def _with_history(pair, params: GenerationParams | None, wait: bool = True):
     """`pair`, its history indexing the saved chats when `params` draft from them (see _load_pair)."""
     if params is not None and params.drafts_from_history:
         from ..conversations import saved_chats
@@ -225,7 +225,7 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     return _generate_with(_load_pair(args, params), args, params, out)
 
 
-def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out: TextIO) -> int:  # noqa: ANN001
+def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out: TextIO) -> int:
     """One answer from a loaded pair, streamed or as JSON (see `generate --help`)."""
     from ..decoding.generation import generate_stream
     from ..events import GenerationResult, RoundEvent, TokenEvent, trace_line
@@ -270,7 +270,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     return _serve(args, params, out, lambda: _load_pair(args, params, wait=False))
 
 
-def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:  # noqa: ANN001
+def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:
     """Serve the pair `load` gives until Ctrl-C (or `watch`, given the server, stops it); the engine ends first."""
     from .generation_queue import EngineThread
     from .listener import RunningServer, bind

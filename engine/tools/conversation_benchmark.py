@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..decoding.pair import ModelPair
 from ..params import GenerationParams

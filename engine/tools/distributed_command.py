@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..distributed.group import is_rank
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 BROKEN_POLL_S = 0.2
 
 
-def across_macs(args: argparse.Namespace, run: "Callable[[HeadSession], int]") -> int:
+def across_macs(args: argparse.Namespace, run: Callable[[HeadSession], int]) -> int:
     """Launch the command on every host, or (as a rank) join the pipeline and `run` on the head."""
     if not is_rank():
         from ..distributed.launch import launch
@@ -38,11 +39,11 @@ def across_macs(args: argparse.Namespace, run: "Callable[[HeadSession], int]") -
     return 1 if session.transport.failure else code
 
 
-def stop_when_broken(session: "HeadSession") -> "Callable[[RunningServer], None]":
+def stop_when_broken(session: HeadSession) -> Callable[[RunningServer], None]:
     """For `serve --hosts`: once the pipeline fails (a Mac stopped), the answer under way gets the error, the
     server stops, and the command ends with that one line and status 1, rather than serving errors."""
 
-    def watch(server: "RunningServer") -> None:
+    def watch(server: RunningServer) -> None:
         def wait_for_failure() -> None:
             while session.transport.failure is None:
                 threading.Event().wait(BROKEN_POLL_S)

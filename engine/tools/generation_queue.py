@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
-from .token_logprobs import TokenNames
-from .tool_grammar import FreeformSplitter, constrained, freeform_input
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .token_logprobs import TokenNames
 from .tool_calls import OutputSplitter, ToolChoice, Tooling, unseen_tools_note
+from .tool_grammar import FreeformSplitter, constrained, freeform_input
 
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 

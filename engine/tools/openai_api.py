@@ -21,18 +21,19 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from ..drafter_kinds import names as drafter_names
 from ..errors import InvalidParameterError, PromptError, SpecChatError
 from ..events import GenerationResult
-from ..drafter_kinds import names as drafter_names
 from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, typed
+from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool, history_call
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
@@ -144,7 +145,7 @@ def _history_call(call: object, param: str) -> dict[str, Any]:
     try:
         if not isinstance(function, dict):
             raise ValueError("needs a 'function' object")
-        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[union-attr]
+        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[attr-defined]  # a function: a dict
     except ValueError as e:
         raise ApiError(400, f"{param} {e}.", param=param) from e
 
@@ -186,7 +187,7 @@ def _tool(tool: object) -> Tool:
 def _choice(choice: object, tools: list[Any]) -> ToolChoice:
     """'auto' (the default), 'none', 'required' or {type: 'function', function: {name}} naming an offered tool."""
     if choice is None or choice in ("auto", "none", "required"):
-        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
+        return ToolChoice(choice or "auto")
     name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) else None
     names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
     if name not in names:

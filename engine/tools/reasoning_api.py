@@ -63,7 +63,7 @@ def anthropic_thinks(body: dict[str, Any]) -> bool | None:
     if kind not in ANTHROPIC_THINKING:
         raise ApiError(400, "thinking: must be {type: 'enabled', budget_tokens}, {type: 'adaptive'} or "
                        "{type: 'disabled'}.", param="thinking")
-    budget = thinking.get("budget_tokens")  # type: ignore[union-attr]
+    budget = thinking.get("budget_tokens")
     if kind == "enabled" and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
         raise ApiError(400, "thinking.budget_tokens: Field required (a whole number of tokens, e.g. 1024).",
                        param="thinking.budget_tokens")

@@ -29,12 +29,12 @@ from typing import Any
 from ..params import GenerationParams
 from . import responses_tools
 from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
+from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .reasoning_api import responses_thinks, with_thinking
 from .response_format import responses_schema
 from .response_store import RECENT
-from .reasoning_api import responses_thinks, with_thinking
-from .speculation_report import speculation
 from .responses_tools import call_item, history_custom_call
-from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .speculation_report import speculation
 from .tool_calls import Reply, history_call
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
@@ -245,7 +245,7 @@ class Render:
         return frames + [self._event(f"response.{PART_TYPES[kind]}.delta", content_index=0, delta=text, **self._where())]
 
     def _where(self) -> dict[str, Any]:
-        return {"item_id": self._open["id"], "output_index": self._items.index(self._open)}  # type: ignore[index]
+        return {"item_id": self._open["id"], "output_index": self._items.index(self._open)}  # type: ignore[index, arg-type]  # only while an item is open
 
     def _close_open(self) -> list[bytes]:
         if self._open is None:

@@ -62,7 +62,7 @@ def _lark(tool: dict[str, Any]) -> str | None:
 
 def _choice(choice: object, names: list[str]) -> ToolChoice:
     if choice is None or choice in ("auto", "none", "required"):
-        return ToolChoice(choice or "auto")  # type: ignore[arg-type]
+        return ToolChoice(choice or "auto")
     if isinstance(choice, dict) and choice.get("type") in ("function", "custom") and choice.get("name") in names:
         return ToolChoice("named", choice["name"])
     raise ApiError(400, "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', name} naming one of "

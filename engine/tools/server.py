@@ -19,8 +19,9 @@ import secrets
 import sys
 import time
 import traceback
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Protocol
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -32,11 +33,10 @@ from ..errors import SpecChatError
 from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
-from .generation_queue import (Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice,
-                               PromptCount, QueueFull)
+from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice, PromptCount, QueueFull
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
-from .reasoning_api import parse_openai
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
+from .reasoning_api import parse_openai
 from .tool_calls import Reply, ToolCallMissing
 
 RETRY_AFTER_S = 2
@@ -143,7 +143,7 @@ def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: 
     routes.append(Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]))
     routes += [Route("/v1/models", models, methods=["GET"]), Route("/health", health, methods=["GET"])]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
-    app = Starlette(routes=routes, exception_handlers=handlers)  # type: ignore[arg-type]
+    app = Starlette(routes=routes, exception_handlers=handlers)
     app.state.server = state
     return app
 
@@ -217,7 +217,8 @@ async def _count_tokens(state: ServerState, request: Request) -> Response:
     if event is None:
         return _cancelled(state, request.url.path)
     _raise_failure(event)
-    return JSONResponse({"input_tokens": event.tokens})  # type: ignore[union-attr]
+    assert isinstance(event, PromptCount)  # a count_only job delivers one
+    return JSONResponse({"input_tokens": event.tokens})
 
 
 def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tuple[GenerationJob, asyncio.Queue]:
@@ -273,7 +274,7 @@ async def _waited(events: asyncio.Queue, interval: float) -> object:
     """The job's next event, or PENDING after `interval` seconds without one (a keep-alive is due)."""
     try:
         return await asyncio.wait_for(events.get(), interval)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return PENDING
 
 
@@ -355,7 +356,7 @@ def _failure_error(error: BaseException) -> ApiError:
         _raise_failure(error)
     except ApiError as e:
         return e
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - any other failure is logged and answered as a 500
         _print_traceback(error)
     return ApiError(500, "The server failed while generating; its log has the details.", kind="server_error")
 

@@ -18,8 +18,8 @@ import json
 from typing import Any
 
 from ..params import GenerationParams
-from .responses_tools import FREEFORM_INPUT
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
+from .responses_tools import FREEFORM_INPUT
 from .tool_calls import Tool, Tooling, function_name
 
 ANY_ARGUMENTS = {"type": "object"}

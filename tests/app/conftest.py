@@ -73,10 +73,10 @@ def start_streaming(qtbot, session, send: Callable[[], None], until: Callable[[R
     seen: list[bool] = []
     ended: list[object] = []
 
-    def look(answer, events) -> None:  # noqa: ANN001
+    def look(answer, events) -> None:
         seen.extend(until(e) for e in events if isinstance(e, RoundEvent))
 
-    def end(answer, result, summary) -> None:  # noqa: ANN001
+    def end(answer, result, summary) -> None:
         ended.append(result)
 
     session.answer_events.connect(look)

@@ -18,7 +18,7 @@ class Collector(QObject):
         self.seen: list[tuple[str, str]] = []
         self.threads: set[threading.Thread] = set()
 
-    def read(self, attachment) -> None:  # noqa: ANN001 - Attachment
+    def read(self, attachment) -> None:
         self.seen.append(("read", attachment.name))
         self.threads.add(threading.current_thread())
 

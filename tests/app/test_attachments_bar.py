@@ -51,7 +51,7 @@ def attach(qtbot, bar: AttachmentsBar, *paths: Path) -> None:
         bar.attach_files(list(paths))
 
 
-def chip_texts(widget) -> list[str]:  # noqa: ANN001 - a QWidget
+def chip_texts(widget) -> list[str]:
     return [label.text() for label in widget.findChildren(QLabel, "chipLabel") if label.isVisibleTo(widget)]
 
 
@@ -171,7 +171,7 @@ def test_a_message_sent_while_its_file_is_still_being_read_takes_the_file(make_w
     window = make_window()
     started, release = threading.Event(), threading.Event()
 
-    def slow_read(path: Path, count_tokens):  # noqa: ANN001, ANN202
+    def slow_read(path: Path, count_tokens):
         started.set()
         release.wait(30)
         return read_attachment(path, count_tokens)

@@ -14,7 +14,7 @@ def test_both_runs_start_from_an_empty_prompt_cache_and_take_turns_going_first(m
     for _ in range(2):
         window.compare()
         dialog = window.compare_dialog
-        qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+        qtbot.waitUntil(lambda dialog=dialog: len(dialog.results) == 2, timeout=60_000)
         first, second = dialog.request_ids
         orders.append((first, second))
         assert dialog.request_ids[first] < dialog.request_ids[second]  # sent, and so run, in this order
@@ -93,7 +93,7 @@ def test_a_long_speedup_line_wraps_instead_of_widening_the_dialog(make_window, q
     dialog.close()
 
 
-def _open_compare(make_window, qtbot, **generation: object):  # noqa: ANN001, ANN202
+def _open_compare(make_window, qtbot, **generation: object):
     """A window that answered a message, and the Compare dialog it opened (running standard against its drafter)."""
     window = make_window(**generation)
     send_and_wait(qtbot, window, "Hello")

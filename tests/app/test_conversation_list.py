@@ -64,7 +64,7 @@ def test_export_offers_the_clean_name_in_the_home_folder_and_writes_there(sideba
     offered: list[str] = []
     target = tmp_path / "chosen.md"
 
-    def save_dialog(_parent, _caption, default, _filter):  # noqa: ANN001, ANN202 - QFileDialog.getSaveFileName
+    def save_dialog(_parent, _caption, default, _filter):  # QFileDialog.getSaveFileName
         offered.append(default)
         return str(target), ""
 

@@ -14,7 +14,6 @@ from engine.events import RoundEvent
 from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import _remembered_file, remember_model, remembered_models
 from tests.app.conftest import send_and_wait
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def damaged_copy(source: Path, out: Path) -> Path:
@@ -24,7 +23,7 @@ def damaged_copy(source: Path, out: Path) -> Path:
     return out
 
 
-def rows(tab) -> dict[str, int]:  # noqa: ANN001
+def rows(tab) -> dict[str, int]:
     return {tab.targets.item(i).data(0x0100): i for i in range(tab.targets.count())}
 
 
@@ -118,16 +117,16 @@ def test_a_base_model_is_named_as_one_in_the_picker_and_above_the_chat(make_wind
     assert BASE_MODEL_NOTE in window.toolbar.pair_label.text()
 
 
-def drafts_offered(tab) -> list[str]:  # noqa: ANN001
+def drafts_offered(tab) -> list[str]:
     return [tab.drafts.itemData(i) for i in range(tab.drafts.count())]
 
 
-def checked(tab) -> bool:  # noqa: ANN001
+def checked(tab) -> bool:
     return "Checking" not in tab.draft_note.text()
 
 
 def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
-    make_window, qtbot, mtp_target, tiny_dirs  # noqa: F811
+    make_window, qtbot, mtp_target, tiny_dirs
 ) -> None:
     """Choosing "Built-in drafter (MTP heads)" loads no draft model and drafts with the target's own heads; a target
     whose config declares none does not offer it."""
@@ -157,7 +156,7 @@ def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
 
 
 def test_an_eagle3_folder_is_offered_for_its_target_and_refused_for_another_with_the_reason(
-    make_window, qtbot, mtp_target, tmp_path: Path  # noqa: F811
+    make_window, qtbot, mtp_target, tmp_path: Path
 ) -> None:
     """Opened from a folder it is kept (it used to be refused as "not a chat model"); for the target its config
     names it is a draft, loaded as the EAGLE-3 drafter; for another target it is listed with why not."""
@@ -225,7 +224,7 @@ def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_r
     assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter_kind, f"{family} drafter")
 
 
-def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, label: str) -> None:  # noqa: ANN001
+def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, label: str) -> None:
     """The settings name the pair's drafter where "Draft model" stood (choosing it runs that drafter); Compare
     offers it on each side, runs it against standard decoding at first, and its side is drafted by it."""
     dialogs = []

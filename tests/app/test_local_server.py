@@ -117,7 +117,7 @@ def test_a_chat_answer_behind_a_server_request_says_it_waits_and_its_first_token
         assert answer.notice.text() == WAITING_FOR_SERVER and not answer.notice.isHidden()
         first: list[tuple[float, str, bool]] = []  # when the first token reached the window, the panel's figure, the note gone
 
-        def at_first_token(_answer, events: list[object]) -> None:  # noqa: ANN001 - StreamingAnswer
+        def at_first_token(_answer, events: list[object]) -> None:  # StreamingAnswer
             if not first and any(isinstance(e, TokenEvent) for e in events):
                 first.append((time.perf_counter(), window.stats.values["ttft"].text(), answer.notice.isHidden()))
 

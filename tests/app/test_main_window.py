@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor
 
-from app.main_window import MainWindow
 from app.palette import ghost_colour, origin_colour
 from app.round_timeline import time_colours
 from engine.events import RoundEvent, TokenEvent
@@ -604,7 +602,7 @@ def test_compare_halves_and_plot_axes_stay_aligned(make_window, qtbot) -> None:
 def test_the_window_never_shows_a_traceback_or_an_exception_name(make_window, qtbot, monkeypatch, error) -> None:
     window = make_window()
 
-    def failing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def failing(*args, **kwargs):
         raise error
         yield  # a generator, as generate_stream is
 

@@ -16,7 +16,7 @@ def watch_stats_lines(window) -> list[str]:
     """Every stats line the streaming answer shows, read after each batch of its events reached the window."""
     seen: list[str] = []
 
-    def read(answer, events) -> None:  # noqa: ANN001 - StreamingAnswer, list
+    def read(answer, events) -> None:  # StreamingAnswer, list
         view = window.answer_view
         seen.append("" if view is None or view.stats.isHidden() else view.stats.text())
 

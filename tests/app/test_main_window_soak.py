@@ -26,7 +26,7 @@ def rss_bytes() -> int:
     raise AssertionError("no VmRSS")
 
 
-def wait_idle(qtbot, window) -> None:  # noqa: ANN001
+def wait_idle(qtbot, window) -> None:
     """Never stuck: the answer ends, and the window is ready for the next message."""
     qtbot.waitUntil(lambda: not window.session.busy, timeout=30_000)
     assert window.send_button.text() == "Send" and window.send_button.isEnabled()
@@ -35,7 +35,7 @@ def wait_idle(qtbot, window) -> None:  # noqa: ANN001
 class RestlessUser:
     """Picks one of a user's actions at random and does it the way the window offers it."""
 
-    def __init__(self, window, qtbot, seed: int = 7) -> None:  # noqa: ANN001
+    def __init__(self, window, qtbot, seed: int = 7) -> None:
         self.window, self.qtbot, self.rng = window, qtbot, random.Random(seed)
         self.answers = 0
 

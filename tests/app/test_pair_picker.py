@@ -11,7 +11,6 @@ import pytest
 from engine.models.catalog import default_pair, recommended_pairs
 from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import remember_model
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 @pytest.fixture
@@ -98,7 +97,7 @@ def test_a_downloaded_pair_can_be_used(make_window, qtbot, catalog_hub) -> None:
 
 
 def test_a_built_in_drafter_pair_downloads_its_target_alone_and_drafts_with_its_heads(
-        make_window, qtbot, fake_hub, mtp_target) -> None:  # noqa: F811
+        make_window, qtbot, fake_hub, mtp_target) -> None:
     """The catalog's MTP row: one repo to download (no draft), its drafter named in the list, and "Use this pair"
     loads the target with its own MTP heads as the drafter."""
     pair = next(p for p in recommended_pairs() if p.drafter == "mtp")

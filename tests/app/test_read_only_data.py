@@ -25,7 +25,7 @@ def remember_tiny_pair(tiny_dirs: tuple[Path, Path]) -> None:
     settings.store.sync()
 
 
-def sidebar_titles(window) -> list[str]:  # noqa: ANN001 - MainWindow
+def sidebar_titles(window) -> list[str]:  # MainWindow
     return sorted(window.conversations.list.item(i).text() for i in range(window.conversations.list.count()))
 
 

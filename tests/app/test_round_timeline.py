@@ -3,8 +3,8 @@ round's decisions."""
 
 from __future__ import annotations
 
-from app.round_timeline import TIME_H, RoundTimeline, describe_round, network_colour, round_cells, time_colours
 from app.palette import is_dark
+from app.round_timeline import TIME_H, RoundTimeline, describe_round, network_colour, round_cells, time_colours
 from engine.events import RoundEvent
 from tests.app.conftest import send_and_wait
 

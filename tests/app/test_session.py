@@ -11,8 +11,6 @@ from engine.errors import InvalidParameterError
 from engine.events import RoundEvent, TokenEvent
 from engine.params import GenerationParams
 from tests.app.conftest import start_streaming
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
@@ -58,7 +56,7 @@ def test_every_batch_is_in_the_store_before_it_is_shown(qtbot, session: ChatSess
     session.apply_settings(GREEDY.replace(max_tokens=200), "")
     stored_vs_streamed: list[tuple[str, str]] = []
 
-    def look(streaming, events) -> None:  # noqa: ANN001
+    def look(streaming, events) -> None:
         stored_vs_streamed.append((session.store.messages(streaming.conversation_id)[-1].content, streaming.text))
 
     session.answer_events.connect(look)
@@ -184,7 +182,7 @@ def test_a_thinking_answer_is_saved_apart_from_its_reasoning_with_every_batch(qt
         session.load_pair(str(target), str(draft))
     saved: list[tuple[str, str]] = []
 
-    def look(streaming, events) -> None:  # noqa: ANN001
+    def look(streaming, events) -> None:
         stored = session.store.messages(streaming.conversation_id)[-1]
         saved.append((stored.content, stored.reasoning))
 
@@ -227,8 +225,8 @@ def _load(qtbot, session: ChatSession, target: object, draft: object = "") -> No
     ("mtp", ("mtp", "standard")),
     ("eagle3", ("eagle3", "lookup")),
 ])
-def test_compare_runs_each_side_with_the_drafter_asked_for(qtbot, session: ChatSession, pair: str, sides, mtp_target,  # noqa: F811
-                                                           eagle3_pair) -> None:  # noqa: F811
+def test_compare_runs_each_side_with_the_drafter_asked_for(qtbot, session: ChatSession, pair: str, sides, mtp_target,
+                                                           eagle3_pair) -> None:
     """Compare used to run standard against the chat's drafter only: two drafters could not meet on one prompt."""
     if pair == "mtp":
         _load(qtbot, session, mtp_target.folder("hybrid"))

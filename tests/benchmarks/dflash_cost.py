@@ -21,24 +21,25 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import mlx.core as mx  # noqa: E402
-from mlx.utils import tree_flatten, tree_map  # noqa: E402
-from mlx_lm.models.cache import make_prompt_cache  # noqa: E402
-from mlx_lm.utils import _get_classes  # noqa: E402
+import mlx.core as mx
+from mlx.utils import tree_flatten, tree_map
+from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.utils import _get_classes
 
-from engine.decoding.generation import generate_stream  # noqa: E402
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, parse_config  # noqa: E402
-from engine.drafters.dflash_model import DFlashModel  # noqa: E402
-from engine.fixtures.tiny_dflash import build_dflash_pair, drafter_config, target_config  # noqa: E402
-from engine.events import RoundEvent  # noqa: E402
-from engine.models.loading import load_model  # noqa: E402
-from engine.params import GenerationParams  # noqa: E402
+from engine.decoding.generation import generate_stream
+from engine.decoding.pair import ModelPair
+from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, parse_config
+from engine.drafters.dflash_model import DFlashModel
+from engine.events import RoundEvent
+from engine.fixtures.tiny_dflash import build_dflash_pair, drafter_config, target_config
+from engine.models.loading import load_model
+from engine.params import GenerationParams
 
 CONTEXT = 64
 

@@ -23,22 +23,22 @@ from pathlib import Path
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import mlx.core as mx  # noqa: E402
-from mlx.utils import tree_flatten  # noqa: E402
+import mlx.core as mx
+from mlx.utils import tree_flatten
 
-from engine.decoding.cached_model import CachedModel  # noqa: E402
-from engine.decoding.generation import generate_stream  # noqa: E402
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.events import RoundEvent  # noqa: E402
-from engine.fixtures.tiny_drafters import build_mtp_target  # noqa: E402
-from engine.fixtures.tiny_eagle3 import build_eagle3_pair  # noqa: E402
-from engine.models.loading import load_model  # noqa: E402
-from engine.params import GenerationParams  # noqa: E402
+from engine.decoding.cached_model import CachedModel
+from engine.decoding.generation import generate_stream
+from engine.decoding.pair import ModelPair
+from engine.events import RoundEvent
+from engine.fixtures.tiny_drafters import build_mtp_target
+from engine.fixtures.tiny_eagle3 import build_eagle3_pair
+from engine.models.loading import load_model
+from engine.params import GenerationParams
 
 CONTEXT = [1, 2, 3, 4, 5, 6, 7] * 6
 
 
-def step_times(target_model, runner, steps: int) -> tuple[float, float]:  # noqa: ANN001
+def step_times(target_model, runner, steps: int) -> tuple[float, float]:
     """Median seconds of a target step and of a chained draft step of `runner` (an MTP head's or EAGLE-3's)."""
     target = CachedModel(target_model)
     target.forward(mx.array(CONTEXT, dtype=mx.uint32), ids=CONTEXT)
@@ -68,7 +68,7 @@ def policy_cost(pair: ModelPair, drafter: str) -> float:
     return draft / statistics.median(r.verify_s for r in plain[1:])
 
 
-def report(name: str, pair: ModelPair, runner, steps: int, drafter: str) -> None:  # noqa: ANN001
+def report(name: str, pair: ModelPair, runner, steps: int, drafter: str) -> None:
     target_s, draft_s = step_times(pair.target.model, runner, steps)
     print(f"{name:14} target step {target_s * 1e3:7.3f} ms  draft step {draft_s * 1e3:7.3f} ms  "
           f"c = {draft_s / target_s:.2f}  (in rounds: c = {policy_cost(pair, drafter):.2f})")

@@ -23,8 +23,8 @@ from mlx_lm.utils import _get_classes
 
 from engine.drafters.dspark import DSparkDrafter, load_dspark, parse_dspark_config
 from engine.drafters.dspark_model import DSparkModel
-from engine.fixtures.tiny_dspark import build_dspark_pair, drafter_config
 from engine.fixtures.tiny_dflash import target_config
+from engine.fixtures.tiny_dspark import build_dspark_pair, drafter_config
 from engine.models.loading import load_model
 from tests.benchmarks.dflash_cost import costs
 

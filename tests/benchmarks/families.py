@@ -18,11 +18,11 @@ from pathlib import Path
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.fixtures.tiny_families import FAMILIES, build_family  # noqa: E402
-from engine.models.loading import load_model  # noqa: E402
-from engine.params import GenerationParams  # noqa: E402
-from engine.tools.benchmark import measure_ours  # noqa: E402
+from engine.decoding.pair import ModelPair
+from engine.fixtures.tiny_families import FAMILIES, build_family
+from engine.models.loading import load_model
+from engine.params import GenerationParams
+from engine.tools.benchmark import measure_ours
 
 PROMPT = "Tell me about speculative decoding and sliding windows in some detail, please, with examples."
 

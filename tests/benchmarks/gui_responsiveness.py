@@ -39,8 +39,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.main_window import MainWindow
-    from engine.params import GenerationParams
     from engine.fixtures.tiny_models import build_tiny_pair
+    from engine.params import GenerationParams
 
     if args.target is None:
         target, draft = map(str, build_tiny_pair(Path(os.environ["SPECCHAT_HOME"]) / "models"))

@@ -17,14 +17,14 @@ import os
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import mlx.core as mx  # noqa: E402
+import mlx.core as mx
 
-from engine.decoding.acceptance import lenient_output, ratio  # noqa: E402
-from engine.decoding.cached_model import CachedModel  # noqa: E402
-from engine.decoding.pair import ModelPair  # noqa: E402
-from engine.decoding.sampling import Warper  # noqa: E402
-from engine.models.app_paths import RESOURCES  # noqa: E402
-from engine.params import GenerationParams  # noqa: E402
+from engine.decoding.acceptance import lenient_output, ratio
+from engine.decoding.cached_model import CachedModel
+from engine.decoding.pair import ModelPair
+from engine.decoding.sampling import Warper
+from engine.models.app_paths import RESOURCES
+from engine.params import GenerationParams
 
 LENIENCES = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 LOOKUP_K = 4
 
 
-def measure(pair, prompts: list[str], max_tokens: int, waited=lambda: 0.0) -> dict:  # noqa: ANN001
+def measure(pair, prompts: list[str], max_tokens: int, waited=lambda: 0.0) -> dict:
     """Both modes on every prompt, taking turns; per mode its tokens, seconds (generating; and in all, with the
     prompt), target passes, and the seconds `waited()` grew by (the head's time in collectives)."""
     from engine import GenerationParams, generate
@@ -40,7 +40,7 @@ def measure(pair, prompts: list[str], max_tokens: int, waited=lambda: 0.0) -> di
                                                           "num_draft": LOOKUP_K}}
     totals = {mode: {"tokens": 0, "seconds": 0.0, "total_s": 0.0, "waited_s": 0.0, "passes": 0} for mode in modes}
     outputs: dict[str, list[list[int]]] = {mode: [] for mode in modes}
-    for mode, settings in modes.items():  # warm-up
+    for settings in modes.values():  # warm-up
         generate(prompts[0], pair, GenerationParams.preset("greedy", max_tokens=8, **settings), chat=True)
     for i, prompt in enumerate(prompts):
         for mode in (list(modes) if i % 2 == 0 else list(reversed(modes))):

@@ -16,9 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-from engine.models.gguf_import import imported_model_path
 from engine.fixtures.tiny_models import TinySpec, build_tiny_pair
 from engine.fixtures.tiny_tool_model import build_tool_tokenizer
+from engine.models.gguf_import import imported_model_path
 from tests.real_models import random_model_like, rounded_copy, smollm_gguf_path
 
 CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 EDIT_PROMPT = (
@@ -72,8 +73,8 @@ def main(target: str, draft: str, out: Path, dark: bool = False) -> int:
         window_manager.terminate()
 
 
-def dark_palette() -> "QPalette":
-    from PySide6.QtGui import QColor, QPalette
+def dark_palette() -> QPalette:
+    from PySide6.QtGui import QColor
 
     palette = QPalette()
     for role, colour in [("Window", "#1e1e1e"), ("WindowText", "#e6e6e6"), ("Base", "#252526"), ("Text", "#e6e6e6"),
@@ -129,7 +130,7 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
     return 0
 
 
-def local_server(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 - MainWindow
+def local_server(app: QApplication, window, out: Path) -> None:  # MainWindow
     """The Local server window after a client's answered request and a refused one (Qt's own rendering of it:
     Xvfb leaves this window black, as it never exposes it)."""
     import json
@@ -158,7 +159,7 @@ def local_server(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 
     dialog.switch.click()
 
 
-def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # noqa: ANN001 - MainWindow
+def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # MainWindow
     """The finished answer as coloured tokens with its rejected drafts, a correction explained, and the tabs."""
     from PySide6.QtWidgets import QToolTip
 
@@ -169,7 +170,7 @@ def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # no
     tabs.setCurrentIndex(1)  # Rounds
     pump(app, seconds=1.0)
     view = window.chat.messages[-1].body
-    def place(fragment):  # noqa: ANN001, ANN202 - QTextFragment, QRect
+    def place(fragment):  # QTextFragment, QRect
         cursor = view.textCursor()
         cursor.setPosition(fragment.position())
         return view.cursorRect(cursor)
@@ -190,7 +191,7 @@ def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # no
     tabs.setCurrentIndex(0)
 
 
-def chat_features(app: QApplication, window, out: Path) -> None:  # noqa: ANN001 - MainWindow
+def chat_features(app: QApplication, window, out: Path) -> None:  # MainWindow
     """An answer with code, its question asked again differently (a second branch), and the search box."""
     window.new_conversation()
     window.input.setPlainText("Write a Python function that reverses a string.")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from engine.comparison import check_sides, side_label, side_params, sides, verdict
+from engine.drafter_kinds import names
 from engine.errors import InvalidParameterError
 from engine.events import GenerationResult, GenerationStats
-from engine.drafter_kinds import names
 from engine.params import GenerationParams
 
 
@@ -31,7 +31,7 @@ def test_a_side_that_is_no_way_of_decoding_or_twice_the_same_is_refused() -> Non
 
 def _result(mode: str, tps: float, drafted: int = 0, accepted: int = 0, rounds: int = 10) -> GenerationResult:
     stats = GenerationStats(generated_tokens=int(tps * 2), rounds=rounds, drafted=drafted, accepted=accepted, generation_s=2.0)
-    return GenerationResult("", [], [], mode, "length", stats)  # type: ignore[arg-type]
+    return GenerationResult("", [], [], mode, "length", stats)  # type: ignore[arg-type]  # strings for Literals
 
 
 def test_the_verdict_names_both_sides_and_the_second_one_s_speed_against_the_first() -> None:

@@ -30,7 +30,7 @@ def test_rounds_saved_before_reasoning_was_known_count_as_the_answers() -> None:
 def _result(mode: str, drafter: str, **drafted_by: int) -> GenerationResult:
     stats = GenerationStats(generated_tokens=8, rounds=4, drafted=sum(drafted_by.values()), accepted=4, generation_s=1.0)
     stats.drafted_by.update(drafted_by)
-    return GenerationResult("", [1] * 8, ["accepted"] * 8, mode, "length", stats, drafter=drafter)  # type: ignore[arg-type]
+    return GenerationResult("", [1] * 8, ["accepted"] * 8, mode, "length", stats, drafter=drafter)  # type: ignore[arg-type]  # strings for Literals
 
 
 def test_the_stats_line_names_the_drafter_that_drafted() -> None:

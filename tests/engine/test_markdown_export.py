@@ -19,7 +19,7 @@ def test_a_fence_left_open_is_closed(text: str, closed: str) -> None:
     assert closed_fences(text) == closed
 
 
-def test_an_answer_cut_inside_a_code_block_exports_with_its_fence_closed(tmp_path) -> None:  # noqa: ANN001
+def test_an_answer_cut_inside_a_code_block_exports_with_its_fence_closed(tmp_path) -> None:
     """The open fence swallowed every message after it into the code."""
     store = ConversationStore(tmp_path / "c.sqlite3")
     chat = store.create("Code")

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "packaging"))
-from bundle_layout import link_metallib_beside_every_libmlx, problems  # noqa: E402
+from bundle_layout import link_metallib_beside_every_libmlx, problems  # noqa: E402 - packaging/ is no package: on the path only from the line above
 
 
 @pytest.fixture(scope="module")

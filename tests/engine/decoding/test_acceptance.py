@@ -43,7 +43,7 @@ def one_step_output(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def decided(verdict) -> tuple:  # noqa: ANN001 - acceptance.Verdict
+def decided(verdict) -> tuple:  # acceptance.Verdict
     return verdict.accepted, verdict.next_token
 
 
@@ -83,9 +83,12 @@ def _sample_first_tokens(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> tup
 
 @pytest.mark.statistical
 def test_monte_carlo_rejection_sampling_matches_the_target() -> None:
+    """Sample size: the subtlest wrong rule, a rejected draft replaced from p rather than from norm(max(p - q, 0)),
+    is off by 0.119 per sample in chi-square (5 degrees of freedom, alpha 0.001): 400 samples catch it 99 times
+    in 100, the 1000 here essentially always (noncentrality 119)."""
     p = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
     q = np.array([0.05, 0.10, 0.40, 0.05, 0.30, 0.10])  # a poor draft: most of its mass where p has little
-    n = 6000
+    n = 1000
     counts, accepted = _sample_first_tokens(p, q, n, seed=1234)
 
     stat, df = chi_square(counts, dict(enumerate(p)), n)
@@ -205,9 +208,12 @@ def test_lenient_output_is_the_target_at_zero_and_drifts_more_as_lenience_grows(
 
 @pytest.mark.statistical
 def test_sampling_at_a_lenience_follows_the_lenient_output_not_the_target() -> None:
+    """Sample size: the lenient output and the target differ by 0.118 to 0.150 per sample in chi-square (either way
+    round, 5 degrees of freedom, alpha 0.001): 400 samples tell them apart 99 times in 100, the 1000 here
+    essentially always (noncentrality 118 and more)."""
     p = np.array([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
     q = np.array([0.05, 0.10, 0.40, 0.05, 0.30, 0.10])
-    n, lenience = 6000, 0.4
+    n, lenience = 1000, 0.4
     mx.random.seed(77)
     target = mx.log(mx.array(np.stack([p, p]), dtype=mx.float32))
     q_rows = mx.array(q[None, :], dtype=mx.float32)

@@ -37,10 +37,10 @@ def run(pair: ModelPair, **settings: object) -> tuple[list[RoundEvent], Generati
     return [e for e in events if isinstance(e, RoundEvent)], events[-1]
 
 
-def pipelined_pair(tiny_target, draft=None) -> tuple[ModelPair, SlowRing]:  # noqa: ANN001 - LoadedModels
+def pipelined_pair(tiny_target, draft=None) -> tuple[ModelPair, SlowRing]:  # LoadedModels
     ring = SlowRing()
-    pair = ModelPair(dataclasses.replace(tiny_target, model=PipelineHead(tiny_target.model, ring)), draft)  # type: ignore[arg-type]
-    pair.vocab_width  # its probe pass is no round's
+    pair = ModelPair(dataclasses.replace(tiny_target, model=PipelineHead(tiny_target.model, ring)), draft)  # type: ignore[arg-type]  # a recording stand-in for the ring
+    _ = pair.vocab_width  # its probe pass is no round's
     return pair, ring
 
 

@@ -7,7 +7,13 @@ from dataclasses import replace
 import pytest
 
 from engine.decoding.apple_prediction import (
-    MEASURED_COST, PUBLISHED, THIS_ANSWER, PublishedAcceptance, costs_in_answer, predicted_speedup, predictions,
+    MEASURED_COST,
+    PUBLISHED,
+    THIS_ANSWER,
+    PublishedAcceptance,
+    costs_in_answer,
+    predicted_speedup,
+    predictions,
 )
 from engine.decoding.cost_model import fit
 from tests.engine.decoding.test_cost_model import round_event

@@ -6,13 +6,12 @@ import pytest
 
 from engine.decoding.automatic import AutomaticDrafter, Ballot, asked_drafters
 from engine.decoding.draft import NO_DRAFT, Draft, point_draft
+from engine.decoding.estimates import RoundCosts
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.decoding.estimates import RoundCosts
 from engine.decoding.policy import AdaptiveDraftLength
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=48)
 PROMPTS = ["Repeat this: the cat sat on the mat, the cat sat on the mat, the cat sat on the",
@@ -34,7 +33,7 @@ def test_greedy_automatic_is_token_identical_to_standard_with_lookup_and_a_draft
     assert drafted_by == {"lookup", "model"}  # both candidates drafted in some rounds
 
 
-def test_greedy_automatic_with_mtp_heads_lookup_and_a_draft_model_is_token_identical(mtp_target) -> None:  # noqa: F811
+def test_greedy_automatic_with_mtp_heads_lookup_and_a_draft_model_is_token_identical(mtp_target) -> None:
     target: LoadedModel = mtp_target("hybrid")
     pair = ModelPair(target, target)  # the target as its own draft model: a candidate that is always right
     assert asked_drafters(pair, GREEDY) == ("lookup", "mtp", "model")

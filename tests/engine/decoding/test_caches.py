@@ -21,7 +21,7 @@ def next_logits(cached: CachedModel, context: list[int]) -> mx.array:
     return cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1]
 
 
-def fresh_logits(model, context: list[int]) -> mx.array:  # noqa: ANN001
+def fresh_logits(model, context: list[int]) -> mx.array:
     return next_logits(CachedModel(model), context)
 
 

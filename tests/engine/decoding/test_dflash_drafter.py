@@ -16,9 +16,11 @@ from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError
 from engine.events import PrefillEvent, RoundEvent
 from engine.params import GenerationParams
-from tests.dflash_pairs import dflash_pairs, reference_drafter  # noqa: F401 - a fixture
+from tests.dflash_pairs import reference_drafter
 from tests.helpers import (
-    assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, assert_turns_are_standard_decodings,
+    assert_a_regenerate_and_a_gap_keep_the_output,
+    assert_sampling_is_exact,
+    assert_turns_are_standard_decodings,
     rounds_with_contexts,
 )
 
@@ -29,7 +31,7 @@ VERSIONS = [1, 2]  # DFlash, DFlash2
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str, version: int, dflash_pairs) -> None:  # noqa: F811
+def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str, version: int, dflash_pairs) -> None:
     pair = dflash_pairs.pair(kind, version=version)
     assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [*range(1, 9), 15])
     assert pair.target_cache.rewinds["reset"] == 0
@@ -37,12 +39,12 @@ def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(kind: str, dflash_pairs) -> None:  # noqa: F811
+def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(kind: str, dflash_pairs) -> None:
     fixed = GREEDY.replace(num_draft=15, adaptive=False)
     assert_a_regenerate_and_a_gap_keep_the_output(dflash_pairs.pair(kind), dflash_pairs.target(kind), fixed)
 
 
-def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> None:  # noqa: F811
+def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> None:
     """Coupled sampling: each position draws with its own noise, so the drafter must hand each block position's
     chooser its context index (the text is then the target's whatever was drafted)."""
     seeded = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, drafter="dflash", seed=5)
@@ -52,7 +54,7 @@ def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> N
         assert answer.tokens == expected and answer.stats.accepted > 0
 
 
-def test_the_round_events_and_stats_name_the_dflash_drafter(dflash_pairs) -> None:  # noqa: F811
+def test_the_round_events_and_stats_name_the_dflash_drafter(dflash_pairs) -> None:
     events = list(generate_stream(dflash_pairs.pair("qwen3"), "abcabd", GREEDY.replace(num_draft=15, adaptive=False)))
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     assert {r.drafter for r in rounds if r.drafted} == {"dflash"}
@@ -62,12 +64,12 @@ def test_the_round_events_and_stats_name_the_dflash_drafter(dflash_pairs) -> Non
     assert [belief.drafter for belief in adaptive.stats.policy] == ["dflash"]
 
 
-def test_the_dflash_drafter_without_a_drafter_loaded_is_refused_in_one_line(dflash_pairs) -> None:  # noqa: F811
+def test_the_dflash_drafter_without_a_drafter_loaded_is_refused_in_one_line(dflash_pairs) -> None:
     with pytest.raises(InvalidParameterError, match="needs a DFlash drafter.*--draft PATH"):
         generate("abc", ModelPair(dflash_pairs.target("qwen3")), GREEDY)
 
 
-def test_the_draft_model_drafter_with_a_dflash_draft_says_how_to_draft_with_it(dflash_pairs) -> None:  # noqa: F811
+def test_the_draft_model_drafter_with_a_dflash_draft_says_how_to_draft_with_it(dflash_pairs) -> None:
     with pytest.raises(InvalidParameterError, match="the draft loaded is a DFlash drafter: draft with it .--drafter dflash."):
         generate("abc", dflash_pairs.pair("qwen3"), GREEDY.replace(drafter="model"))
 
@@ -75,7 +77,7 @@ def test_the_draft_model_drafter_with_a_dflash_draft_says_how_to_draft_with_it(d
 # --- z-lab's drafts, round by round ----------------------------------------------------------------------------
 
 
-def _reference_block(target, drafter, context: list[int]) -> list[int]:  # noqa: ANN001
+def _reference_block(target, drafter, context: list[int]) -> list[int]:
     """z-lab's greedy block after `context`, computed from scratch its own way: its capture of the tapped layers
     over the context before the last token, a fresh drafter cache, one block pass (DFlash2: its selector)."""
     import dflash.model_mlx as ref
@@ -94,7 +96,7 @@ def _reference_block(target, drafter, context: list[int]) -> list[int]:  # noqa:
 
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, version: int, dflash_pairs,  # noqa: F811
+def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, version: int, dflash_pairs,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Our drafter is incremental (positions fed from the target's own passes, prefill chunks absorbed, kept across
     turns, rewound by a Regenerate); z-lab's is recomputed from scratch for each round's context. Same ids.
@@ -122,14 +124,14 @@ def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, versio
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("kind, version", [("qwen3", 1), ("qwen3_5", 2)])  # each target and each version once: CI's time
-def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, dflash_pairs) -> None:  # noqa: F811
+def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, dflash_pairs) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
     the drafter's own warped distribution at each block position (DFlash2: along its selector's path)."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="dflash")
     assert_sampling_is_exact(dflash_pairs.pair(kind, version=version), params)
 
 
-def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pairs) -> None:  # noqa: F811
+def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pairs) -> None:
     """Prefill chunks are written into the drafter's cache as they come, not queued until the first draft (a long
     prompt's tapped states, several layers wide, would otherwise all be held at once)."""
     pair = dflash_pairs.pair("qwen3")

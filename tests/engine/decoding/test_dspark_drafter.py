@@ -19,11 +19,13 @@ from engine.decoding.policy import FixedDraftLength
 from engine.errors import InvalidParameterError
 from engine.events import RoundEvent
 from engine.params import GenerationParams
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 from tests.engine.drafters.test_dspark import reference_block_logits, run_reference
 from tests.helpers import (
-    assert_a_regenerate_and_a_gap_keep_the_output, assert_sampling_is_exact, assert_turns_are_standard_decodings,
-    rounds_with_contexts, two_turns,
+    assert_a_regenerate_and_a_gap_keep_the_output,
+    assert_sampling_is_exact,
+    assert_turns_are_standard_decodings,
+    rounds_with_contexts,
+    two_turns,
 )
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="dspark")
@@ -44,7 +46,7 @@ class CuttingPolicy(FixedDraftLength):
 
 
 @pytest.fixture
-def cut_at(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def cut_at(monkeypatch: pytest.MonkeyPatch):
     """Make every generation's policy a fixed K of its num_draft with the confidence cut at `threshold`."""
 
     def install(threshold: float) -> None:
@@ -54,7 +56,7 @@ def cut_at(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_greedy_dspark_drafts_are_token_identical_to_standard_decoding(kind: str, dflash_pairs) -> None:  # noqa: F811
+def test_greedy_dspark_drafts_are_token_identical_to_standard_decoding(kind: str, dflash_pairs) -> None:
     pair = dflash_pairs.dspark_pair(kind)
     assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, range(1, BLOCK + 1))
     assert pair.target_cache.rewinds["reset"] == 0
@@ -62,7 +64,7 @@ def test_greedy_dspark_drafts_are_token_identical_to_standard_decoding(kind: str
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_confidence_cut_keeps_the_output_and_shortens_drafts(kind: str, dflash_pairs, cut_at) -> None:  # noqa: F811
+def test_the_confidence_cut_keeps_the_output_and_shortens_drafts(kind: str, dflash_pairs, cut_at) -> None:
     expected = [answer.tokens for answer in two_turns(ModelPair(dflash_pairs.target(kind)), GREEDY.replace(mode="standard"))]
     cut_at(THRESHOLD)
     pair = dflash_pairs.dspark_pair(kind)
@@ -73,12 +75,12 @@ def test_the_confidence_cut_keeps_the_output_and_shortens_drafts(kind: str, dfla
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(kind: str, dflash_pairs) -> None:  # noqa: F811
+def test_a_regenerate_and_an_answer_the_drafter_did_not_hear_keep_the_output(kind: str, dflash_pairs) -> None:
     fixed = GREEDY.replace(num_draft=BLOCK, adaptive=False)
     assert_a_regenerate_and_a_gap_keep_the_output(dflash_pairs.dspark_pair(kind), dflash_pairs.target(kind), fixed)
 
 
-def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> None:  # noqa: F811
+def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> None:
     """Coupled sampling: each Markov step draws with its own position's noise (the chooser gets its index)."""
     seeded = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=40, drafter="dspark", seed=5)
     expected = generate("abcabd", ModelPair(dflash_pairs.target("qwen3")), seeded.replace(mode="standard")).tokens
@@ -86,7 +88,7 @@ def test_a_seeded_answer_is_standard_decodings_with_that_seed(dflash_pairs) -> N
     assert answer.tokens == expected and answer.stats.accepted > 0
 
 
-def test_the_round_events_and_stats_name_the_dspark_drafter(dflash_pairs) -> None:  # noqa: F811
+def test_the_round_events_and_stats_name_the_dspark_drafter(dflash_pairs) -> None:
     events = list(generate_stream(dflash_pairs.dspark_pair("qwen3"), "abcabd", GREEDY.replace(num_draft=BLOCK, adaptive=False)))
     rounds = [e for e in events if isinstance(e, RoundEvent)]
     assert {r.drafter for r in rounds if r.drafted} == {"dspark"}
@@ -95,17 +97,17 @@ def test_the_round_events_and_stats_name_the_dspark_drafter(dflash_pairs) -> Non
     assert [belief.drafter for belief in adaptive.stats.policy] == ["dspark"]
 
 
-def test_the_dspark_drafter_without_a_drafter_loaded_is_refused_in_one_line(dflash_pairs) -> None:  # noqa: F811
+def test_the_dspark_drafter_without_a_drafter_loaded_is_refused_in_one_line(dflash_pairs) -> None:
     with pytest.raises(InvalidParameterError, match="needs a DSpark drafter.*--draft PATH, a DeepSeek DSpark checkpoint"):
         generate("abc", ModelPair(dflash_pairs.target("qwen3")), GREEDY)
 
 
-def test_the_draft_model_drafter_with_a_dspark_draft_says_how_to_draft_with_it(dflash_pairs) -> None:  # noqa: F811
+def test_the_draft_model_drafter_with_a_dspark_draft_says_how_to_draft_with_it(dflash_pairs) -> None:
     with pytest.raises(InvalidParameterError, match="the draft loaded is a DSpark drafter: draft with it .--drafter dspark."):
         generate("abc", dflash_pairs.dspark_pair("qwen3"), GREEDY.replace(drafter="model"))
 
 
-def test_a_dspark_folder_as_the_draft_loads_its_drafter(dflash_pairs) -> None:  # noqa: F811
+def test_a_dspark_folder_as_the_draft_loads_its_drafter(dflash_pairs) -> None:
     """`--draft DSPARK_FOLDER`: no draft model, the DSpark drafter of the target, drafting by default."""
     from engine.drafters import default_drafter
 
@@ -118,7 +120,7 @@ def test_a_dspark_folder_as_the_draft_loads_its_drafter(dflash_pairs) -> None:  
 # --- mlx-dspark's drafts, round by round -----------------------------------------------------------------------
 
 
-def test_each_round_drafts_and_cuts_as_mlx_dspark_does_in_its_stream(dflash_pairs, cut_at) -> None:  # noqa: F811
+def test_each_round_drafts_and_cuts_as_mlx_dspark_does_in_its_stream(dflash_pairs, cut_at) -> None:
     """mlx-dspark's greedy loop (cap 7, its confidence cut at THRESHOLD) and ours on the same prompt ids: the same
     rounds, each verifying the same ids (drafted by the Markov head, cut by the confidence head)."""
     target_dir, drafter_dir = dflash_pairs.dspark_folders("qwen3")
@@ -134,7 +136,7 @@ def test_each_round_drafts_and_cuts_as_mlx_dspark_does_in_its_stream(dflash_pair
     assert ours[: len(theirs)] == theirs
 
 
-def _reference_drafts(target_dir, drafter_dir, contexts: list[list[int]]) -> list[list[int]]:  # noqa: ANN001
+def _reference_drafts(target_dir, drafter_dir, contexts: list[list[int]]) -> list[list[int]]:
     """mlx-dspark's greedy drafts after each context, from scratch: its target's tapped pass over the context before
     the last token, a fresh drafter context, one block pass and its Markov head."""
     from mlx_dspark.load import load_drafter
@@ -151,7 +153,7 @@ def _reference_drafts(target_dir, drafter_dir, contexts: list[list[int]]) -> lis
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, dflash_pairs) -> None:  # noqa: F811
+def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, dflash_pairs) -> None:
     """Ours is incremental (positions fed from the target's own passes, prefill chunks absorbed, kept across turns,
     rewound by a Regenerate); mlx-dspark's is recomputed from scratch for each round's context. Same ids."""
     target_dir, drafter_dir = dflash_pairs.dspark_folders(kind)
@@ -169,7 +171,7 @@ def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, 
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("kind", ["qwen3_5"])  # the hybrid target; the dense one is sampled under the cut below
-def test_sampled_tokens_follow_the_target_distribution(kind: str, dflash_pairs) -> None:  # noqa: F811
+def test_sampled_tokens_follow_the_target_distribution(kind: str, dflash_pairs) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q
     of each position is the warped distribution of its Markov step, given the token drawn before it."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="dspark")
@@ -177,7 +179,7 @@ def test_sampled_tokens_follow_the_target_distribution(kind: str, dflash_pairs) 
 
 
 @pytest.mark.statistical
-def test_sampled_tokens_follow_the_target_distribution_under_the_confidence_cut(dflash_pairs, cut_at) -> None:  # noqa: F811
+def test_sampled_tokens_follow_the_target_distribution_under_the_confidence_cut(dflash_pairs, cut_at) -> None:
     """Where the confidence head stops a draft depends on the tokens before the one it would verify next, never on
     that token: the cut keeps sampling exact."""
     cut_at(THRESHOLD)
@@ -185,7 +187,7 @@ def test_sampled_tokens_follow_the_target_distribution_under_the_confidence_cut(
     assert_sampling_is_exact(dflash_pairs.dspark_pair("qwen3"), params)
 
 
-def test_a_pair_with_a_dspark_folder_lists_it_among_its_drafters(dflash_pairs) -> None:  # noqa: F811
+def test_a_pair_with_a_dspark_folder_lists_it_among_its_drafters(dflash_pairs) -> None:
     pair = dflash_pairs.dspark_pair("qwen3")
     assert pair.drafter_names() == ("lookup", "dspark")
     pair.set_drafter("dspark", None)

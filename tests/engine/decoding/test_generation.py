@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from engine.decoding.generation import generate, generate_stream
+from engine.decoding.pair import ModelPair
 from engine.errors import InvalidParameterError, PromptError, UnsupportedModelError
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
-from engine.decoding.generation import generate, generate_stream
 from engine.models.loading import LoadedModel, load_model
-from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
 from tests.helpers import scripted, split_events
 
@@ -128,10 +128,10 @@ class OpaqueCache:
 
         self.inner = KVCache()
 
-    def update_and_fetch(self, keys, values):  # noqa: ANN001, ANN201
+    def update_and_fetch(self, keys, values):
         return self.inner.update_and_fetch(keys, values)
 
-    def make_mask(self, *args, **kwargs):  # noqa: ANN201
+    def make_mask(self, *args, **kwargs):
         return self.inner.make_mask(*args, **kwargs)
 
     @property
@@ -139,7 +139,7 @@ class OpaqueCache:
         return self.inner.offset
 
     @property
-    def state(self):  # noqa: ANN201
+    def state(self):
         return self.inner.state
 
 
@@ -291,8 +291,8 @@ def test_standard_decoding_ignores_lenience(tiny_pair: ModelPair) -> None:
 def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPair) -> None:
     """Issue 27: through the server, prefilling a draft that would not draft cost about a tenth of the speed.
     A probe's draft catches up on the prompt instead, and the answer is the same."""
-    from engine.decoding.generation import _policy
     from engine.decoding.estimates import RoundCosts
+    from engine.decoding.generation import _policy
 
     params = GREEDY.replace(adaptive=True, max_tokens=30)
     policy = _policy(tiny_pair, params)

@@ -17,18 +17,17 @@ from engine.decoding.hidden_states import (
 )
 from engine.drafters.mtp import SharedParts
 from engine.errors import UnsupportedModelError
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 IDS = mx.array([[1, 2, 3, 4, 5, 6, 7, 1, 2]])
 
 
 @pytest.fixture(params=["hybrid", "dense", "llama"])
-def target(request: pytest.FixtureRequest, mtp_target, tiny_target):  # noqa: F811, ANN001, ANN201
+def target(request: pytest.FixtureRequest, mtp_target, tiny_target):
     """A Qwen3.5 hybrid (GatedDeltaNet), a MiMo and a Llama: three mlx-lm model classes."""
     return tiny_target.model if request.param == "llama" else mtp_target(request.param).model
 
 
-def test_the_tapped_pass_returns_the_plain_pass_s_logits_and_the_states_that_produce_them(target) -> None:  # noqa: ANN001
+def test_the_tapped_pass_returns_the_plain_pass_s_logits_and_the_states_that_produce_them(target) -> None:
     layers = decoder_layers(target)
     taps = [LAST_PRE_NORM, LAST_POST_NORM, LayerTap(0, "input"), LayerTap(0), LayerTap(1, "input"), LayerTap(-1, "input")]
     logits, (pre, post, in0, out0, in1, in_last) = forward_with_taps(target, IDS, make_prompt_cache(target), taps)
@@ -43,7 +42,7 @@ def test_the_tapped_pass_returns_the_plain_pass_s_logits_and_the_states_that_pro
     assert not any(type(layer).__name__.startswith("Recording") for layer in layers)
 
 
-def test_a_tapped_pass_with_a_cache_continues_as_the_plain_one_does(mtp_target) -> None:  # noqa: F811
+def test_a_tapped_pass_with_a_cache_continues_as_the_plain_one_does(mtp_target) -> None:
     """On a hybrid target the recurrent state the tapped pass leaves behind is the plain pass's."""
     model = mtp_target("hybrid").model
     tapped, plain = model.make_cache(), model.make_cache()
@@ -56,7 +55,7 @@ def test_a_tapped_pass_with_a_cache_continues_as_the_plain_one_does(mtp_target) 
 def test_the_model_is_left_as_it_was_even_when_the_pass_fails(tiny_target) -> None:
     model = tiny_target.model
     classes = [type(layer) for layer in decoder_layers(model)] + [type(final_norm(model))]
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - whatever the failed pass raises, the model must come back whole
         forward_with_taps(model, mx.array([[1.5]]), "not a cache", [LayerTap(0), LAST_POST_NORM])
     assert [type(layer) for layer in decoder_layers(model)] + [type(final_norm(model))] == classes
 
@@ -79,7 +78,7 @@ class _Recorder:
         self.heard_at.append((position, states[0].shape[0]))
 
 
-def test_a_listening_cache_hands_over_every_pass_with_its_position(mtp_target) -> None:  # noqa: F811
+def test_a_listening_cache_hands_over_every_pass_with_its_position(mtp_target) -> None:
     cached = CachedModel(mtp_target("hybrid").model, prefill_step_size=4)
     cached.listener = listener = _Recorder()
     context = [1, 2, 3, 4, 5, 6, 7, 1, 2, 3]

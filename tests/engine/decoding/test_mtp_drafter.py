@@ -13,14 +13,13 @@ from engine.decoding.pair import ModelPair
 from engine.errors import UnsupportedModelError
 from engine.params import GenerationParams
 from tests.helpers import assert_sampling_is_exact, two_turns
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="mtp")
 KINDS = ["hybrid", "dense"]
 
 
 @pytest.mark.parametrize("kind", KINDS + ["next"])  # Qwen3-Next: num_nextn_predict_layers, experts in the head
-def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:  # noqa: F811
+def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:
     target = mtp_target(kind)
     expected = [answer.tokens for answer in two_turns(ModelPair(target), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
@@ -35,7 +34,7 @@ def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, m
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_regenerate_and_an_answer_the_head_did_not_hear_keep_the_output(kind: str, mtp_target) -> None:  # noqa: F811
+def test_a_regenerate_and_an_answer_the_head_did_not_hear_keep_the_output(kind: str, mtp_target) -> None:
     target = mtp_target(kind)
     fixed = GREEDY.replace(num_draft=3, adaptive=False)
     expected = generate("abcabd", ModelPair(target), GREEDY.replace(mode="standard")).tokens
@@ -50,7 +49,7 @@ def test_a_regenerate_and_an_answer_the_head_did_not_hear_keep_the_output(kind: 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_adaptive_policy_keeps_the_output(kind: str, mtp_target) -> None:  # noqa: F811
+def test_the_adaptive_policy_keeps_the_output(kind: str, mtp_target) -> None:
     target = mtp_target(kind)
     expected = generate("abcabd", ModelPair(target), GREEDY.replace(mode="standard", max_tokens=80)).tokens
     assert generate("abcabd", ModelPair(target), GREEDY.replace(max_tokens=80)).tokens == expected
@@ -61,7 +60,7 @@ def test_a_target_without_an_mtp_head_is_refused_in_one_line(tiny_pair: ModelPai
         generate("Hello", tiny_pair, GREEDY)
 
 
-def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:  # noqa: F811
+def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:
     from engine.decoding.generation import generate_stream
     from engine.events import RoundEvent
 
@@ -76,7 +75,7 @@ def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:  # noqa: F81
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("kind", KINDS)
-def test_sampled_tokens_follow_the_target_distribution(kind: str, mtp_target) -> None:  # noqa: F811
+def test_sampled_tokens_follow_the_target_distribution(kind: str, mtp_target) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
     the head's own distribution, so the rejection rule keeps the target's."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="mtp")

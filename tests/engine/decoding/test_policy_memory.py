@@ -33,7 +33,7 @@ def test_a_new_launch_starts_from_what_the_last_one_measured(tmp_path: Path) -> 
     policy_memory.remember(policy, pair, SETTINGS, tmp_path)
     later = policy_memory.recall(AdaptiveDraftLength(8), pair, SETTINGS, tmp_path)
     assert later.measured() == policy.measured()
-    seen = lambda p: [(b.drafter, b.acceptance, b.predicted_tps, b.chosen_k, b.reason) for b in p.beliefs()]  # noqa: E731
+    seen = lambda p: [(b.drafter, b.acceptance, b.predicted_tps, b.chosen_k, b.reason) for b in p.beliefs()]
     assert seen(later) == seen(policy)  # the same predictions and choices (when each last drafted is this launch's)
     assert [later.choose(s, 8) for s in ("lookup+copying", "model", "dflash")] == [
         policy.choose(s, 8) for s in ("lookup+copying", "model", "dflash")]
@@ -54,7 +54,7 @@ def test_another_pair_other_settings_or_changed_weights_start_afresh(tmp_path: P
 def test_an_unreadable_file_is_started_over(tmp_path: Path) -> None:
     (tmp_path / policy_memory.MEMORY_FILE).write_text("{not json", encoding="utf-8")
     assert policy_memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == AdaptiveDraftLength(8).measured()
-    (tmp_path / policy_memory.MEMORY_FILE).write_text('{"version": 1, "entries": {"pair | %r": {"acceptance": 3}}}' % (SETTINGS,))
+    (tmp_path / policy_memory.MEMORY_FILE).write_text(f'{{"version": 1, "entries": {{"pair | {SETTINGS!r}": {{"acceptance": 3}}}}}}')
     assert policy_memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == AdaptiveDraftLength(8).measured()
     policy_memory.remember(measured_policy(), "pair", SETTINGS, tmp_path)
     assert policy_memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == measured_policy().measured()

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
-from engine.params import GenerationParams
 from engine.decoding.sampling import Warper
+from engine.params import GenerationParams
 
 LOGITS = mx.array([[2.0, 1.5, 0.3, -1.0, 0.9, 0.0, -2.0, 1.1]])
 

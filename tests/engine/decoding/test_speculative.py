@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-
 import mlx.core as mx
 import numpy as np
 import pytest
 
 from engine.decoding.cached_model import CachedModel
 from engine.decoding.generation import generate, generate_stream
-from engine.models.loading import LoadedModel
 from engine.decoding.pair import ModelPair
-from engine.params import GenerationParams
 from engine.decoding.rounds import round_origins
 from engine.events import TokenEvent
+from engine.models.loading import LoadedModel
+from engine.params import GenerationParams
 from tests.helpers import assert_first_two_tokens_follow, first_two_token_laws, split_events
 
 PROMPTS = [
@@ -29,9 +28,9 @@ def greedy_standard(pair: ModelPair, prompt: str) -> list[int]:
 
 
 @pytest.mark.parametrize("k", range(1, 9))
-def test_greedy_speculative_is_token_identical_to_standard(tiny_pair: ModelPair, k: int) -> None:
+def test_greedy_speculative_is_token_identical_to_standard(tiny_pair: ModelPair, tiny_standard, k: int) -> None:
     for prompt in PROMPTS:
-        expected = greedy_standard(tiny_pair, prompt)
+        expected = tiny_standard(prompt, GREEDY)
         result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert result.tokens == expected, (k, prompt)
         assert result.stats.drafted > 0
@@ -159,9 +158,9 @@ def test_every_drafted_token_is_verified_and_counted(tiny_target: LoadedModel) -
     target had verified it (1.62 instead of 2.47 tokens per round at K = 4), and told the policy fewer tokens
     were drafted than the pass verified. With draft == target every drafted token is accepted, so each round
     of an adaptive policy held at K = 4 must accept all 4 and report them to the policy."""
+    from engine.decoding.draft_model import DraftModelDrafter
     from engine.decoding.estimates import RoundCosts
     from engine.decoding.policy import AdaptiveDraftLength
-    from engine.decoding.draft_model import DraftModelDrafter
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
@@ -216,8 +215,8 @@ def test_smollm_with_itself_accepts_every_draft_under_a_repetition_penalty(smoll
 
 def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeypatch) -> None:
     """Drafting queues its work and returns lazy arrays; the round's verdict is the only read."""
-    from engine.decoding.policy import FixedDraftLength
     from engine.decoding.draft_model import DraftModelDrafter
+    from engine.decoding.policy import FixedDraftLength
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
@@ -311,7 +310,7 @@ def test_plain_rounds_read_a_token_that_was_queued(tiny_pair: ModelPair, monkeyp
     reads: list[bool] = []
     real_async_eval, real_item = mx.async_eval, mx.array.item
 
-    def item(self: mx.array):  # noqa: ANN202
+    def item(self: mx.array):
         reads.append(any(a is self for a in queued))
         return real_item(self)
 

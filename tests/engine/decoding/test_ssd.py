@@ -3,7 +3,6 @@ the faster of SSD and synchronous rounds."""
 
 from __future__ import annotations
 
-
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -30,9 +29,9 @@ def echo_pair(tiny_target: LoadedModel) -> ModelPair:
 
 @pytest.mark.parametrize("k", range(1, 9))
 @pytest.mark.parametrize("fanout", range(1, 5))
-def test_greedy_ssd_is_token_identical_to_standard(tiny_pair: ModelPair, k: int, fanout: int) -> None:
+def test_greedy_ssd_is_token_identical_to_standard(tiny_pair: ModelPair, tiny_standard, k: int, fanout: int) -> None:
     for prompt in PROMPTS:
-        expected = generate(prompt, tiny_pair, GREEDY.replace(mode="standard")).tokens
+        expected = tiny_standard(prompt, GREEDY)
         result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, **ALWAYS, fanout=fanout))
         assert result.tokens == expected, (k, fanout, prompt)
         assert result.stats.predrafted > 0

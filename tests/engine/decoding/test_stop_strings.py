@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.events import TokenEvent
 from engine.decoding.stop_strings import StopStrings
+from engine.events import TokenEvent
 
 
 def run(pieces: list[str], stops: tuple[str, ...]) -> tuple[str, bool, list[int]]:

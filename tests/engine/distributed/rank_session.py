@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from engine.decoding.generation import generate  # noqa: E402
-from engine.distributed.cluster import start  # noqa: E402
-from engine.params import GenerationParams  # noqa: E402
+from engine.decoding.generation import generate
+from engine.distributed.cluster import start
+from engine.params import GenerationParams
 
 TURNS = ["Write a short story about a fox.", "Now tell it again, shorter."]
 MODES = {
@@ -29,7 +29,7 @@ MODES = {
 MAX_TOKENS = 24
 
 
-def chat(pair, settings: dict) -> tuple[list[list[int]], dict[str, int]]:  # noqa: ANN001
+def chat(pair, settings: dict) -> tuple[list[list[int]], dict[str, int]]:
     """Two turns of one conversation, then a Regenerate of the second: each answer's ids, and the draft tokens
     verified and accepted in all."""
     params = GenerationParams.preset("greedy", max_tokens=MAX_TOKENS, **settings)

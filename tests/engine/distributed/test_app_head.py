@@ -15,7 +15,7 @@ from engine.distributed.hostfile import NAMES_ENV
 from engine.errors import DistributedError
 
 
-def hostfile(folder, *hosts: tuple[str, str]):  # noqa: ANN001, ANN201
+def hostfile(folder, *hosts: tuple[str, str]):
     path = folder / "hosts.json"
     path.write_text(json.dumps({"hosts": [{"ssh": ssh, "ips": [ip]} for ssh, ip in hosts]}))
     return path

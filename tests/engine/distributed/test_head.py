@@ -27,7 +27,7 @@ class Recorder:
 @pytest.fixture
 def head_cache(tiny_target) -> tuple[CachedModel, Recorder]:
     recorder = Recorder()
-    return CachedModel(PipelineHead(tiny_target.model, recorder)), recorder  # type: ignore[arg-type]
+    return CachedModel(PipelineHead(tiny_target.model, recorder)), recorder  # type: ignore[arg-type]  # a recording stand-in for the ring
 
 
 def test_each_pass_tells_the_position_the_tokens_and_what_was_trimmed_since(head_cache) -> None:

@@ -44,7 +44,7 @@ def test_stages_chained_give_the_whole_models_logits(tmp_path_factory, family: s
     parts = []
     for stage in reversed(stages(split)):  # the first stage first, as the activations flow
         model = load_model(str(target)).model
-        cut(model, stage, relay)  # type: ignore[arg-type]
+        cut(model, stage, relay)  # type: ignore[arg-type]  # a recording stand-in for the ring
         assert len(layer_owner(model)["layers"]) == split[stage.rank]
         parts.append((model, make_prompt_cache(model)))
     whole_cache = make_prompt_cache(whole)
@@ -60,7 +60,7 @@ def test_stages_chained_give_the_whole_models_logits(tmp_path_factory, family: s
 def test_a_wrapped_layer_still_shows_its_attributes(tmp_path_factory) -> None:
     target, _ = build_family(tmp_path_factory.mktemp("llama"), "llama")
     model = load_model(str(target)).model
-    cut(model, stages([2, 2])[0], Relay())  # type: ignore[arg-type]
+    cut(model, stages([2, 2])[0], Relay())  # type: ignore[arg-type]  # a recording stand-in for the ring
     first = layer_owner(model)["layers"][0]
     assert first.use_sliding is False and first.self_attn is not None  # what llama's make_cache reads
     assert len(model.make_cache()) == 2

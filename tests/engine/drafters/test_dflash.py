@@ -11,9 +11,10 @@ wants a hub id, so its `snapshot_download` is patched to hand it the local folde
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import dflash.model_mlx as ref
 import mlx.core as mx

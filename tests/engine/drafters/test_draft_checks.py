@@ -10,7 +10,7 @@ from engine.drafters import draft_checks
 from engine.drafters.draft_checks import DraftChecks
 
 
-def counting_checks(monkeypatch) -> list[tuple[str, str]]:  # noqa: ANN001
+def counting_checks(monkeypatch) -> list[tuple[str, str]]:
     calls: list[tuple[str, str]] = []
     real = draft_checks.check_draft
     monkeypatch.setattr(draft_checks, "check_draft", lambda target, draft: calls.append((target, draft)) or real(target, draft))

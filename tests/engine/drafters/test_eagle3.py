@@ -16,13 +16,11 @@ from engine.drafters.eagle3_model import DraftVocabulary
 from engine.errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS
 from engine.params import GenerationParams
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, drafter="eagle3", num_draft=3, adaptive=False)
 
 
-def _copy(folder: Path, out: Path, config_change=None, weights_change=None) -> Path:  # noqa: ANN001
+def _copy(folder: Path, out: Path, config_change=None, weights_change=None) -> Path:
     """A copy of a drafter folder with its config and weights changed."""
     shutil.copytree(folder, out)
     config = json.loads((out / "config.json").read_text())
@@ -37,7 +35,7 @@ def _drafts(pair: ModelPair) -> list[int]:
     return generate("abcabd", pair, GREEDY).tokens
 
 
-def test_a_speculators_folder_loads_with_its_taps_vocabulary_and_the_targets_embeddings(eagle3_pair) -> None:  # noqa: F811
+def test_a_speculators_folder_loads_with_its_taps_vocabulary_and_the_targets_embeddings(eagle3_pair) -> None:
     runner = load_eagle3(eagle3_pair.folders()[1], eagle3_pair.target())
     assert runner.taps == ((1, "input"), (2, "input"), (3, "output"))  # id 4 of 4 layers: the last one's output
     assert runner.vocabulary.target_ids.tolist() == DRAFT_IDS
@@ -46,7 +44,7 @@ def test_a_speculators_folder_loads_with_its_taps_vocabulary_and_the_targets_emb
     assert logits.shape == (1, 8) and [i for i in range(8) if logits[0, i].item() == -mx.inf] == [0, 6, 7]
 
 
-def test_a_checkpoint_with_its_own_embeddings_uses_them(eagle3_pair) -> None:  # noqa: F811
+def test_a_checkpoint_with_its_own_embeddings_uses_them(eagle3_pair) -> None:
     runner = load_eagle3(eagle3_pair.folders(own_embeddings=True)[1], eagle3_pair.target())
     assert "embed_tokens" in runner.head and runner.embed_table is runner.head.embed_tokens
     assert _drafts(eagle3_pair.pair(own_embeddings=True)) == _drafts(eagle3_pair.pair())  # a copy of the target's
@@ -59,7 +57,7 @@ def test_the_draft_vocabulary_maps_to_target_ids_with_minus_infinity_elsewhere()
     assert full.identity and full.to_target(mx.ones((1, 4))).tolist() == [[1.0] * 4]
 
 
-def test_the_original_eagle3_layout_loads_and_drafts_alike(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_the_original_eagle3_layout_loads_and_drafts_alike(eagle3_pair, tmp_path: Path) -> None:
     """SafeAILab's layout: the layer's settings at the top level (LlamaForCausalLMEagle3) and layer 0 as `midlayer`."""
 
     def flat(config: dict) -> dict:
@@ -74,7 +72,7 @@ def test_the_original_eagle3_layout_loads_and_drafts_alike(eagle3_pair, tmp_path
     assert _drafts(pair) == _drafts(eagle3_pair.pair())
 
 
-def test_a_qwen3_layer_reads_its_q_and_k_norms(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_a_qwen3_layer_reads_its_q_and_k_norms(eagle3_pair, tmp_path: Path) -> None:
     def qwen3(config: dict) -> dict:
         config["transformer_layer_config"]["model_type"] = "qwen3"
         return config
@@ -89,7 +87,7 @@ def test_a_qwen3_layer_reads_its_q_and_k_norms(eagle3_pair, tmp_path: Path) -> N
         load_eagle3(_copy(eagle3_pair.folders()[1], tmp_path / "no-norms", qwen3), eagle3_pair.target())
 
 
-def test_a_llama3_rope_scaling_is_honoured(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_a_llama3_rope_scaling_is_honoured(eagle3_pair, tmp_path: Path) -> None:
     """mlx-vlm's drafter ignores it; a drafter for Llama 3.1 targets is trained with it."""
     from mlx_lm.models.rope_utils import Llama3RoPE
 
@@ -113,14 +111,14 @@ def test_a_llama3_rope_scaling_is_honoured(eagle3_pair, tmp_path: Path) -> None:
         (lambda w: {k: v for k, v in w.items() if k != "fc.weight"}, "EAGLE-3 weights do not fit its config"),
     ],
 )
-def test_a_broken_checkpoint_is_refused_in_one_line(change, message: str, eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_a_broken_checkpoint_is_refused_in_one_line(change, message: str, eagle3_pair, tmp_path: Path) -> None:
     folder = _copy(eagle3_pair.folders()[1], tmp_path / "broken", weights_change=change)
     with pytest.raises(NotAModelError, match=message) as error:
         load_eagle3(folder, eagle3_pair.target())
     assert "\n" not in str(error.value) and str(error.value).endswith("Download it again.")
 
 
-def test_a_drafter_for_another_target_is_refused_in_one_line(eagle3_pair, mtp_target, tmp_path: Path) -> None:  # noqa: F811
+def test_a_drafter_for_another_target_is_refused_in_one_line(eagle3_pair, mtp_target, tmp_path: Path) -> None:
     folder = eagle3_pair.folders()[1]
     with pytest.raises(IncompatiblePairError, match="cannot draft for tiny-mtp-dense-0: it has 3 layers where the "
                        r"drafter taps layers \[1, 2, 4\]. Pick specchat/tiny-eagle3-target") as error:
@@ -135,7 +133,7 @@ def test_a_drafter_for_another_target_is_refused_in_one_line(eagle3_pair, mtp_ta
         load_eagle3(_copy(folder, tmp_path / "other", other_verifier), eagle3_pair.target())
 
 
-def test_a_layer_type_it_cannot_run_is_refused_in_one_line(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_a_layer_type_it_cannot_run_is_refused_in_one_line(eagle3_pair, tmp_path: Path) -> None:
     def gemma(config: dict) -> dict:
         config["transformer_layer_config"]["model_type"] = "gemma3_text"
         return config
@@ -144,7 +142,7 @@ def test_a_layer_type_it_cannot_run_is_refused_in_one_line(eagle3_pair, tmp_path
         load_eagle3(_copy(eagle3_pair.folders()[1], tmp_path / "gemma", gemma), eagle3_pair.target())
 
 
-def test_eagle3_folders_are_told_from_other_drafts(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_eagle3_folders_are_told_from_other_drafts(eagle3_pair, tmp_path: Path) -> None:
     target, drafter = eagle3_pair.folders()
     assert eagle3_folder(str(drafter)) == drafter
     assert eagle3_folder(str(target)) is None and eagle3_folder(str(tmp_path / "missing")) is None

@@ -22,7 +22,6 @@ from engine.drafters.eagle3 import parse_config
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS, drafter_config, drafter_weights
 from engine.params import GenerationParams
 from tests.helpers import recorded_head_rounds
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
 
 vlm_eagle3 = pytest.importorskip("mlx_vlm.speculative.drafters.eagle3",
                                  reason="mlx-vlm is a test-only dependency (make test installs it)")
@@ -31,7 +30,7 @@ GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=30, drafter="ea
 TOLERANCE = 1e-3
 
 
-def _vlm_drafter(config: dict, weights: dict, target) -> object:  # noqa: ANN001
+def _vlm_drafter(config: dict, weights: dict, target) -> object:
     """mlx-vlm's drafter for a speculators config and its weights, bound to the target (its embeddings)."""
     model = vlm_eagle3.Model(vlm_eagle3.ModelConfig.from_dict(config))
     model.load_weights(list(model.sanitize(dict(weights)).items()), strict=False)
@@ -39,12 +38,12 @@ def _vlm_drafter(config: dict, weights: dict, target) -> object:  # noqa: ANN001
     return model
 
 
-def _vlm_draft(drafter, context_ids: list[int], hidden: mx.array, k: int) -> tuple[list[int], mx.array]:  # noqa: ANN001
+def _vlm_draft(drafter, context_ids: list[int], hidden: mx.array, k: int) -> tuple[list[int], mx.array]:
     """mlx-vlm's greedy draft of `k` tokens after `context_ids` from the taps of its positions, and its logits (k, draft V)."""
     rows: list[mx.array] = []
     logits_of = drafter._logits
     drafter._logits = lambda h: rows.append(logits_of(h)[0]) or rows[-1][None]
-    argmax = lambda x: mx.argmax(x, axis=-1)  # noqa: E731 - unused at greedy, required by the signature
+    argmax = lambda x: mx.argmax(x, axis=-1)  # unused at greedy, required by the signature
     drafter.prefill_from_target_hidden(mx.array([context_ids[:-1]]), hidden, context_ids[-1], argmax, greedy=True)
     ids = drafter.draft_block(context_ids[-1], hidden[:, -1:], None, k + 1, argmax, greedy=True)
     return ids[0].tolist(), mx.concatenate(rows, axis=0)
@@ -58,7 +57,7 @@ def _same_logits(ours: mx.array, theirs: mx.array) -> None:
 
 
 @pytest.mark.parametrize("variant", [{}, {"norm_before_residual": False}, {"norm_before_fc": True}, {"layers": 2}])
-def test_the_network_computes_mlx_vlms_logits(variant: dict, eagle3_pair) -> None:  # noqa: F811
+def test_the_network_computes_mlx_vlms_logits(variant: dict, eagle3_pair) -> None:
     from engine.drafters.eagle3_model import DraftVocabulary, Eagle3Model, Eagle3Runner
 
     config = drafter_config(variant.get("norm_before_residual", True), variant.get("layers", 1))
@@ -86,7 +85,7 @@ def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[
     return recorded_head_rounds(pair, pair.drafter_state("eagle3").runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
-def _vlm_taps(target, config: dict, context: list[int]) -> mx.array:  # noqa: ANN001
+def _vlm_taps(target, config: dict, context: list[int]) -> mx.array:
     """The target's states over `context` as mlx-vlm captures them: the outputs of its `capture_layer_ids`."""
     from mlx_lm.models.base import create_attention_mask
 
@@ -101,7 +100,7 @@ def _vlm_taps(target, config: dict, context: list[int]) -> mx.array:  # noqa: AN
 
 
 @pytest.mark.parametrize("k", [3, 5])
-def test_every_round_drafts_what_mlx_vlm_drafts(k: int, eagle3_pair, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_every_round_drafts_what_mlx_vlm_drafts(k: int, eagle3_pair, monkeypatch: pytest.MonkeyPatch) -> None:
     _, folder = eagle3_pair.folders()
     config = drafter_config()
     weights = dict(mx.load(str(folder / "model.safetensors")))

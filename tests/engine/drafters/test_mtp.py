@@ -6,10 +6,9 @@ import mlx.core as mx
 
 from engine.drafters.mtp import MTPRunner, head_blocks, text_model
 from engine.drafters.mtp_loading import load_mtp_head
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
-def test_the_head_layer_is_the_targets_attention_layer(mtp_target) -> None:  # noqa: F811
+def test_the_head_layer_is_the_targets_attention_layer(mtp_target) -> None:
     hybrid, dense = mtp_target("hybrid").model, mtp_target("dense").model
     [layer] = head_blocks(hybrid, 1)
     assert type(layer) is type(text_model(hybrid).layers[1]) and not layer.is_linear  # GatedDeltaNet at 0, attention at 1
@@ -17,7 +16,7 @@ def test_the_head_layer_is_the_targets_attention_layer(mtp_target) -> None:  # n
     assert type(head_blocks(dense, 1)[0]) is type(dense.layers[0])
 
 
-def test_entries_fed_in_pieces_and_rewound_give_what_one_pass_gives(mtp_target) -> None:  # noqa: F811
+def test_entries_fed_in_pieces_and_rewound_give_what_one_pass_gives(mtp_target) -> None:
     """The drafter feeds a round's accepted entries in one pass, chains draft entries and rewinds them: the
     outputs must not depend on how the entries were split."""
     target = mtp_target("hybrid")

@@ -22,7 +22,6 @@ from engine.decoding.pair import ModelPair
 from engine.models.loading import load_model
 from engine.params import GenerationParams
 from tests.helpers import recorded_head_rounds
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 mtp_patch = pytest.importorskip("mtplx.mtp_patch", reason="MTPLX is a test-only dependency (make test installs it)")
 
@@ -34,7 +33,7 @@ def _our_rounds(pair: ModelPair, monkeypatch: pytest.MonkeyPatch, prompts: list[
     return recorded_head_rounds(pair, pair.drafter_state("mtp").runner, monkeypatch, prompts, GREEDY.replace(num_draft=k))
 
 
-def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:  # noqa: ANN001
+def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.array:
     """MTPLX's logits for a round's draft positions, from scratch: the target over the context, then the head."""
     _, hidden = model(mx.array([context]), return_hidden=True, hidden_variant=variant)
     cache = model.make_mtp_cache()
@@ -50,7 +49,7 @@ def _mtplx_draft(model, context: list[int], ids: list[int], variant: str) -> mx.
     return mx.concatenate(rows, axis=0)
 
 
-def _mtplx_model(folder, kind: str):  # noqa: ANN001, ANN202
+def _mtplx_model(folder, kind: str):
     """A fresh copy of the target with MTPLX's head patched in (MTPLX changes the model's class)."""
     loaded = load_model(str(folder))
     if kind == "dense":
@@ -67,7 +66,7 @@ def _mtplx_model(folder, kind: str):  # noqa: ANN001, ANN202
     [("hybrid", LAST_POST_NORM), ("hybrid-sidecar", LAST_POST_NORM), ("dense", LAST_POST_NORM), ("hybrid", LAST_PRE_NORM)],
     ids=["hybrid", "hybrid-sidecar", "dense", "hybrid-pre-norm"],
 )
-def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_target, monkeypatch) -> None:  # noqa: F811
+def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_target, monkeypatch) -> None:
     pair = ModelPair(mtp_target(kind))
     pair.drafter_state("mtp").read(hidden)
     rounds = _our_rounds(pair, monkeypatch, ["abcabd", "abcabdgfe"], k=4)  # the second turn shares the first's prefix
@@ -80,7 +79,7 @@ def test_every_round_drafts_what_mtplx_drafts(kind: str, hidden: LayerTap, mtp_t
         assert float(mx.abs(ours - theirs).max()) < 1e-3, context
 
 
-def test_the_default_is_mtplx_s_post_norm_and_the_switch_matters(mtp_target, monkeypatch) -> None:  # noqa: F811
+def test_the_default_is_mtplx_s_post_norm_and_the_switch_matters(mtp_target, monkeypatch) -> None:
     """Pre- and post-norm states draft differently (the switch is not a no-op), and our default is MTPLX's."""
     pair = ModelPair(mtp_target("hybrid"))
     assert pair.drafter_state("mtp").taps == (LAST_POST_NORM,)

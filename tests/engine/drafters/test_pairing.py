@@ -14,7 +14,6 @@ from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
 from engine.models.draft_choice import BUILT_IN_MTP
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def without_weights(folder: Path, into: Path) -> Path:
@@ -26,7 +25,7 @@ def without_weights(folder: Path, into: Path) -> Path:
 
 
 def test_an_eagle3_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(
-        tmp_path: Path, mtp_target) -> None:  # noqa: F811
+        tmp_path: Path, mtp_target) -> None:
     target, drafter = build_eagle3_pair(tmp_path, trained=False)
     drafter = without_weights(drafter, tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3")
     assert check_draft(str(target), str(drafter)).compatible
@@ -50,7 +49,7 @@ def test_a_drafter_trained_for_another_model_of_the_same_shape_is_refused(tmp_pa
 @pytest.mark.parametrize("family, build, name", [("DFlash", build_dflash_pair, "Qwen3-8B-DFlash-b16"),
                                                   ("DSpark", build_dspark_pair, "dspark_qwen3_8b_block7")])
 def test_a_block_drafter_pairs_with_its_target_and_refuses_another_with_the_reason(
-    family: str, build, name: str, tmp_path: Path, tiny_dirs  # noqa: ANN001
+    family: str, build, name: str, tmp_path: Path, tiny_dirs
 ) -> None:
     target, drafter = build(tmp_path)
     drafter = without_weights(drafter, tmp_path / name)
@@ -71,7 +70,7 @@ def test_a_dspark_head_this_network_does_not_compute_is_refused_before_loading(t
         "dspark_gemma is a DSpark drafter SpecChat cannot run yet: a rnn Markov head")
 
 
-def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp_target, tiny_dirs) -> None:  # noqa: F811
+def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp_target, tiny_dirs) -> None:
     assert check_draft(str(mtp_target.folder("hybrid")), BUILT_IN_MTP).compatible
     refused = check_draft(str(tiny_dirs[0]), BUILT_IN_MTP)
     assert not refused.compatible and refused.reasons[0].startswith("tiny-target has no built-in MTP heads")

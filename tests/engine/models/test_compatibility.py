@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.models.compatibility import check_tokenizers
-from engine.errors import IncompatiblePairError
-from engine.models.loading import load_model
 from engine.decoding.pair import ModelPair
+from engine.errors import IncompatiblePairError
+from engine.models.compatibility import check_tokenizers
+from engine.models.loading import load_model
 
 
 class FakeTokenizer:

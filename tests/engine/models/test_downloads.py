@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.models.downloads import CHUNK_BYTES, DownloadProgress, download_model
 from engine.errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
+from engine.models.downloads import CHUNK_BYTES, DownloadProgress, download_model
 from engine.models.loading import cached_repo_path, load_model, resolve_model_path
 from engine.models.model_store import cached_models
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
 def nothing_loadable(repo_id: str) -> None:
@@ -172,7 +171,7 @@ def test_a_repo_that_is_not_an_mlx_model_names_what_is_missing(fake_hub, repo: s
     nothing_loadable(repo)
 
 
-def test_an_mlx_target_with_mtplxs_sidecar_downloads_its_mtp_head(fake_hub, mtp_target) -> None:  # noqa: F811
+def test_an_mlx_target_with_mtplxs_sidecar_downloads_its_mtp_head(fake_hub, mtp_target) -> None:
     """mlx-lm's conversions drop the MTP head; MTPLX's repos carry it as mtp.safetensors beside the trunk, which
     the download used to leave behind (the built-in drafter then found no head)."""
     fake_hub.add_folder("Youssofal/Qwen3.5-4B-MTPLX-Optimized-Speed", mtp_target.folder("hybrid-sidecar"))

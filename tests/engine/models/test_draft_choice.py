@@ -8,10 +8,9 @@ from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
 from engine.models.draft_choice import BUILT_IN_MTP, draft_model, drafter_for, has_mtp_heads, mtp_layer_count
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 
-def test_a_target_with_mtp_heads_is_told_from_a_plain_one(mtp_target, tiny_dirs) -> None:  # noqa: F811
+def test_a_target_with_mtp_heads_is_told_from_a_plain_one(mtp_target, tiny_dirs) -> None:
     assert has_mtp_heads(mtp_target.folder("hybrid")) and has_mtp_heads(mtp_target.folder("dense"))
     assert not has_mtp_heads(tiny_dirs[0])
 

@@ -10,13 +10,13 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from engine.errors import NotAModelError, UnsupportedModelError
 from engine.decoding.generation import generate
+from engine.decoding.pair import ModelPair
+from engine.errors import NotAModelError, UnsupportedModelError
+from engine.fixtures.tiny_models import TinySpec, build_tokenizer, random_weights
 from engine.models.gguf_import import import_gguf, imported_model_path
 from engine.models.loading import load_model
-from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
-from engine.fixtures.tiny_models import TinySpec, build_tokenizer, random_weights
 from tests.gguf_files import Q, write_llama_gguf
 
 # hidden 256 so that K-quant blocks (256 values) fit a row. Every family of block format real files hold,
@@ -231,7 +231,7 @@ def test_gemma3_files_without_a_pattern_get_llama_cpps_defaults() -> None:
     27B's attention scaled by its hidden size per head."""
     from engine.models.gguf_architectures import _gemma3_config
 
-    def getter(values: dict):  # noqa: ANN202
+    def getter(values: dict):
         return lambda key, default=None: values.get(key, default)
 
     def config(layers: int, hidden: int, heads: int, head_dim: int) -> dict:
@@ -392,7 +392,8 @@ def test_the_import_is_the_gguf_weights_quantized_by_mlx_lm_and_speculation_is_e
     give standard decoding's greedy text on the imported folder."""
     import importlib
 
-    from mlx_lm.utils import load as mlx_lm_load, quantize_model
+    from mlx_lm.utils import load as mlx_lm_load
+    from mlx_lm.utils import quantize_model
 
     mlx_lm_generate = importlib.import_module("mlx_lm.generate")  # the package's `generate` is its function
 

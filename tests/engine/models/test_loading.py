@@ -115,7 +115,8 @@ def test_half_precision_weights_compute_in_float32_on_the_cpu(tiny_dirs, tmp_pat
 
 def _quantized_copy(source: Path, out: Path) -> Path:
     """The model quantized by mlx-lm (4-bit, groups of 32), saved as mlx-lm saves its conversions."""
-    from mlx_lm.utils import load as mlx_lm_load, quantize_model, save_config, save_model
+    from mlx_lm.utils import load as mlx_lm_load
+    from mlx_lm.utils import quantize_model, save_config, save_model
 
     model, _ = mlx_lm_load(str(source))
     config = json.loads((source / "config.json").read_text())

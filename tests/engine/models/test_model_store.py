@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.models.downloads import download_model
 from engine.errors import ModelNotFoundError
+from engine.models.downloads import download_model
 from engine.models.model_store import (
     all_local_models,
     cached_models,

@@ -9,9 +9,10 @@ The prompt each job would have read is rendered with the real chat template and 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from engine.decoding.chat import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
@@ -62,7 +63,7 @@ class ScriptedRunner:
         stats = GenerationStats(prompt_tokens=len(prompt_ids), generated_tokens=len(tokens), rounds=len(tokens))
         stats.ended_on_eos = finish == "stop"
         text = "".join(texts) + detokenizer.last_segment
-        yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]
+        yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]  # strings for Literals
 
 
 @contextmanager

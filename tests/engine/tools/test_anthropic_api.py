@@ -16,8 +16,8 @@ import pytest
 from engine.decoding.generation import generate
 from engine.tools.anthropic_api import parse_request
 from engine.tools.openai_api import ApiError
-from tests.helpers import agent_request
 from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
+from tests.helpers import agent_request
 
 MODELS = ["tiny-target"]
 FIXTURES = Path(__file__).parent / "fixtures"

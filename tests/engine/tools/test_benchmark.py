@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.tools.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
+from engine.tools.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=12, num_draft=3)
 

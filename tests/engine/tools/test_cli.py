@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 
 from engine.tools.cli import main
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
-from tests.eagle3_pairs import eagle3_pair  # noqa: F401 - a fixture
-from tests.mtp_targets import mtp_target  # noqa: F401 - a fixture
 
 STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
               "ttft_s", "total_s", "peak_memory_gb"}
@@ -350,7 +347,7 @@ def _drafters_in_trace(target: str, drafter_options: list[str], trace: Path) -> 
     return {r["drafter"] for r in rounds if r["verified"]}
 
 
-def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:  # noqa: F811
+def test_generate_drafts_with_a_targets_built_in_mtp_head(mtp_target, tmp_path: Path) -> None:
     """`--drafter mtp` needs no --draft: the target's own head drafts, and the trace names it."""
     assert _drafters_in_trace(str(mtp_target.folder("hybrid")), ["--drafter", "mtp"], tmp_path / "trace.jsonl") == {"mtp"}
 
@@ -361,20 +358,20 @@ def test_the_mtp_drafter_on_a_target_without_a_head_is_one_line(tiny_dirs, capsy
     assert code == 1 and err.startswith("error: ") and err.count("\n") == 1 and "no built-in MTP head" in err
 
 
-def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:  # noqa: F811
+def test_an_eagle3_folder_given_as_the_draft_drafts_with_eagle3(eagle3_pair, tmp_path: Path) -> None:
     """`--draft` names a speculators folder: no draft model loads, the EAGLE-3 drafter drafts (with lookup, under
     Automatic), the trace names it."""
     target, drafter = (str(folder) for folder in eagle3_pair.folders())
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"eagle3"}
 
 
-def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+def test_a_dflash_folder_given_as_the_draft_drafts_with_dflash(dflash_pairs, tmp_path: Path) -> None:
     """`--draft` names a z-lab DFlash folder: no draft model loads, the DFlash drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.folders("qwen3_5"))
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"dflash"}
 
 
-def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:  # noqa: F811
+def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp_path: Path) -> None:
     """`--draft` names a DeepSeek DSpark folder: no draft model loads, the DSpark drafter drafts, the trace names it."""
     target, drafter = (str(folder) for folder in dflash_pairs.dspark_folders("qwen3_5"))
     assert _drafters_in_trace(target, ["--draft", drafter], tmp_path / "trace.jsonl") - {"lookup"} == {"dspark"}

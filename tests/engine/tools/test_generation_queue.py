@@ -3,8 +3,9 @@ split into text and tool calls, and every part adding up to what the engine's re
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 from engine.events import GenerationResult, GenerationStats, Part, TokenEvent
 from engine.tools.generation_queue import GenerationJob, run_job

@@ -43,7 +43,10 @@ NOT_CALLS = {
 }
 
 
-def run(tokenizer, text: str, streamed: bool, tools=(WEATHER, TIME), choice=ToolChoice()) -> list:
+AUTO_CHOICE = ToolChoice()
+
+
+def run(tokenizer, text: str, streamed: bool, tools=(WEATHER, TIME), choice=AUTO_CHOICE) -> list:
     splitter = Tooling(list(tools), choice).splitter(tokenizer)
     chunks = token_texts(tokenizer, text) if streamed else [text]
     return [p for chunk in chunks for p in splitter.feed(chunk)] + splitter.finish()

@@ -50,14 +50,14 @@ def test_a_schema_the_grammar_cannot_compile_is_refused_before_it_is_queued() ->
 def test_the_openai_client_gets_json_that_follows_the_schema_with_speculation_on(client: openai.OpenAI, drafter: str) -> None:
     def ask(**options: object) -> openai.types.chat.ChatCompletion:
         return client.chat.completions.create(model="tiny-target", messages=PROMPT, response_format=FORMAT, max_tokens=120,
-                                              extra_body=options)  # type: ignore[arg-type]
+                                              extra_body=options)  # type: ignore[arg-type]  # the client's types lack our options
 
     speculative = ask(mode="speculative", drafter=drafter, num_draft=4, adaptive=False)
     standard = ask(mode="standard")
     check_valid(speculative.choices[0].message.content)
     assert speculative.choices[0].message.content == standard.choices[0].message.content
     assert speculative.choices[0].finish_reason == "stop"
-    assert speculative.speculation["drafted"] > 0  # type: ignore[attr-defined]
+    assert speculative.speculation["drafted"] > 0  # type: ignore[attr-defined]  # our extension of the client's response
 
 
 def test_a_streamed_answer_follows_the_schema(client: openai.OpenAI) -> None:
@@ -88,7 +88,7 @@ def test_json_object_gives_an_object(client: openai.OpenAI) -> None:
 def test_a_bad_schema_is_a_400_in_openais_shape_and_the_server_keeps_serving(client: openai.OpenAI, tiny_url: str) -> None:
     bad = {"type": "json_schema", "json_schema": {"name": "broken", "schema": {"type": "object", "required": 3}}}
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(model="tiny-target", messages=PROMPT, response_format=bad)  # type: ignore[arg-type]
+        client.chat.completions.create(model="tiny-target", messages=PROMPT, response_format=bad)  # type: ignore[arg-type]  # a bad value on purpose
     assert refused.value.status_code == 400
     assert refused.value.body["param"] == "response_format" and "Invalid schema" in refused.value.body["message"]
     raw = httpx.post(tiny_url + "/v1/responses", json={"input": "hi", "text": {"format": {"type": "json_schema", "name": "x",

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import openai
 
+from engine.tools.pieces import ToolCall
 from engine.tools.responses_api import parse_request
 from engine.tools.responses_tools import call_item
-from engine.tools.pieces import ToolCall
 from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, ScriptedRunner, serving
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -20,7 +20,6 @@ from engine.tools.generation_queue import EngineThread, GenerationJob
 from engine.tools.listener import RunningServer, bind
 from engine.tools.server import create_app
 from tests.helpers import agent_request
-from tests.dflash_pairs import dflash_pairs  # noqa: F401 - a fixture
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 QUESTION = [{"role": "user", "content": "Tell me about the sea."}]
@@ -304,7 +303,7 @@ def test_unknown_routes_answer_in_the_shape_of_the_api_they_are_under(server) ->
 
 
 @pytest.mark.parametrize("drafter_kind", ["dflash", "dspark"])
-def test_a_request_drafts_with_the_block_drafter_loaded_as_the_draft(dflash_pairs, drafter_kind: str) -> None:  # noqa: F811
+def test_a_request_drafts_with_the_block_drafter_loaded_as_the_draft(dflash_pairs, drafter_kind: str) -> None:
     """`serve --draft DFLASH_FOLDER` (or a DSpark folder): a request naming drafter "dflash" ("dspark") drafts with
     it, and the text is the target's."""
     folders = dflash_pairs.folders if drafter_kind == "dflash" else dflash_pairs.dspark_folders

@@ -9,7 +9,7 @@ from engine.tools.speculation_report import speculation
 def _result(mode: str, **drafted_by: int) -> GenerationResult:
     stats = GenerationStats(generated_tokens=6, rounds=3, drafted=sum(drafted_by.values()), accepted=3, generation_s=1.0)
     stats.drafted_by.update(drafted_by)
-    return GenerationResult("", [1] * 6, ["accepted"] * 6, mode, "length", stats)  # type: ignore[arg-type]
+    return GenerationResult("", [1] * 6, ["accepted"] * 6, mode, "length", stats)  # type: ignore[arg-type]  # strings for Literals
 
 
 def test_it_says_which_drafters_drafted_how_many_tokens() -> None:
