@@ -19,6 +19,7 @@ from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 from engine.attachments import Attachment
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
+from engine.conversation_title import automatic_title
 from .pair_label import next_drafter, pair_label
 from .download_worker import DownloadWorker
 from .settings import AppSettings
@@ -224,7 +225,7 @@ class ChatSession(QObject):
 
     def new_conversation(self, first_message: str) -> int:
         """A new saved conversation, titled after its first message (with the Think switch set before it)."""
-        conversation_id = self.store.create(first_message[:60])
+        conversation_id = self.store.create(automatic_title(first_message))
         if self.new_chat_think is not None:
             self.store.set_think(conversation_id, self.new_chat_think)
             self.new_chat_think = None
