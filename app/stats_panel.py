@@ -207,8 +207,11 @@ class StatsPanel(QFrame):
         self._last_plot = 0.0
         self.rate_curve.setData([], [])
         self.accept_curve.setData([], [])
-        for plot in (self.rate_plot, self.accept_plot):
-            plot.enableAutoRange(axis="x")  # a new answer starts at 0 s, not where the last one ended
+        # Empty plots autorange to nothing and would keep the last answer's axes: start from 0 s and 0 tokens/s,
+        # autoranged from the new answer's data on (acceptance keeps its 0-100 %, its time axis linked).
+        self.rate_plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+        self.rate_plot.enableAutoRange()
+        self.accept_plot.enableAutoRange(axis="x")
         for label in self.values.values():
             label.setText("–")
         self.values["mode"].setText(f"{mode}, {lossy_label(lenience)}" if lenience else mode)
