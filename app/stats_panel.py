@@ -160,7 +160,7 @@ class StatsPanel(QFrame):
 
     def _plot(self, label: str) -> pg.PlotWidget:
         plot = pg.PlotWidget()
-        plot.setMinimumHeight(110)
+        plot.setMinimumHeight(80)  # enough for a trend; lets the window be 600 px tall
         plot.setMenuEnabled(False)
         plot.setMouseEnabled(False, False)
         plot.hideButtons()
