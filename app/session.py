@@ -16,6 +16,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from engine.attachments import Attachment
 from engine.comparison import STANDARD, check_sides, compare_messages, side_params
+from engine.conversation_title import automatic_title
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
@@ -225,7 +226,7 @@ class ChatSession(QObject):
 
     def new_conversation(self, first_message: str) -> int:
         """A new saved conversation, titled after its first message (with the Think switch set before it)."""
-        conversation_id = self.store.create(first_message[:60])
+        conversation_id = self.store.create(automatic_title(first_message))
         if self.new_chat_think is not None:
             self.store.set_think(conversation_id, self.new_chat_think)
             self.new_chat_think = None

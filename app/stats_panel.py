@@ -160,7 +160,7 @@ class StatsPanel(QFrame):
 
     def _plot(self, label: str) -> pg.PlotWidget:
         plot = pg.PlotWidget()
-        plot.setMinimumHeight(110)
+        plot.setMinimumHeight(80)  # enough for a trend; lets the window be 600 px tall
         plot.setMenuEnabled(False)
         plot.setMouseEnabled(False, False)
         plot.hideButtons()
@@ -207,8 +207,11 @@ class StatsPanel(QFrame):
         self._last_plot = 0.0
         self.rate_curve.setData([], [])
         self.accept_curve.setData([], [])
-        for plot in (self.rate_plot, self.accept_plot):
-            plot.enableAutoRange(axis="x")  # a new answer starts at 0 s, not where the last one ended
+        # Empty plots autorange to nothing and would keep the last answer's axes: start from 0 s and 0 tokens/s,
+        # autoranged from the new answer's data on (acceptance keeps its 0-100 %, its time axis linked).
+        self.rate_plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+        self.rate_plot.enableAutoRange()
+        self.accept_plot.enableAutoRange(axis="x")
         for label in self.values.values():
             label.setText("–")
         self.values["mode"].setText(f"{mode}, {lossy_label(lenience)}" if lenience else mode)

@@ -7,7 +7,9 @@ Only the controls live here; what they do is the main window's (which forwards t
 from __future__ import annotations
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel, QSizePolicy, QToolBar, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolBar, QWidget
+
+from .elided_label import ElidedLabel
 
 
 class MainToolbar(QToolBar):
@@ -34,7 +36,7 @@ class MainToolbar(QToolBar):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.addWidget(spacer)
-        self.pair_label = QLabel("No models loaded")
+        self.pair_label = ElidedLabel("No models loaded")  # in view at any width, whole on hover
         self.pair_label.setObjectName("pairLabel")
         self.addWidget(self.pair_label)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .attachments import Attachment, with_attachments
+from .conversation_title import follow_first_question
 from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal
 from .events import trace_line
 from .markdown_export import conversation_markdown
@@ -268,12 +269,12 @@ class ConversationStore:
              json.dumps([a.record() for a in attachments], ensure_ascii=False)),
             touching=conversation_id,
         )
+        if parent_id is None:  # a new first question (an edit of it): the title may follow
+            follow_first_question(self, conversation_id)
         return int(cursor.lastrowid)
 
     def _deselect_children(self, conversation_id: int, parent_id: int | None) -> None:
-        self._write(
-            "UPDATE messages SET selected = 0 WHERE conversation_id = ? AND parent_id IS ?", (conversation_id, parent_id)
-        )
+        self._write("UPDATE messages SET selected = 0 WHERE conversation_id = ? AND parent_id IS ?", (conversation_id, parent_id))
 
     def parent_of(self, message_id: int) -> int | None:
         row = self.db.execute("SELECT parent_id FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -295,6 +296,8 @@ class ConversationStore:
         chosen = siblings[(siblings.index(message_id) + step) % len(siblings)]
         self._deselect_children(conversation_id, parent_id)
         self._write("UPDATE messages SET selected = 1 WHERE id = ?", (chosen,))
+        if parent_id is None:
+            follow_first_question(self, conversation_id)
 
     def update_message(
         self, message_id: int, content: str, runs: list[list] | None = None, summary: str = "", finish: str = "",

@@ -2,7 +2,9 @@
 
 Both are a running total sampled as it grows; the rate is the total's growth across a trailing window, long
 enough to smooth out bursts (speculation emits tokens a round at a time, downloads arrive in chunks) and
-short enough to follow a change.
+short enough to follow a change. The window reaches back to the latest sample at least `window_s` old, so a
+rate never comes from a short interval alone: a batch arriving just after the last one (an answer's final
+tokens, at a fraction of a token per second) would otherwise read as a spike of a hundred per second.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ class RecentRate:
     """The growth per second of a running total over the last `window_s` seconds.
 
     Args:
-        window_s: how far back the rate looks (at least the two latest samples are always kept).
+        window_s: how far back the rate looks at least (once samples go back that far; the two latest always).
     """
 
     def __init__(self, window_s: float) -> None:
@@ -24,7 +26,7 @@ class RecentRate:
     def add(self, now: float, total: float) -> None:
         """Record the running total at time `now` (monotonic seconds)."""
         self._samples.append((now, total))
-        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self.window_s:
             self._samples.popleft()
 
     def per_second(self) -> float | None:

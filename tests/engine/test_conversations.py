@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from engine.attachments import Attachment, with_attachments
+from engine.conversation_title import automatic_title
 from engine.conversations import ConversationStore, saved_chats
 from tests.data_folders import crashed_wal_database, read_only, saved_chats_at, snapshot, turned_read_only_mid_run
 
@@ -252,3 +253,18 @@ def test_a_database_from_before_attachments_is_migrated(tmp_path: Path) -> None:
     assert [(m.content, m.attachments) for m in store.messages(1)] == [("a", [])]
     store.add_message(1, "user", "b", attachments=(Attachment("x.txt", "x", 1),))
     assert store.messages(1)[1].attachments == [Attachment("x.txt", "x", 1)]
+
+
+def test_an_automatic_title_follows_the_first_question_shown_and_a_rename_stays(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create(automatic_title("What is MLX?"))
+    question = store.add_message(chat, "user", "What is MLX?")
+    store.add_message(chat, "assistant", "An array framework.")
+    edited = store.add_message(chat, "user", "What is Metal? " * 10, parent_id=None)
+    assert store.title(chat) == automatic_title("What is Metal? " * 10)
+    store.select_branch(edited, -1)
+    assert store.title(chat) == "What is MLX?"
+    store.rename(chat, "Apple frameworks")
+    store.select_branch(question, 1)
+    store.add_message(chat, "user", "What is Core ML?", parent_id=None)
+    assert store.title(chat) == "Apple frameworks"

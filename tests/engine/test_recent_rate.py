@@ -31,3 +31,10 @@ def test_the_two_latest_samples_are_kept_after_a_long_pause() -> None:
     rate.add(0.0, 0)
     rate.add(10.0, 20)
     assert rate.per_second() == pytest.approx(2.0)
+
+
+def test_a_batch_just_after_the_last_one_is_no_spike() -> None:
+    rate = RecentRate(3.0)
+    for now, total in ((0.0, 0), (5.0, 1), (10.0, 2), (10.01, 3)):  # 0.2 tokens/s, then a final batch at once
+        rate.add(now, total)
+    assert rate.per_second() == pytest.approx((3 - 1) / 5.01)

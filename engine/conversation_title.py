@@ -1,0 +1,40 @@
+"""A chat's title: the opening of its first question, until the user renames it.
+
+Editing the first question starts a new branch from the top, and the chat then shows that branch: an automatic
+title follows the first question shown (else the list names the chat after a question it no longer shows). A
+title the user chose stays. No column says which a title is: it is automatic when it is the automatic title of
+one of the chat's first questions (a rename to exactly that text reads the same, and may as well behave so).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .conversations import ConversationStore
+
+TITLE_LENGTH = 60  # characters: what the conversation list shows of a question
+
+
+def automatic_title(question: str) -> str:
+    """The title a chat gets from its first question: on one line (the list shows one), without trailing blanks."""
+    return " ".join(question.split())[:TITLE_LENGTH].rstrip()
+
+
+def followed_title(title: str, first_questions: list[str], shown_question: str) -> str:
+    """The title once `shown_question` is the first question shown: its automatic title when `title` is one of
+    `first_questions`' automatic titles; `title` itself when the user chose it."""
+    automatic = {automatic_title(question) for question in first_questions}
+    return automatic_title(shown_question) if title in automatic else title
+
+
+def follow_first_question(store: ConversationStore, conversation_id: int) -> None:
+    """After the first question shown changed (an edit, a branch switch, a branch deleted): retitle the chat."""
+    firsts = [row[0] for row in store.db.execute(
+        "SELECT content FROM messages WHERE conversation_id = ? AND parent_id IS NULL AND role = 'user'",
+        (conversation_id,),
+    )]
+    thread = store.messages(conversation_id)
+    title = store.title(conversation_id)
+    if thread and thread[0].role == "user" and followed_title(title, firsts, thread[0].content) != title:
+        store.rename(conversation_id, automatic_title(thread[0].content))
