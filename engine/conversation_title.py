@@ -8,12 +8,29 @@ one of the chat's first questions (a rename to exactly that text reads the same,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .conversations import ConversationStore
+import sqlite3
+from collections.abc import Sequence
+from typing import Protocol
 
 TITLE_LENGTH = 60  # characters: what the conversation list shows of a question
+
+
+class Message(Protocol):
+    role: str
+    content: str
+
+
+class TitledStore(Protocol):
+    """What retitling reads and writes of `conversations.ConversationStore`: named here rather than imported,
+    because the store calls this module whenever a first question changes."""
+
+    db: sqlite3.Connection
+
+    def messages(self, conversation_id: int) -> Sequence[Message]: ...
+
+    def title(self, conversation_id: int) -> str: ...
+
+    def rename(self, conversation_id: int, title: str) -> None: ...
 
 
 def automatic_title(question: str) -> str:
@@ -28,7 +45,7 @@ def followed_title(title: str, first_questions: list[str], shown_question: str) 
     return automatic_title(shown_question) if title in automatic else title
 
 
-def follow_first_question(store: ConversationStore, conversation_id: int) -> None:
+def follow_first_question(store: TitledStore, conversation_id: int) -> None:
     """After the first question shown changed (an edit, a branch switch, a branch deleted): retitle the chat."""
     firsts = [row[0] for row in store.db.execute(
         "SELECT content FROM messages WHERE conversation_id = ? AND parent_id IS NULL AND role = 'user'",

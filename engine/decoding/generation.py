@@ -274,7 +274,8 @@ def generate_stream(
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
-    pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
+    if pair.network_clock is None:  # across Macs the others hold their layers' caches: the head cannot shelve those
+        pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,

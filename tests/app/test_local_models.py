@@ -225,13 +225,14 @@ def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_r
 
 
 def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, label: str) -> None:
-    """The settings name the pair's drafter where "Draft model" stood (choosing it runs that drafter); Compare
+    """The settings name the pair's drafter where "Draft model" stood, after Automatic (choosing it runs that drafter); Compare
     offers it on each side, runs it against standard decoding at first, and its side is drafted by it."""
     dialogs = []
     monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: dialogs.append(self) or 0)
     window.open_settings()
     entries = [dialogs[0].drafter.itemText(i) for i in range(dialogs[0].drafter.count())]
-    assert entries[0] == f"{label}: this pair's draft" and dialogs[0].drafter.currentData() == "model"
+    assert entries[0].startswith("Automatic") and entries[1] == f"{label}: this pair's draft"
+    assert dialogs[0].drafter.currentData() == "model"  # the window's settings pin the pair's draft
     window.compare()
     dialog = window.compare_dialog
     assert all(picker.findData(drafter) >= 0 for picker in dialog.pickers) and dialog.sides == ("standard", drafter)

@@ -25,7 +25,7 @@ def test_a_side_that_is_no_way_of_decoding_or_twice_the_same_is_refused() -> Non
     check_sides("eagle3", "model")
     with pytest.raises(InvalidParameterError, match="Both sides are built-in MTP drafter"):
         check_sides("mtp", "mtp")
-    with pytest.raises(InvalidParameterError, match="cannot run 'turbo': choose one of standard, model"):
+    with pytest.raises(InvalidParameterError, match="cannot run 'turbo': choose one of standard, auto, model"):
         check_sides("turbo", "model")
 
 

@@ -20,7 +20,7 @@ from engine.params import PRESETS, GenerationParams
         ({"min_p": 1.5}, "min_p must be in [0, 1]"),
         ({"max_tokens": 0}, "max_tokens must be at least 1"),
         ({"mode": "turbo"}, "mode must be one of speculative, standard"),
-        ({"drafter": "oracle"}, "drafter must be one of model, lookup, model+lookup"),
+        ({"drafter": "oracle"}, "drafter must be one of auto, model, lookup, model+lookup"),
         ({"repetition_penalty": 0.0}, "repetition_penalty must be above 0"),
         ({"stop": ("",)}, "Stop strings must not be empty."),
         ({"lenience": 1.5}, "lenience must be in [0, 1] (0 is exact; above 0 is lossy), not 1.5."),

@@ -18,7 +18,7 @@ def test_code_is_told_from_chat() -> None:
 
 
 def test_an_adaptive_pair_keeps_one_estimate_per_kind(tiny_pair: ModelPair) -> None:
-    params = GenerationParams(temperature=0.0, max_tokens=24, adaptive=True)
+    params = GenerationParams(drafter="model", temperature=0.0, max_tokens=24, adaptive=True)
     chat = generate("Tell me about the sea.", tiny_pair, params)
     code = generate("Finish this:\n```python\ndef add(a, b):\n    return a + b\n```", tiny_pair, params)
     assert [b.drafter for b in chat.stats.policy] == ["model"]
