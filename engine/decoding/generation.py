@@ -235,6 +235,13 @@ def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
         pair.discard_pending()
 
 
+def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> None:
+    """Take back a shelved prefix the prompt starts with (`prompt_cache.py`); not for a target across Macs, whose
+    other Macs hold their layers' caches, which the head cannot shelve or take back."""
+    if pair.network_clock() is None:
+        pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
+
+
 def generate_stream(
     pair: ModelPair,
     prompt: str | Sequence[Message] | list[int],
@@ -274,8 +281,7 @@ def generate_stream(
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
-    if pair.network_clock is None:  # across Macs the others hold their layers' caches: the head cannot shelve those
-        pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
+    _recall_prefix(pair, params, prompt_ids)
     stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
