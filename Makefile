@@ -15,6 +15,12 @@ ifeq ($(shell uname -s)$(OPENBLAS),Linux)
 $(info note: MLX runs here on reference BLAS: `apt-get install libopenblas0-pthread` (as root) makes it, and the tests, about 5x faster.)
 endif
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time so module fixtures
+# are built once. Most tests drive tiny models whose work is Python-bound on one core, so two workers use both
+# cores of a CI runner. More workers on a bigger machine: `make test TEST_WORKERS=4`.
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+
 # Tests that need no real weights and no long runs: a verdict on a change in minutes.
 SLOW_MARKERS := real_weights or packaging or statistical or soak or distributed or large_file
 
@@ -38,10 +44,10 @@ run: $(STAMP)
 	$(RUN_ENV) $(BIN)/specchat
 
 test: $(STAMP)
-	$(RUN_ENV) $(BIN)/python -m pytest --durations=15
+	$(RUN_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15
 
 test-fast: $(STAMP)
-	$(RUN_ENV) $(BIN)/python -m pytest --durations=15 -m "not ($(SLOW_MARKERS))"
+	$(RUN_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 -m "not ($(SLOW_MARKERS))"
 
 # ruff (its rules in pyproject.toml), mypy (strict on the engine's public API) and the import-linter contracts.
 lint: $(STAMP)

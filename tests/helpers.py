@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,15 +141,29 @@ def assert_first_two_tokens_follow(answers: Sequence[list[int]], laws: tuple, eo
         assert stat < chi_square_critical(df), (stat, df)
 
 
+def independent_answers(
+    pair: ModelPair, prompt_ids: list[int], params: GenerationParams, count: int,
+    vary: Callable[[int], GenerationParams] | None = None,
+) -> list[GenerationResult]:
+    """`count` answers to the same prompt, each from the same state: a finished answer joins the pair's history
+    (lookup's saved-chat index), so without forgetting it each draw would see the ones before it, and indexing a
+    history grown by a thousand answers cost more than the answers (`vary(i)`: answer i's own params)."""
+    from engine.decoding.generation import generate
+
+    results = []
+    for i in range(count):
+        pair.forget_history()
+        results.append(generate(prompt_ids, pair, vary(i) if vary else params))
+    return results
+
+
 def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: str = "abcabd", answers: int = 1500) -> None:
     """Many answers at `params` (a drafter, T > 0, a couple of tokens): the drafter's drafts are partly accepted,
     and the answers' first two tokens follow the target's own distributions."""
-    from engine.decoding.generation import generate
-
     prompt_ids = pair.prompt_ids(prompt)
     laws = first_two_token_laws(pair, prompt_ids, params)
     mx.random.seed(2024)
-    results = [generate(prompt_ids, pair, params) for _ in range(answers)]
+    results = independent_answers(pair, prompt_ids, params, answers)
     drafted, accepted = sum(r.stats.drafted for r in results), sum(r.stats.accepted for r in results)
     assert 0 < accepted < drafted
     assert_first_two_tokens_follow([r.tokens for r in results], laws, *pair.tokenizer.eos_token_ids)
