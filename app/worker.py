@@ -247,7 +247,7 @@ class EngineWorker(QObject):
             return
         self.release_cluster()
         self.pair, self.cluster = pair, cluster
-        self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats)
+        self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats, pair.idle)
         self.load_finished.emit(self._describe(pair, target, draft))
 
     def _load_pair(self, target: str, draft: str, hosts: str):  # (ModelPair, AppHead | None)

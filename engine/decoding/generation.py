@@ -223,13 +223,16 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
 @contextmanager
 def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
     """Around an answer's passes: a drafter that drafts from hidden states (MTP, EAGLE-3, DFlash) hears every target pass
-    (the prefill's included); afterwards, caches fed ids an interrupted answer never read start over."""
+    (the prefill's included), and the pair is not idle; afterwards, caches fed ids an interrupted answer never read
+    start over."""
     listener = pair.hidden_listener(listening_drafter(pair, params)) if params.mode == "speculative" else None
     if listener is not None:
         listener.attach()
+    pair.idle.clear()
     try:
         yield
     finally:
+        pair.idle.set()
         if listener is not None:
             listener.detach()
         pair.discard_pending()

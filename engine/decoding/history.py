@@ -197,21 +197,28 @@ def contains(document: np.ndarray, phrase: Sequence[int]) -> bool:
     return any(np.array_equal(document[s : s + len(needle)], needle) for s in starts)
 
 
-def start_indexing(history: DraftHistory, tokenizer_folder: Path, chats: Callable[[], Iterable[Sequence[Message]]]) -> threading.Thread:
+def start_indexing(
+    history: DraftHistory, tokenizer_folder: Path, chats: Callable[[], Iterable[Sequence[Message]]],
+    idle: threading.Event | None = None,
+) -> threading.Thread:
     """Tokenize the saved conversations with the model's tokenizer and index them, in a background thread.
 
     The thread loads its own tokenizer from the model folder: a tokenizer shared with the engine's thread could
-    be called from both at once. A conversation that cannot be rendered is skipped; a failure leaves the
-    history as it was (lookup still drafts from the context).
+    be called from both at once. Rendering templates holds Python's lock, so the thread waits for `idle` (the
+    pair's: no answer running) before each step and never slows an answer down. A conversation that cannot be
+    rendered is skipped; a failure leaves the history as it was (lookup still drafts from the context).
     """
+    wait = idle.wait if idle is not None else (lambda: True)
 
     def index() -> None:
         try:
             from mlx_lm.utils import load_tokenizer
 
+            wait()
             tokenizer = load_tokenizer(tokenizer_folder)
             documents = []
             for messages in chats():
+                wait()
                 try:
                     documents.append(prompt_token_ids(tokenizer, messages, chat=True))
                 except Exception:  # noqa: BLE001 - one odd conversation must not stop the others

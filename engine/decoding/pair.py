@@ -6,6 +6,7 @@ speculative/standard toggle, Compare) reuse whatever prefix of the context the m
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -44,6 +45,9 @@ class ModelPair:
         target_cache, draft_cache: the models' live caches.
         prompt_cache: the prefixes shelved beside them, recalled when a prompt starts with one (prompt_cache.py).
         history: the conversations lookup drafts from besides the context (finished answers join it).
+        idle: set while no answer is being generated. Background work for the pair (indexing the saved chats)
+            waits for it, so it never competes with an answer for Python's lock and the cores (the first
+            answer after a launch used to run beside the indexing of every saved chat).
         drafters: the sides of the chat of the drafters that hear the target's hidden states, by kind (a drafter
             folder loaded as the draft; the target's own heads once used).
     """
@@ -60,6 +64,8 @@ class ModelPair:
         self._answers: OrderedDict[str, list[int]] = OrderedDict()
         self._policies: OrderedDict[tuple, object] = OrderedDict()
         self.history = DraftHistory()
+        self.idle = threading.Event()
+        self.idle.set()
         self.drafters: dict[str, AttachedStates] = {}
         self.set_draft(draft)
 

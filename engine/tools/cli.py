@@ -187,7 +187,7 @@ def _with_history(pair, params: GenerationParams | None, wait: bool = True):
         from ..conversations import saved_chats
         from ..decoding.history import start_indexing
 
-        indexing = start_indexing(pair.history, pair.target.path, saved_chats)
+        indexing = start_indexing(pair.history, pair.target.path, saved_chats, pair.idle)
         if wait:
             indexing.join()
     return pair

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,42 @@ def test_saved_conversations_are_indexed_in_the_background(tiny_dirs) -> None:
     start_indexing(history, tiny_dirs[0], lambda: iter(chats)).join()
     history.wait()
     assert history.documents == 2 and history._main.documents == 2
+
+
+class WatchedIdle(threading.Event):
+    """An idle flag that tells when someone waits for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        return super().wait(timeout)
+
+
+def test_indexing_waits_while_the_pair_answers(tiny_pair, tiny_dirs) -> None:
+    """Rendering templates in the indexing thread holds Python's lock: it reads no saved chat while an answer runs
+    (the first answer after a launch used to run beside it), and indexes them after."""
+    from engine.decoding.generation import generate_stream
+    from engine.decoding.history import start_indexing
+    from engine.params import GenerationParams
+
+    tiny_pair.idle = WatchedIdle()
+    tiny_pair.idle.set()
+    answer = generate_stream(tiny_pair, "Name the planets", GenerationParams(temperature=0.0, max_tokens=8))
+    next(answer)  # the prompt is being read: the pair is answering
+    assert not tiny_pair.idle.is_set()
+    read = threading.Event()
+    chats = [[{"role": "user", "content": "Name the planets of the solar system in order please"}]]
+    history = DraftHistory()
+    indexing = start_indexing(history, tiny_dirs[0], lambda: (read.set(), iter(chats))[1], tiny_pair.idle)
+    assert tiny_pair.idle.waited.wait(timeout=60)
+    assert not read.is_set()  # it waits before its first step, and the answer still runs
+    list(answer)
+    assert tiny_pair.idle.is_set()
+    indexing.join(timeout=120)
+    assert read.is_set() and history.documents == 1
 
 
 def test_indexing_that_fails_leaves_the_history_empty(tmp_path: Path) -> None:
