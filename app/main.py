@@ -29,9 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
+    from .garbage_collection import GuiThreadCollection
     from .main_window import MainWindow
 
     app = QApplication(sys.argv[:1])
+    GuiThreadCollection(app)
     app.setApplicationName("SpecChat")
     app.setOrganizationName("SpecChat")
     app.setWindowIcon(QIcon(str(Path(__file__).resolve().parent.parent / "resources" / "SpecChat.png")))

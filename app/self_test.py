@@ -91,6 +91,8 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
+    from .garbage_collection import GuiThreadCollection
+
     qInstallMessageHandler(_quiet_offscreen_notices)
 
     from engine.params import GenerationParams
@@ -104,6 +106,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     from .main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    GuiThreadCollection(app)
     window = MainWindow(open_picker_if_needed=False)
     try:
         results: list[object] = []

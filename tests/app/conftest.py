@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from app.garbage_collection import GuiThreadCollection
 from app.main_window import MainWindow
 from app.settings import AppSettings
 from engine.events import RoundEvent
@@ -14,6 +16,16 @@ from engine.params import GenerationParams
 
 # Greedy, fixed K, the draft model: answers mix accepted, corrected and bonus tokens, and repeat exactly.
 FIXED_GREEDY = dict(drafter="model", temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
+
+
+@pytest.fixture(autouse=True)
+def gui_thread_collection(qapp):
+    """Garbage collected on the GUI thread only, as in the app (app/garbage_collection.py); what a test left is
+    collected here, on the GUI thread, before automatic collection comes back."""
+    collection = GuiThreadCollection(qapp)
+    yield collection
+    gc.collect()
+    collection.stop()
 
 
 @pytest.fixture
