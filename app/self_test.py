@@ -93,6 +93,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
 
     qInstallMessageHandler(_quiet_offscreen_notices)
 
+    from engine.events import GenerationResult
     from engine.params import GenerationParams
 
     if target is None:
@@ -106,7 +107,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     app = QApplication.instance() or QApplication(sys.argv[:1])
     window = MainWindow(open_picker_if_needed=False)
     try:
-        results: list[object] = []
+        results: list[GenerationResult] = []
         failures: list[str] = []
         window.session.answer_finished.connect(lambda answer, result, summary: results.append(result))
         window.session.answer_failed.connect(lambda answer, message: failures.append(message))
