@@ -270,7 +270,7 @@ class MessageWidget(QFrame):
     def show_cut(self, finish: str, tokens: int) -> None:
         """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
         notice = cut_notice(finish, tokens)
-        self.body.cut = bool(notice)
+        self.body.cut_short = bool(notice)
         self.notice.setText(notice)
         self.notice.setVisible(bool(notice))
 

@@ -89,6 +89,7 @@ class PositionHistogram(pg.PlotWidget):
 
     def _colour(self) -> None:
         accepted = origin_colour("accepted", self.palette())
+        assert accepted is not None  # both palettes tint accepted drafts
         pale = self.palette().mid().color()
         self.drafted_bars.setOpts(brush=pg.mkBrush(pale.lighter(130) if not is_dark(self.palette()) else pale), pen=pg.mkPen(pale))
         self.accepted_bars.setOpts(brush=pg.mkBrush(accepted.darker(115)), pen=pg.mkPen(accepted.darker(140)))

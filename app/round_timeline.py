@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 
 from PySide6.QtCore import QEvent, QRect, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QHelpEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFrame, QScrollArea, QToolTip, QWidget
 
 from engine.events import RoundEvent
@@ -161,7 +161,7 @@ class TimelineCanvas(QWidget):
                 painter.fillRect(rect, origin_colour(origin, self.palette()) or self.palette().mid().color())
 
     def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ToolTip:
+        if isinstance(event, QHelpEvent) and event.type() == QEvent.Type.ToolTip:
             index = self.round_at(event.pos().x())
             if index is not None:
                 QToolTip.showText(event.globalPos(), describe_round(self.rounds[index]), self)

@@ -95,6 +95,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
 
     qInstallMessageHandler(_quiet_offscreen_notices)
 
+    from engine.events import GenerationResult
     from engine.params import GenerationParams
 
     if target is None:
@@ -109,7 +110,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
     GuiThreadCollection(app)
     window = MainWindow(open_picker_if_needed=False)
     try:
-        results: list[object] = []
+        results: list[GenerationResult] = []
         failures: list[str] = []
         window.session.answer_finished.connect(lambda answer, result, summary: results.append(result))
         window.session.answer_failed.connect(lambda answer, message: failures.append(message))

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, Qt, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCharFormat, QTextCursor, QTextFormat, QTextFragment
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QHelpEvent, QTextCharFormat, QTextCursor, QTextFormat, QTextFragment
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QToolTip, QWidget
 
 from engine.events import RoundEvent, TokenEvent
@@ -101,7 +101,8 @@ class TokenTextView(QTextBrowser):
         runs: the tokens, in order.
         rounds: each round's trace record (RoundEvent.trace_record), by round index.
         show_rejected: draw rejected draft tokens as ghost text after their correction.
-        cut: the answer was cut short (at the token limit): both views end it with a dimmed "…".
+        cut_short: the answer was cut short (at the token limit): both views end it with a dimmed "…" (not `cut`,
+            which would hide Qt's cut() slot).
         ghosts_elsewhere: rounds whose rejected drafts the other view shows (the round ends there).
     """
 
@@ -112,7 +113,7 @@ class TokenTextView(QTextBrowser):
         self.runs: list[TokenRun] = []
         self.rounds: dict[int, dict] = {}
         self.show_rejected = True
-        self.cut = False
+        self.cut_short = False
         self.ghosts_elsewhere: set[int] = set()
         self.code_blocks: list[markdown_view.CodeBlock] = []
         if grow:
@@ -247,7 +248,7 @@ class TokenTextView(QTextBrowser):
 
     def _mark_cut(self) -> None:
         """End a cut answer with "…" (dimmed, and no token's: copying and reading the tokens back leave it out)."""
-        if not self.cut:
+        if not self.cut_short:
             return
         cursor = self._end()
         if self._showing_markdown and not cursor.block().text():
@@ -321,7 +322,7 @@ class TokenTextView(QTextBrowser):
         return explain(str(origin), round_index, int(fmt.property(INDEX_PROPERTY) or 0), self.rounds.get(round_index))
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.ToolTip:
+        if isinstance(event, QHelpEvent) and event.type() == QEvent.Type.ToolTip:
             position = self.document().documentLayout().hitTest(event.pos(), Qt.HitTestAccuracy.ExactHit)
             text = self.tooltip_at(position) if position >= 0 else None
             if text:

@@ -26,52 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .attachments import Attachment, with_attachments
+from .conversation_schema import prepare_tables
 from .conversation_title import follow_first_question
 from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal
 from .events import trace_line
 from .markdown_export import conversation_markdown
 from .models.app_paths import data_dir
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS conversations (
-    id INTEGER PRIMARY KEY,
-    title TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    system_prompt TEXT NOT NULL DEFAULT '',
-    think INTEGER
-);
-CREATE TABLE IF NOT EXISTS messages (
-    id INTEGER PRIMARY KEY,
-    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    runs TEXT NOT NULL DEFAULT '[]',
-    summary TEXT NOT NULL DEFAULT '',
-    finish TEXT NOT NULL DEFAULT '',
-    parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE,
-    selected INTEGER NOT NULL DEFAULT 1,
-    trace TEXT NOT NULL DEFAULT '[]',
-    reasoning TEXT NOT NULL DEFAULT '',
-    reasoning_s REAL NOT NULL DEFAULT 0,
-    attachments TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
-"""
-# Databases from before branches: add the columns, and chain each conversation's messages in order. From before
-# thinking models: answers get their reasoning apart, chats their own Think switch (NULL: the Settings default).
-# From before attachments: questions get their files' texts.
-MIGRATIONS = (
-    ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
-    ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
-    ("messages", "selected", "ALTER TABLE messages ADD COLUMN selected INTEGER NOT NULL DEFAULT 1"),
-    ("messages", "trace", "ALTER TABLE messages ADD COLUMN trace TEXT NOT NULL DEFAULT '[]'"),
-    ("messages", "reasoning", "ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT ''"),
-    ("messages", "reasoning_s", "ALTER TABLE messages ADD COLUMN reasoning_s REAL NOT NULL DEFAULT 0"),
-    ("conversations", "think", "ALTER TABLE conversations ADD COLUMN think INTEGER"),
-    ("messages", "attachments", "ALTER TABLE messages ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]'"),
-)
 _COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s, attachments"
 AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
@@ -140,27 +101,11 @@ class ConversationStore:
             if refusal is not None:
                 raise refusal
             self.db = open_for_writing(path)
-            self._prepare()
+            prepare_tables(self.db)
         except (sqlite3.Error, OSError) as error:
             self.db = read_into_memory(path)
-            self._prepare()
+            prepare_tables(self.db)
             self.degraded = degraded_message(self.path, error)
-
-    def _prepare(self) -> None:
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.executescript(SCHEMA)
-        self._migrate()
-        self.db.commit()
-
-    def _migrate(self) -> None:
-        for table, column, statement in MIGRATIONS:
-            if column not in {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}:
-                self.db.execute(statement)
-                if column == "parent_id":
-                    self.db.execute(
-                        "UPDATE messages SET parent_id = (SELECT p.id FROM messages p WHERE p.conversation_id = "
-                        "messages.conversation_id AND p.position < messages.position ORDER BY p.position DESC LIMIT 1)"
-                    )
 
     def _write(self, statement: str, args: tuple = (), touching: int | None = None) -> sqlite3.Cursor:
         """Run and commit a write, marking conversation `touching` updated in the same commit (one sync, not two);
@@ -172,6 +117,12 @@ class ConversationStore:
                 raise
             self._move_to_memory(error)
             return self._commit(statement, args, touching)
+
+    def _insert(self, statement: str, args: tuple, touching: int | None = None) -> int:
+        """`_write` an INSERT; the id of the row it added."""
+        row_id = self._write(statement, args, touching).lastrowid
+        assert row_id is not None  # sqlite3 sets it for every INSERT that runs (one that fails raised in _write)
+        return row_id
 
     def _commit(self, statement: str, args: tuple, touching: int | None) -> sqlite3.Cursor:
         cursor = self.db.execute(statement, args)
@@ -198,8 +149,7 @@ class ConversationStore:
 
     def create(self, title: str = "New chat") -> int:
         now = time.time()
-        cursor = self._write("INSERT INTO conversations (title, created, updated) VALUES (?, ?, ?)", (title, now, now))
-        return int(cursor.lastrowid)
+        return self._insert("INSERT INTO conversations (title, created, updated) VALUES (?, ?, ?)", (title, now, now))
 
     def conversations(self, matching: str = "") -> list[ConversationInfo]:
         """Conversations, most recently updated first; with `matching`, those whose title or messages contain it."""
@@ -262,7 +212,7 @@ class ConversationStore:
         (position,) = self.db.execute(
             "SELECT COALESCE(MAX(position), -1) + 1 FROM messages WHERE conversation_id = ?", (conversation_id,)
         ).fetchone()
-        cursor = self._write(
+        message_id = self._insert(
             "INSERT INTO messages (conversation_id, position, role, content, parent_id, selected, attachments) "
             "VALUES (?, ?, ?, ?, ?, 1, ?)",
             (conversation_id, position, role, content, parent_id,
@@ -271,7 +221,7 @@ class ConversationStore:
         )
         if parent_id is None:  # a new first question (an edit of it): the title may follow
             follow_first_question(self, conversation_id)
-        return int(cursor.lastrowid)
+        return message_id
 
     def _deselect_children(self, conversation_id: int, parent_id: int | None) -> None:
         self._write("UPDATE messages SET selected = 0 WHERE conversation_id = ? AND parent_id IS ?", (conversation_id, parent_id))

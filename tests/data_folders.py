@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.conversations import SCHEMA, ConversationStore
+from engine.conversation_schema import SCHEMA
+from engine.conversations import ConversationStore
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK, UNLOCK = (["chflags", "uchg"], ["chflags", "nouchg"]) if sys.platform == "darwin" else (["chattr", "+i"], ["chattr", "-i"])

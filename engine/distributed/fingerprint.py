@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 import mlx.nn as nn
-from mlx.utils import tree_flatten
+
+from ..arrays import named_arrays
 
 WORDS = 4  # the hash travels as this many int32s
 
@@ -22,7 +23,7 @@ def fingerprint(config: dict[str, Any], model: nn.Module) -> list[int]:
     digest = hashlib.sha256()
     public = {k: v for k, v in config.items() if not k.startswith("_")}
     digest.update(json.dumps(public, sort_keys=True, default=str).encode())
-    for name, array in sorted(tree_flatten(model.parameters()), key=lambda item: item[0]):
+    for name, array in sorted(named_arrays(model.parameters()), key=lambda item: item[0]):
         digest.update(f"{name}:{tuple(array.shape)}:{array.dtype}".encode())
     raw = digest.digest()
     return [int.from_bytes(raw[4 * i : 4 * i + 4], "little", signed=True) for i in range(WORDS)]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
+from ..arrays import int_rows
 from ..errors import DistributedError
 from .fingerprint import WORDS
 from .hostfile import host_label
@@ -37,8 +38,7 @@ class Statement:
 
 def exchange(transport: Transport, own: Statement) -> list[Statement]:
     """Every rank's statement, in rank order."""
-    rows = transport.all_gather(own.encode()).tolist()
-    return [Statement.decode(row) for row in rows]
+    return [Statement.decode(row) for row in int_rows(transport.all_gather(own.encode()))]
 
 
 def check_same_model(statements: list[Statement], model_name: str) -> None:

@@ -16,6 +16,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import QuantizedKVCache
 
+from ..arrays import int_list
 from ..errors import DistributedError
 from .messages import FORWARD, STOP, Message, broadcast
 from .transport import Transport
@@ -49,7 +50,7 @@ class PipelineHead:
                 f"The head's cache holds {position} positions but the other Macs only {self._end}: the ranks "
                 "diverged (an internal error: please report it). Start again."
             )
-        tokens = [int(t) for t in inputs.reshape(-1).tolist()]
+        tokens = int_list(inputs)
         broadcast(self.transport, Message(FORWARD, trim, position, tokens, _kv_bits(cache)))
         self._end = position + len(tokens)
         self.passes += 1

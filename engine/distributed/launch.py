@@ -49,8 +49,9 @@ def launch(hostfile: Path, argv: Sequence[str], port: int = DEFAULT_PORT, out: I
     failed = threading.Event()
     errors = threading.Thread(target=_forward_errors, args=(process.stderr, failed), daemon=True)
     errors.start()
-    assert process.stdout is not None
-    for chunk in iter(lambda: process.stdout.read(1), ""):
+    stdout = process.stdout
+    assert stdout is not None  # Popen gives a pipe for stdout=PIPE
+    for chunk in iter(lambda: stdout.read(1), ""):
         (out or sys.stdout).write(chunk)
         (out or sys.stdout).flush()
     code = process.wait()

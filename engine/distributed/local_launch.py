@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .cores import pin_to_core
@@ -90,7 +91,7 @@ class LocalRanks:
             rank_vars.update(MLX_RANK=str(rank), MLX_HOSTFILE=str(self.hostfile))
             self.processes.append(subprocess.Popen(
                 list(command), env=rank_vars, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                preexec_fn=lambda rank=rank: pin_to_core(rank),
+                preexec_fn=partial(pin_to_core, rank),
             ))
 
     def wait(self, timeout: float) -> list[RankResult]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
+from ..arrays import int_list
 from .transport import Transport
 
 FORWARD, STOP = 1, 2
@@ -67,9 +68,9 @@ def broadcast(transport: Transport, message: Message) -> None:
 
 def receive(transport: Transport) -> Message:
     """Wait for the head's next message (the other side of `broadcast`)."""
-    values = transport.all_sum(mx.zeros((HEADER + INLINE,), dtype=mx.int32)).tolist()
+    values = int_list(transport.all_sum(mx.zeros((HEADER + INLINE,), dtype=mx.int32)))
     count = values[3]
     if count <= INLINE:
         return decode(values)
-    rest = transport.all_sum(mx.zeros((count,), dtype=mx.int32)).tolist()
+    rest = int_list(transport.all_sum(mx.zeros((count,), dtype=mx.int32)))
     return decode(values, rest)

@@ -62,10 +62,10 @@ class HeadRollCall:
     def explain(self, error: RuntimeError) -> DistributedError:
         """The one-line error for a ring failure: which Mac stopped, and what to do."""
         self._settle(SETTLE_S)
-        failed = [p for p in self._peers if p.note and p.note.startswith("error ")]
+        failed = [(p.rank, p.note) for p in self._peers if p.note and p.note.startswith("error ")]
         if failed:
-            peer = failed[0]
-            return DistributedError(f"The Mac {host_label(peer.rank)} failed: {peer.note[6:]}")
+            rank, note = failed[0]
+            return DistributedError(f"The Mac {host_label(rank)} failed: {note[6:]}")
         ended = [p for p in self._peers if p.closed and not p.note]
         if ended:
             names = " and ".join(host_label(p.rank) for p in ended)

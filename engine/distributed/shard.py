@@ -13,8 +13,8 @@ from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
-from mlx.utils import tree_flatten
 
+from ..arrays import named_arrays
 from ..models.loading import build_model, resolve_model_path, use_float32_on_cpu
 from .pipeline import Stage, check_pipelinable, layer_owner
 
@@ -63,4 +63,4 @@ def read_stage(model: nn.Module, stage: Stage) -> None:
 
 def _gb(tree: Any) -> float:
     params = tree.parameters() if isinstance(tree, nn.Module) else [layer.parameters() for layer in tree]
-    return sum(array.nbytes for _, array in tree_flatten(params)) / 1e9
+    return sum(array.nbytes for _, array in named_arrays(params)) / 1e9

@@ -118,7 +118,7 @@ def _adapter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
 def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     """A draft head that reads its target's hidden states (DFlash, EAGLE, Medusa, MTP): it cannot run alone."""
     family = drafter_family(config) if config is not None else None
-    if family is None:
+    if config is None or family is None:
         return None
     article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
     origin = " (z-lab)" if family == "DFlash" else ""

@@ -96,6 +96,7 @@ def import_gguf(
     metadata = _metadata(reader)
     arch = metadata.get("general.architecture")
     architecture(arch, source.name)
+    assert isinstance(arch, str)  # architecture() refused anything but the name of a supported architecture
     tensors = {t.name: t for t in reader.tensors}
     config = model_config(metadata, tensors, arch)
     config.update(_rope_factors(source, tensors, config))
@@ -142,8 +143,8 @@ def _rope_factors(source: Path, tensors: dict[str, Any], config: dict[str, Any])
             factors = file.read(tensors["rope_freqs.weight"])
             return {"rope_scaling": llama3_rope_scaling(factors, dims, config["rope_theta"])}
         if "rope_factors_long.weight" in tensors:
-            factors = {kind: file.read(tensors[f"rope_factors_{kind}.weight"]).tolist() for kind in ("long", "short")}
-            return {"rope_scaling": {"type": "longrope", "long_factor": factors["long"], "short_factor": factors["short"]}}
+            stored = {kind: file.read(tensors[f"rope_factors_{kind}.weight"]).tolist() for kind in ("long", "short")}
+            return {"rope_scaling": {"type": "longrope", "long_factor": stored["long"], "short_factor": stored["short"]}}
     return {}
 
 

@@ -22,8 +22,9 @@ _LOW_FREQ_FACTORS = (1.0, 2.0, 0.5)
 _HIGH_FREQ_FACTORS = (4.0, 2.0, 8.0, 1.0)
 
 
-def llama3_factors(scaling: dict[str, float], dims: int, base: float) -> np.ndarray:
-    """The per-frequency factors llama.cpp computes for Llama 3 rope scaling (what mlx-lm's Llama3RoPE applies)."""
+def llama3_factors(scaling: dict[str, Any], dims: int, base: float) -> np.ndarray:
+    """The per-frequency factors llama.cpp computes for Llama 3 rope scaling (what mlx-lm's Llama3RoPE applies);
+    `scaling` is a config's `rope_scaling`: numbers, and its `rope_type` name."""
     factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
     original = scaling["original_max_position_embeddings"]
     wavelens = 2 * math.pi * base ** (np.arange(0, dims, 2) / dims)

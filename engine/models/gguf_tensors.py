@@ -148,7 +148,7 @@ def concatenate_parts(chunks: list[list[Any]], shape: tuple[int, ...]) -> list[A
     """Quantized chunks joined and given the tensor's leading dimensions back (experts' 3-D weights)."""
     import mlx.core as mx
 
-    joined = [mx.concatenate(parts) if len(parts) > 1 else parts[0] for parts in zip(*chunks)]
+    joined = [mx.concatenate(list(parts)) if len(parts) > 1 else parts[0] for parts in zip(*chunks)]
     out = [mx.reshape(a, (*shape[:-1], a.shape[-1])) for a in joined]
     mx.eval(*out)
     return out

@@ -17,6 +17,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_map
 
+from ..arrays import named_arrays
 from ..errors import ModelNotFoundError, NotAModelError
 from .folder_kind import build_failure, check_model_type, check_not_foreign, folder_name, read_json
 from .load_progress import LoadProgress
@@ -269,12 +270,10 @@ def _quantized_layers(model: nn.Module) -> list[nn.Module]:
 
 def float32_bytes(model: nn.Module) -> int:
     """Bytes of the model's parameters in float32, counting a quantized weight by the values it packs."""
-    from mlx.utils import tree_flatten
-
     packed = {id(m.weight): 32 / m.bits for m in _quantized_layers(model)}
     scales = {id(a) for m in _quantized_layers(model) for a in (m.scales, getattr(m, "biases", None)) if a is not None}
     total = 0
-    for _, array in tree_flatten(model.parameters()):
+    for _, array in named_arrays(model.parameters()):
         if id(array) not in scales:
             total += int(array.size * packed.get(id(array), 1)) * 4
     return total

@@ -10,6 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import mlx.nn as nn
 
 CPU_SHARE = 0.8
 KV_AND_RUNTIME_GB = 0.5  # KV caches for a few thousand tokens, activations and the runtime
@@ -24,9 +28,9 @@ def usable_memory_gb() -> float:
     import mlx.core as mx
 
     if mx.default_device() == mx.gpu and mx.metal.is_available():
-        info = mx.device_info()
-        if info.get("max_recommended_working_set_size"):
-            return info["max_recommended_working_set_size"] / 1e9
+        size = mx.device_info().get("max_recommended_working_set_size")
+        if isinstance(size, int) and size:
+            return size / 1e9
     return CPU_SHARE * physical_memory_gb()
 
 
@@ -37,12 +41,12 @@ def peak_memory_gb() -> float:
     return mx.get_peak_memory() / 1e9
 
 
-def weight_bytes(model: object) -> int:
+def weight_bytes(model: nn.Module) -> int:
     """Bytes of a loaded model's parameters (quantized weights at their packed size): what one decoding step
     reads where decoding is memory-bound."""
-    from mlx.utils import tree_flatten
+    from ..arrays import named_arrays
 
-    return sum(array.nbytes for _, array in tree_flatten(model.parameters()))  # type: ignore[attr-defined]  # the leaves are arrays
+    return sum(array.nbytes for _, array in named_arrays(model.parameters()))
 
 
 def folder_size_gb(path: Path) -> float:

@@ -82,13 +82,16 @@ def cached_models(cache_dir: Path | None = None) -> list[LocalModel]:
 def _best_snapshot(repo: Any) -> tuple[Path, Verdict | None]:
     """A cached repo's usable snapshot if it has one; else its first, with why it cannot be used: another kind of
     model, named, or a download that stopped part-way."""
-    judged = [(Path(rev.snapshot_path), _verdict(Path(rev.snapshot_path))) for rev in repo.revisions]
-    for path, verdict in judged:
+    refused: list[tuple[Path, Verdict]] = []
+    for rev in repo.revisions:
+        path = Path(rev.snapshot_path)
+        verdict = _verdict(path)
         if verdict is None:
             return path, None
-    if judged and judged[0][1].foreign:
-        return judged[0]
-    path, verdict = judged[0] if judged else (Path(repo.repo_path), None)
+        refused.append((path, verdict))
+    if refused and refused[0][1].foreign:
+        return refused[0]
+    path, verdict = refused[0] if refused else (Path(repo.repo_path), None)
     return path, Verdict("incomplete: download again to resume", verdict.problem if verdict else "", False)
 
 

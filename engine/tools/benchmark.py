@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 
@@ -130,7 +131,7 @@ def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
 
     if params.seed is not None:
         mx.random.seed(params.seed)
-    kwargs: dict[str, object] = {
+    kwargs: dict[str, Any] = {  # mlx-lm's stream_generate options, each of its own type
         "sampler": make_sampler(params.temperature, params.top_p, params.min_p, top_k=params.top_k),
         "logits_processors": make_logits_processors(
             repetition_penalty=params.repetition_penalty if params.repetition_penalty != 1.0 else None,
@@ -268,14 +269,14 @@ def summarize(runs: list[Run]) -> dict[str, dict[str, object]]:
     for mode in modes:
         every = [r for r in runs if r.mode == mode]
         mine = [r for r in every if r.generation_tps > 0] or every
-        accepted = [r for r in mine if r.acceptance_rate is not None]
+        rates = [r.acceptance_rate for r in mine if r.acceptance_rate is not None]
         counterpart = MLX_LM_COUNTERPART.get(mode)
         identical = [r.identical_to_standard for r in mine if r.identical_to_standard is not None]
         summary[mode] = {
             "median_tps": statistics.median(r.generation_tps for r in mine),
             "speedup_vs_standard": _paired_ratio(runs, mode, "standard"),
             "ratio_vs_mlx_lm": _paired_ratio(runs, mode, counterpart) if counterpart in modes else None,
-            "acceptance_rate": statistics.mean(r.acceptance_rate for r in accepted) if accepted else None,
+            "acceptance_rate": statistics.mean(rates) if rates else None,
             "tokens_per_pass": statistics.mean(r.tokens_per_pass for r in mine),
             "identical_to_standard": all(identical) if identical else None,
             "untimed_runs": len(every) - len([r for r in every if r.generation_tps > 0]),
@@ -341,7 +342,8 @@ def machine_info() -> dict[str, str]:
     (the wheel's reference BLAS makes a K-token verify cost K+1 steps; OpenBLAS does not)."""
     import platform
 
-    info = {"platform": f"{platform.system()} {platform.machine()}", "mlx": mx.__version__, "device": str(mx.default_device())}
+    version = mx.__version__  # type: ignore[attr-defined]  # mlx.core sets it at import; its stubs leave it out
+    info = {"platform": f"{platform.system()} {platform.machine()}", "mlx": version, "device": str(mx.default_device())}
     try:
         maps = Path("/proc/self/maps").read_text()
     except OSError:

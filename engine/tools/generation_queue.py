@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -157,7 +157,7 @@ class JobOutput:
         pieces: list[AnswerPiece] = [ReasoningPiece(rest)] if rest else []
         return pieces + self._attach(self.splitter.feed(result.text[len(self.splitter.fed):]) + self.splitter.finish(cut=result.finish_reason in ("length", "context")))
 
-    def _attach(self, pieces: list[AnswerPiece]) -> list[AnswerPiece]:
+    def _attach(self, pieces: Sequence[AnswerPiece]) -> list[AnswerPiece]:
         out: list[AnswerPiece] = []
         for piece in pieces:
             if isinstance(piece, TextPiece) and self._pending:

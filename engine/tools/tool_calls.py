@@ -247,12 +247,14 @@ class OutputSplitter:
         if not self._tool_text:
             return []
         text, self._tool_text = self._tool_text, ""
+        tokenizer = self._tokenizer
+        assert tokenizer is not None  # call text gathers only in the state machine, made only with a tokenizer
         try:
-            parsed = self._tokenizer.tool_parser(text, self._tools)
+            parsed = tokenizer.tool_parser(text, self._tools)
             return [_call(p) for p in (parsed if isinstance(parsed, list) else [parsed])]
         except Exception:  # noqa: BLE001 - each family's parser fails its own way on text it cannot read
-            end = self._tokenizer.tool_call_end if closed and self._tokenizer.tool_call_end else ""
-            return [TextPiece(self._tokenizer.tool_call_start + text + end)]
+            end = tokenizer.tool_call_end if closed and tokenizer.tool_call_end else ""
+            return [TextPiece(tokenizer.tool_call_start + text + end)]
 
     def _release(self, pieces: list[Piece]) -> list[Piece]:
         """Record the pieces, holding text back while a required call has not come yet."""

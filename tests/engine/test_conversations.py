@@ -11,6 +11,7 @@ from engine.attachments import Attachment, with_attachments
 from engine.conversation_title import automatic_title
 from engine.conversations import ConversationStore, saved_chats
 from tests.data_folders import crashed_wal_database, read_only, saved_chats_at, snapshot, turned_read_only_mid_run
+from tests.engine.test_conversation_schema import BEFORE_BRANCHES
 
 
 def thread(store: ConversationStore, conversation: int) -> list[str]:
@@ -72,11 +73,7 @@ def test_a_database_from_before_branches_is_migrated_in_order(tmp_path: Path) ->
     path = tmp_path / "old.sqlite3"
     db = sqlite3.connect(str(path))
     db.executescript(
-        "CREATE TABLE conversations (id INTEGER PRIMARY KEY, title TEXT NOT NULL, created REAL NOT NULL, updated REAL NOT NULL);"
-        "CREATE TABLE messages (id INTEGER PRIMARY KEY, conversation_id INTEGER NOT NULL, position INTEGER NOT NULL, "
-        "role TEXT NOT NULL, content TEXT NOT NULL, runs TEXT NOT NULL DEFAULT '[]', summary TEXT NOT NULL DEFAULT '', "
-        "finish TEXT NOT NULL DEFAULT '');"
-        "INSERT INTO conversations VALUES (1, 'Old', 0, 0);"
+        BEFORE_BRANCHES + "INSERT INTO conversations VALUES (1, 'Old', 0, 0);"
         "INSERT INTO messages (conversation_id, position, role, content) VALUES (1, 0, 'user', 'a'), (1, 1, 'assistant', 'b'), "
         "(1, 2, 'user', 'c');"
     )
