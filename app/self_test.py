@@ -87,14 +87,20 @@ def _quiet_offscreen_notices(mode, context, message: str) -> None:  # Qt message
         sys.stderr.write(message + "\n")
 
 
-def _run(home: Path, target: str | None, draft: str | None, started: float) -> int:
+def _application():  # QApplication
+    """The app's QApplication, collecting garbage on its own thread as the app does."""
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
     from .garbage_collection import GuiThreadCollection
 
     qInstallMessageHandler(_quiet_offscreen_notices)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    GuiThreadCollection(app)
+    return app
 
+
+def _run(home: Path, target: str | None, draft: str | None, started: float) -> int:
     from engine.events import GenerationResult
     from engine.params import GenerationParams
 
@@ -106,8 +112,7 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
 
     from .main_window import MainWindow
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    GuiThreadCollection(app)
+    app = _application()
     window = MainWindow(open_picker_if_needed=False)
     try:
         results: list[GenerationResult] = []
