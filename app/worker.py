@@ -225,7 +225,7 @@ class EngineWorker(QObject):
         with `hosts` (an mlx.launch hostfile), the target across those Macs (the pair before is let go once the new
         one runs)."""
         from engine.conversations import saved_chats
-        from engine.decoding.history import start_indexing
+        from engine.decoding.drafting.history_lookup import start_indexing
 
         with self._lock:
             self._load_id = load_id

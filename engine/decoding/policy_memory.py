@@ -1,6 +1,6 @@
 """What the adaptive policy measured of a model pair, kept across app launches in one small JSON file.
 
-Automatic (`automatic.py`) chooses among drafters by what it measured of each on this machine; a new launch that
+Automatic (`drafting/automatic.py`) chooses among drafters by what it measured of each on this machine; a new launch that
 started from nothing would pay for those learning rounds again in every first answer. So after each answer the
 policy's estimates (acceptance per drafter, draft costs, verify times) are written to `MEMORY_FILE` in the
 app-data folder, keyed by the pair (each model folder's path, size and modification time: a re-download or a

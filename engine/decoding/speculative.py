@@ -39,7 +39,7 @@ from . import logprobs as logprob_package
 from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, verify_sampled
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
-from .draft import NO_DRAFT, Draft, Drafter
+from .drafting.drafter import NO_DRAFT, Draft, Drafter
 from .estimates import RoundCosts
 from .policy import DraftPolicy
 from .rounds import Round, round_origins

@@ -26,7 +26,7 @@ selector's path (q of step i depends on the token drawn at i - 1, which is still
 gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply; `position` says which context
 index the first drafted token has (coupled sampling's noise). `absorb()` writes queued context into the cache
 without drafting (a prompt's prefill chunks). In the round, the target side is the target's own passes
-(`engine/decoding/dflash_drafter.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
+(`engine/decoding/drafting/dflash.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
 a `Tap` built on layer wrappers, serves the parity tests and the cost benchmark.
 """
 

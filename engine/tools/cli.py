@@ -185,7 +185,7 @@ def _with_history(pair, params: GenerationParams | None, wait: bool = True):
     """`pair`, its history indexing the saved chats when `params` draft from them (see _load_pair)."""
     if params is not None and params.drafts_from_history:
         from ..conversations import saved_chats
-        from ..decoding.history import start_indexing
+        from ..decoding.drafting.history_lookup import start_indexing
 
         indexing = start_indexing(pair.history, pair.target.path, saved_chats)
         if wait:

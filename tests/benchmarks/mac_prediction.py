@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from engine.decoding.cost_model import best_speedup, ssd_speedup
-from engine.decoding.ssd import SSD_LENGTHS
+from engine.decoding.drafting.ssd import SSD_LENGTHS
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine.decoding.history import DraftHistory, start_indexing
+from engine.decoding.drafting.history_lookup import DraftHistory, start_indexing
 from engine.models.app_paths import RESOURCES
 
 

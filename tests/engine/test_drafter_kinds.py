@@ -66,8 +66,8 @@ ROUND = '''
 """The made-up Sketch drafter's round side: it hears the target's last layer, and drafts the last token again."""
 import mlx.core as mx
 
-from engine.decoding.draft import NO_DRAFT, point_draft
-from engine.decoding.drafter_state import AttachedStates
+from engine.decoding.drafting.drafter import NO_DRAFT, point_draft
+from engine.decoding.drafting.drafter_state import AttachedStates
 from engine.decoding.hidden_states import LayerTap
 
 

@@ -106,7 +106,7 @@ def test_the_draft_model_drafts_under_the_constraint(tiny_pair: ModelPair, tempe
     """Every drafted token is one the grammar allows after the draft before it, and q is zero where it forbids."""
     import mlx.core as mx
 
-    from engine.decoding.draft_model import DraftModelDrafter
+    from engine.decoding.drafting.draft_model import DraftModelDrafter
     from engine.decoding.policy import FixedDraftLength
     from engine.decoding.sampling import Warper
 

@@ -2,9 +2,9 @@
 
 A draft is what one round proposes: up to K token ids and, for a draft model, the warped distributions q they
 were sampled from (the acceptance rule needs q; prompt lookup proposes without one, so its q is a point mass).
-The drafters: a draft model (`draft_model.py`), the target's built-in MTP head (`mtp_drafter.py`), an EAGLE-3
-drafter (`eagle3_drafter.py`), a DFlash block drafter (`dflash_drafter.py`) and prompt lookup
-(`prompt_lookup.py`). The speculative round asks them in order and verifies the first draft offered; a round
+The drafters: a draft model (`draft_model.py`), the target's built-in MTP head (`mtp.py`), an EAGLE-3
+drafter (`eagle3.py`), a DFlash block drafter (`dflash.py`) and prompt lookup
+(`lookup.py`). The speculative round asks them in order and verifies the first draft offered; a round
 nobody drafts for is a plain target step.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import mlx.core as mx
 
 if TYPE_CHECKING:
-    from .acceptance import Verdict
+    from ..acceptance import Verdict
 
 
 @dataclass

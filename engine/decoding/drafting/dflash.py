@@ -27,16 +27,16 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from ..drafters.dflash import DFlashDrafter, load_drafter_for
-from ..drafters.dflash_model import Chooser
-from ..models.loading import LoadedModel
-from .cached_model import CachedModel, common_prefix_length
-from .draft import NO_DRAFT, Draft
+from ...drafters.dflash import DFlashDrafter, load_drafter_for
+from ...drafters.dflash_model import Chooser
+from ...models.loading import LoadedModel
+from ..cached_model import CachedModel, common_prefix_length
+from ..hidden_states import LayerTap
+from ..policy import DraftPolicy
+from ..sampling import Warper
 from .draft_model import NetworkDrafter
+from .drafter import NO_DRAFT, Draft
 from .drafter_state import AttachedStates
-from .hidden_states import LayerTap
-from .policy import DraftPolicy
-from .sampling import Warper
 
 SOURCE = "dflash"
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..drafters.eagle3 import load_eagle3
-from ..drafters.eagle3_model import Eagle3Runner
-from ..models.loading import LoadedModel
-from .cached_model import CachedModel
-from .hidden_states import LayerTap
-from .mtp_drafter import MTPDrafter, MTPState
-from .policy import DraftPolicy
-from .sampling import Warper
+from ...drafters.eagle3 import load_eagle3
+from ...drafters.eagle3_model import Eagle3Runner
+from ...models.loading import LoadedModel
+from ..cached_model import CachedModel
+from ..hidden_states import LayerTap
+from ..policy import DraftPolicy
+from ..sampling import Warper
+from .mtp import MTPDrafter, MTPState
 
 SOURCE = "eagle3"
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from engine.decoding.cached_model import CachedModel
+from engine.decoding.drafting.ssd import LEARN_ROUNDS, PROBE_EVERY, SsdSwitch, likely_lengths, outcome_candidates, side_stream
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
-from engine.decoding.ssd import LEARN_ROUNDS, PROBE_EVERY, SsdSwitch, likely_lengths, outcome_candidates, side_stream
 from engine.events import RoundEvent
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams

@@ -11,7 +11,7 @@ import bisect
 
 import mlx.core as mx
 
-from .cached_model import CachedModel
+from ..cached_model import CachedModel
 
 
 class HiddenStore:

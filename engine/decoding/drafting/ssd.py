@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
-from .acceptance import Verdict
-from .cached_model import CachedModel
-from .draft import NO_DRAFT, Draft
+from ..acceptance import Verdict
+from ..cached_model import CachedModel
+from ..policy import DraftPolicy
+from ..sampling import Warper
 from .draft_model import DraftModelDrafter, draft_steps
-from .policy import DraftPolicy
-from .sampling import Warper
+from .drafter import NO_DRAFT, Draft
 
 SSD_LENGTHS = 2  # accepted lengths pre-drafted for, the most likely first
 PROBE_EVERY = 32  # rounds at least between tries of the mode the switch does not prefer

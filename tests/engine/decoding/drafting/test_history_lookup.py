@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.decoding import history as history_module
-from engine.decoding.history import DraftHistory, document_key
+from engine.decoding.drafting import history_lookup as history_module
+from engine.decoding.drafting.history_lookup import DraftHistory, document_key
 
 
 def test_a_later_turn_replaces_the_earlier_version_of_its_conversation() -> None:
@@ -53,7 +53,7 @@ def test_the_recent_index_is_merged_into_the_main_one(monkeypatch) -> None:
 
 
 def test_saved_conversations_are_indexed_in_the_background(tiny_dirs) -> None:
-    from engine.decoding.history import start_indexing
+    from engine.decoding.drafting.history_lookup import start_indexing
 
     chats = [[{"role": "user", "content": "Name the planets of the solar system in order please"}],
              [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]]
@@ -64,7 +64,7 @@ def test_saved_conversations_are_indexed_in_the_background(tiny_dirs) -> None:
 
 
 def test_indexing_that_fails_leaves_the_history_empty(tmp_path: Path) -> None:
-    from engine.decoding.history import start_indexing
+    from engine.decoding.drafting.history_lookup import start_indexing
 
     history = DraftHistory()
     start_indexing(history, tmp_path / "no-model", lambda: iter([])).join()
@@ -72,7 +72,7 @@ def test_indexing_that_fails_leaves_the_history_empty(tmp_path: Path) -> None:
 
 
 def test_excluding_a_phrase_leaves_out_the_conversations_that_contain_it() -> None:
-    from engine.decoding.history import contains
+    from engine.decoding.drafting.history_lookup import contains
 
     history = DraftHistory()
     asked = [1, 2, 3, 40, 41, 42, 43, 9, 9, 9, 50, 51, 52, 53]  # the question (40-43), then its answer (50-53)

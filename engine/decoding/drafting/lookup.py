@@ -3,7 +3,7 @@
 Answers that reuse their input (editing code, fixing a given text, summarising, extracting) copy long runs of
 the prompt; matching the last few tokens against earlier context finds those runs at almost no cost and without
 a draft model. transformers calls it `prompt_lookup_num_tokens`, vLLM `ngram` speculation. SuffixDecoding
-(Oliaro et al., 2025) adds the user's other conversations (`history.py`) and sizes each draft by how much
+(Oliaro et al., 2025) adds the user's other conversations (`history_lookup.py`) and sizes each draft by how much
 evidence it has: at most SPEC_FACTOR tokens per matched token, and only while the share of earlier occurrences
 that agree with the whole draft stays at or above MIN_PATH_SHARE.
 
@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 import time
 
-from .draft import NO_DRAFT, Draft, point_draft
-from .history import DraftHistory, FilteredHistory
-from .policy import DraftPolicy
+from ..policy import DraftPolicy
+from .drafter import NO_DRAFT, Draft, point_draft
+from .history_lookup import DraftHistory, FilteredHistory
 from .suffix_index import MAX_MATCH, Continuation
 
 MAX_NGRAM = 4

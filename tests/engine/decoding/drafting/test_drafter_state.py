@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 
-from engine.decoding.drafter_state import HiddenStore
+from engine.decoding.drafting.drafter_state import HiddenStore
 
 
 def test_the_store_keeps_what_passes_left_and_forgets_what_a_rewind_replaced() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.automatic import AutomaticDrafter, Ballot, asked_drafters
-from engine.decoding.draft import NO_DRAFT, Draft, point_draft
+from engine.decoding.drafting.automatic import AutomaticDrafter, Ballot, asked_drafters
+from engine.decoding.drafting.drafter import NO_DRAFT, Draft, point_draft
 from engine.decoding.estimates import RoundCosts
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
@@ -121,7 +121,7 @@ def test_a_pinned_drafter_is_kept(tiny_pair: ModelPair) -> None:
 
 @pytest.mark.parametrize("good_first", [True, False])
 def test_the_automatic_belief_names_the_fastest_paying_drafter(good_first: bool) -> None:
-    from engine.decoding.automatic import automatic_belief
+    from engine.decoding.drafting.automatic import automatic_belief
 
     policy = AdaptiveDraftLength(8)
     for _ in range(30):
@@ -133,7 +133,7 @@ def test_the_automatic_belief_names_the_fastest_paying_drafter(good_first: bool)
 
 
 def test_with_no_drafter_paying_the_automatic_belief_says_standard_decoding() -> None:
-    from engine.decoding.automatic import automatic_belief
+    from engine.decoding.drafting.automatic import automatic_belief
 
     policy = AdaptiveDraftLength(8)
     for _ in range(30):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.decoding.suffix_index import MAX_MATCH, SuffixIndex, sorted_suffixes
+from engine.decoding.drafting.suffix_index import MAX_MATCH, SuffixIndex, sorted_suffixes
 
 
 def brute_force_longest_match(documents: list[list[int]], context: list[int]) -> int:

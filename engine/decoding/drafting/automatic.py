@@ -23,18 +23,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from ..drafter_kinds import drafter_label, kind
-from ..errors import UnsupportedModelError
-from ..events import PolicyBelief
-from . import policy_memory
-from .draft import NO_DRAFT, Draft, Drafter
-from .estimates import RoundCosts, expected_tokens
-from .policy import AdaptiveDraftLength, DraftPolicy
+from ...drafter_kinds import drafter_label, kind
+from ...errors import UnsupportedModelError
+from ...events import PolicyBelief
+from .. import policy_memory
+from ..estimates import RoundCosts, expected_tokens
+from ..policy import AdaptiveDraftLength, DraftPolicy
+from .drafter import NO_DRAFT, Draft, Drafter
 
 if TYPE_CHECKING:
-    from ..params import GenerationParams
-    from .acceptance import Verdict
-    from .pair import ModelPair
+    from ...params import GenerationParams
+    from ..acceptance import Verdict
+    from ..pair import ModelPair
 
 AUTO = "auto"
 _NO_MTP: WeakKeyDictionary[ModelPair, bool] = WeakKeyDictionary()  # targets whose MTP head failed to load

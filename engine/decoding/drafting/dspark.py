@@ -1,7 +1,7 @@
 """Drafting with a DSpark drafter (DeepSeek's DeepSpec): DFlash's round, DSpark's Markov steps and confidence cut.
 
 A DSpark drafter (`drafters/dspark.py`) is DFlash's backbone with two small heads, so the round treats it as it
-treats a DFlash drafter (`dflash_drafter.py`): `DFlashState` hears the target's passes and keeps the drafter's
+treats a DFlash drafter (`dflash.py`): `DFlashState` hears the target's passes and keeps the drafter's
 cache of context, and one block pass per round drafts after the last token. What differs:
 
 - the block drafts from its first slot: DeepSeek's block of 7 proposes 7 tokens (`max_draft`), and a round asks
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from ..drafters.dspark import DSparkDraft, confident_length, load_dspark_drafter_for
-from ..models.loading import LoadedModel
-from .cached_model import CachedModel
-from .dflash_drafter import DFlashBlockDrafter, DFlashState
-from .policy import DraftPolicy
-from .sampling import Warper
+from ...drafters.dspark import DSparkDraft, confident_length, load_dspark_drafter_for
+from ...models.loading import LoadedModel
+from ..cached_model import CachedModel
+from ..policy import DraftPolicy
+from ..sampling import Warper
+from .dflash import DFlashBlockDrafter, DFlashState
 
 SOURCE = "dspark"
 

@@ -22,11 +22,11 @@ import time
 
 import mlx.core as mx
 
-from .cached_model import CachedModel
-from .constraint import Constraint, restrict
-from .draft import NO_DRAFT, Draft
-from .policy import DraftPolicy
-from .sampling import Warper
+from ..cached_model import CachedModel
+from ..constraint import Constraint, restrict
+from ..policy import DraftPolicy
+from ..sampling import Warper
+from .drafter import NO_DRAFT, Draft
 
 # The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks (after
 # lookup drafted for a while, or a model with recurrent state returned to a checkpoint).

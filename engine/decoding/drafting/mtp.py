@@ -15,7 +15,7 @@ pair across answers like a prompt cache; an answer that ran without it (standard
 leaves a gap, after which the head starts over from the states it hears again.
 
 EAGLE-3's drafter pairs its entries the same way and chains the same way, so it runs on this bookkeeping too
-(`eagle3_drafter.py`): its runner `project`s each pass's three tapped states into one state per position.
+(`eagle3.py`): its runner `project`s each pass's three tapped states into one state per position.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from ..drafters.mtp import MTPRunner
-from ..drafters.mtp_loading import load_mtp_head
-from ..models.loading import LoadedModel
-from .cached_model import CachedModel, common_prefix_length
-from .draft import NO_DRAFT, Draft
+from ...drafters.mtp import MTPRunner
+from ...drafters.mtp_loading import load_mtp_head
+from ...models.loading import LoadedModel
+from ..cached_model import CachedModel, common_prefix_length
+from ..hidden_states import LAST_POST_NORM, LayerTap
+from ..policy import DraftPolicy
+from ..sampling import Warper
 from .draft_model import NetworkDrafter, draft_steps
+from .drafter import NO_DRAFT, Draft
 from .drafter_state import AttachedStates
-from .hidden_states import LAST_POST_NORM, LayerTap
-from .policy import DraftPolicy
-from .sampling import Warper
 
 SOURCE = "mtp"
 # Target states kept after the head has read them: an edit or a Regenerate changes the token after a position the
@@ -144,7 +144,7 @@ class MTPDrafter(NetworkDrafter):
 
     Args:
         state: the chat's MTP side (`ModelPair.drafter_state("mtp")`), or another head that chains on its own outputs
-            (EAGLE-3's, `eagle3_drafter.py`).
+            (EAGLE-3's, `eagle3.py`).
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
         source: the policy's and the events' name for the drafter.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.decoding.draft import NO_DRAFT
+from engine.decoding.drafting.drafter import NO_DRAFT
+from engine.decoding.drafting.lookup import NgramIndex, PromptLookupDrafter
 from engine.decoding.policy import FixedDraftLength
-from engine.decoding.prompt_lookup import NgramIndex, PromptLookupDrafter
 
 
 def index_of(tokens: list[int]) -> NgramIndex:
@@ -56,8 +56,8 @@ def test_the_match_is_followed_back_beyond_the_ngram_keys() -> None:
 
 
 def test_drafts_scale_with_the_match_and_stop_where_occurrences_disagree() -> None:
-    from engine.decoding.prompt_lookup import MIN_PATH_SHARE, draftable
-    from engine.decoding.suffix_index import Continuation
+    from engine.decoding.drafting.lookup import MIN_PATH_SHARE, draftable
+    from engine.decoding.drafting.suffix_index import Continuation
 
     assert draftable(Continuation(1, [1, 2, 3, 4, 5], [1.0] * 5, 1), 8) == [1, 2]  # a 1-token match drafts 2
     assert draftable(Continuation(9, [1, 2, 3, 4, 5], [1.0] * 5, 1), 3) == [1, 2, 3]  # the policy's limit
@@ -66,7 +66,7 @@ def test_drafts_scale_with_the_match_and_stop_where_occurrences_disagree() -> No
 
 
 def test_the_drafter_reads_the_history_when_it_matches_longer() -> None:
-    from engine.decoding.history import DraftHistory
+    from engine.decoding.drafting.history_lookup import DraftHistory
 
     history = DraftHistory()
     history.add([50, 51, 52, 53, 54, 55, 56, 57, 58, 59])  # an earlier chat
@@ -87,7 +87,7 @@ def test_the_drafter_reads_the_history_when_it_matches_longer() -> None:
 
 
 def test_long_matches_are_drafted_under_their_own_estimate() -> None:
-    from engine.decoding.prompt_lookup import LONG_MATCH
+    from engine.decoding.drafting.lookup import LONG_MATCH
 
     copied = list(range(100, 100 + LONG_MATCH + 4))
     context = copied + [1] + copied[:LONG_MATCH]
