@@ -30,8 +30,8 @@ from .drafting.history_lookup import DraftHistory, FilteredHistory
 from .drafting.lookup import PromptLookupDrafter
 from .drafting.ssd import SsdDrafter, SsdSwitch
 from .pair import ModelPair, round_side
-from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
-from .prompt_kind import draft_model_source
+from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
+from .policy.prompt_kind import draft_model_source
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder

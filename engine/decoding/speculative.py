@@ -40,8 +40,8 @@ from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, veri
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
 from .drafting.drafter import NO_DRAFT, Draft, Drafter
-from .estimates import RoundCosts
-from .policy import DraftPolicy
+from .policy.draft_length import DraftPolicy
+from .policy.estimates import RoundCosts
 from .rounds import Round, round_origins
 from .sampling import Warper
 

@@ -26,9 +26,9 @@ from weakref import WeakKeyDictionary
 from ...drafter_kinds import drafter_label, kind
 from ...errors import UnsupportedModelError
 from ...events import PolicyBelief
-from .. import policy_memory
-from ..estimates import RoundCosts, expected_tokens
-from ..policy import AdaptiveDraftLength, DraftPolicy
+from ..policy import memory
+from ..policy.draft_length import AdaptiveDraftLength, DraftPolicy
+from ..policy.estimates import RoundCosts, expected_tokens
 from .drafter import NO_DRAFT, Draft, Drafter
 
 if TYPE_CHECKING:
@@ -75,20 +75,20 @@ def listening_drafter(pair: ModelPair, params: GenerationParams) -> str:
 
 
 def pair_key(pair: ModelPair) -> str:
-    """The pair's identity for the measurements kept across launches (`policy_memory.py`)."""
+    """The pair's identity for the measurements kept across launches (`memory.py`)."""
     folders = [pair.target.path] + ([pair.draft.path] if pair.draft is not None else [])
-    return policy_memory.pair_identity(folders, pair.drafter_loaded)
+    return memory.pair_identity(folders, pair.drafter_loaded)
 
 
 def recalled(policy: AdaptiveDraftLength, pair: ModelPair, settings: tuple) -> AdaptiveDraftLength:
     """A new Automatic policy for the pair, started from what earlier launches measured with these settings."""
-    return policy_memory.recall(policy, pair_key(pair), settings)
+    return memory.recall(policy, pair_key(pair), settings)
 
 
 def remember(policy: DraftPolicy, pair: ModelPair, settings: tuple) -> None:
     """Keep what an Automatic policy measured, for later launches (a fixed K measures nothing)."""
     if isinstance(policy, AdaptiveDraftLength):
-        policy_memory.remember(policy, pair_key(pair), settings)
+        memory.remember(policy, pair_key(pair), settings)
 
 
 class Ballot:

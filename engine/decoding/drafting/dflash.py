@@ -3,7 +3,7 @@
 A DFlash drafter (`drafters/dflash.py`) attends to the target's states at every context position before the last
 token, as keys and values of its own cache, and drafts a whole block after that token in one pass: 15 tokens for
 z-lab's block of 16. The round verifies the first K of them (`--num-draft K`, K = 15 the whole block), K chosen by
-the adaptive policy from the acceptance it measures at each block position (`policy.py`: a block costs one pass
+the adaptive policy from the acceptance it measures at each block position (`policy/draft_length.py`: a block costs one pass
 whatever K).
 
 `DFlashState` hears every target pass (prefill chunks, plain steps, verify passes) through
@@ -32,7 +32,7 @@ from ...drafters.dflash_model import Chooser
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LayerTap
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .draft_model import NetworkDrafter
 from .drafter import NO_DRAFT, Draft

@@ -24,7 +24,7 @@ import mlx.core as mx
 
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .drafter import NO_DRAFT, Draft
 

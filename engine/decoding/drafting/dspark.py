@@ -25,7 +25,7 @@ import mlx.core as mx
 from ...drafters.dspark import DSparkDraft, confident_length, load_dspark_drafter_for
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .dflash import DFlashBlockDrafter, DFlashState
 

@@ -22,7 +22,7 @@ from ...drafters.eagle3_model import Eagle3Runner
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel
 from ..hidden_states import LayerTap
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .mtp import MTPDrafter, MTPState
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from .drafter import NO_DRAFT, Draft, point_draft
 from .history_lookup import DraftHistory, FilteredHistory
 from .suffix_index import MAX_MATCH, Continuation

@@ -30,7 +30,7 @@ from ...drafters.mtp_loading import load_mtp_head
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LAST_POST_NORM, LayerTap
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .draft_model import NetworkDrafter, draft_steps
 from .drafter import NO_DRAFT, Draft

@@ -33,7 +33,7 @@ import mlx.core as mx
 
 from ..acceptance import Verdict
 from ..cached_model import CachedModel
-from ..policy import DraftPolicy
+from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .draft_model import DraftModelDrafter, draft_steps
 from .drafter import NO_DRAFT, Draft

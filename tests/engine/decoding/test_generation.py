@@ -291,8 +291,8 @@ def test_standard_decoding_ignores_lenience(tiny_pair: ModelPair) -> None:
 def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPair) -> None:
     """Issue 27: through the server, prefilling a draft that would not draft cost about a tenth of the speed.
     A probe's draft catches up on the prompt instead, and the answer is the same."""
-    from engine.decoding.estimates import RoundCosts
     from engine.decoding.generation import _policy
+    from engine.decoding.policy.estimates import RoundCosts
 
     params = GREEDY.replace(adaptive=True, max_tokens=30)
     policy = _policy(tiny_pair, params)

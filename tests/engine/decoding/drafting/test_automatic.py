@@ -6,10 +6,10 @@ import pytest
 
 from engine.decoding.drafting.automatic import AutomaticDrafter, Ballot, asked_drafters
 from engine.decoding.drafting.drafter import NO_DRAFT, Draft, point_draft
-from engine.decoding.estimates import RoundCosts
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.decoding.policy import AdaptiveDraftLength
+from engine.decoding.policy.draft_length import AdaptiveDraftLength
+from engine.decoding.policy.estimates import RoundCosts
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
 

@@ -15,7 +15,7 @@ from mlx_dspark.target import Target
 from engine.decoding import generation
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
-from engine.decoding.policy import FixedDraftLength
+from engine.decoding.policy.draft_length import FixedDraftLength
 from engine.errors import InvalidParameterError
 from engine.events import RoundEvent
 from engine.params import GenerationParams

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.decoding.drafting.drafter import NO_DRAFT
 from engine.decoding.drafting.lookup import NgramIndex, PromptLookupDrafter
-from engine.decoding.policy import FixedDraftLength
+from engine.decoding.policy.draft_length import FixedDraftLength
 
 
 def index_of(tokens: list[int]) -> NgramIndex:
@@ -100,8 +100,8 @@ def test_a_match_declined_for_a_queued_pass_leaves_the_next_pass_unqueued() -> N
     """After a pipelined plain step a draft costs a verify pass of its own, so the policy may decline a fair
     match; the drafter then asks not to queue the next pass, so that the next round can draft in one pass
     (summarising fell from 4.5 to 3.3 tokens per pass without this)."""
-    from engine.decoding.estimates import RoundCosts
-    from engine.decoding.policy import AdaptiveDraftLength
+    from engine.decoding.policy.draft_length import AdaptiveDraftLength
+    from engine.decoding.policy.estimates import RoundCosts
 
     policy = AdaptiveDraftLength(8)
     for _ in range(5):

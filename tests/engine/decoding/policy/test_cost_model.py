@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding import cost_model
 from engine.decoding.generation import generate_stream
 from engine.decoding.pair import ModelPair
-from engine.decoding.policy import expected_tokens
+from engine.decoding.policy import cost_model
+from engine.decoding.policy.draft_length import expected_tokens
 from engine.events import RoundEvent
 from engine.params import GenerationParams
 
@@ -66,8 +66,8 @@ def test_a_real_answer_fits(tiny_pair: ModelPair) -> None:
 
 
 def test_ssd_prediction_hides_drafting_only_where_the_device_has_room() -> None:
-    from engine.decoding.cost_model import ssd_speedup
-    from engine.decoding.policy import expected_tokens
+    from engine.decoding.policy.cost_model import ssd_speedup
+    from engine.decoding.policy.draft_length import expected_tokens
 
     a, c, slope, k = 0.7, 0.1, 0.04, 4
     sync = expected_tokens(a, k) / (k * c + 1 + slope * k)

@@ -20,8 +20,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from ..drafter_kinds import kind
-from ..events import RoundEvent
+from ...drafter_kinds import kind
+from ...events import RoundEvent
 from .cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel
 
 LABEL = "prediction from published acceptance, not measured here"

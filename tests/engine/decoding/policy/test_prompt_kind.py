@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.decoding.prompt_kind import draft_model_source, prompt_kind
+from engine.decoding.policy.prompt_kind import draft_model_source, prompt_kind
 from engine.params import GenerationParams
 
 

@@ -29,7 +29,7 @@ Switching from plain steps to drafting costs an extra pass once (the next plain 
 a draft model, which always has a draft, spreads it over RUNWAY rounds (`_round_time`).
 
 The estimates live as long as the pair (`ModelPair.policy`): later turns and later chats start from what
-earlier ones measured instead of paying for learning again (Automatic's, later launches: `policy_memory.py`).
+earlier ones measured instead of paying for learning again (Automatic's, later launches: `memory.py`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ..drafter_kinds import is_block, is_persistent
-from ..events import PolicyBelief
-from . import policy_memory
+from ...drafter_kinds import is_block, is_persistent
+from ...events import PolicyBelief
+from . import memory
 from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, RoundCosts, expected_tokens
 
 PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
@@ -321,12 +321,12 @@ class AdaptiveDraftLength:
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
     def measured(self) -> dict:
-        """Its estimates as JSON data, for `policy_memory.py` to keep across launches."""
-        return policy_memory.dump(self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
+        """Its estimates as JSON data, for `memory.py` to keep across launches."""
+        return memory.dump(self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
 
     def recall(self, measured: dict) -> None:
         """Start (a new policy) from estimates an earlier launch measured (`measured`'s data)."""
-        policy_memory.load(measured, self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
+        memory.load(measured, self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
 
     def observe(self, costs: RoundCosts) -> None:
         for estimate in [*self._acceptance.values(), *self._positions.values()]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..events import RoundEvent
-from .policy import expected_tokens
+from ...events import RoundEvent
+from .draft_length import expected_tokens
 
 APPLE_GPU_VERIFY_SLOPE = 0.04  # extra target steps per verified draft token on a memory-bound GPU
 MAX_K = 16

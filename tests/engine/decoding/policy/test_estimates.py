@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from engine.decoding.estimates import DECAY, EVIDENCE, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
+from engine.decoding.policy.estimates import DECAY, EVIDENCE, AcceptanceEstimate, PositionalAcceptance, RecentCost, expected_tokens
 
 
 def test_an_acceptance_estimate_weighs_at_most_evidence_tokens() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.estimates import RoundCosts
-from engine.decoding.policy import AdaptiveDraftLength, FixedDraftLength, expected_tokens
+from engine.decoding.policy.draft_length import AdaptiveDraftLength, FixedDraftLength, expected_tokens
+from engine.decoding.policy.estimates import RoundCosts
 
 
 def test_expected_tokens() -> None:
@@ -120,7 +120,7 @@ def test_a_drafter_given_up_on_is_probed_again_within_its_budget() -> None:
     """Issue 14: lookup drafted 2 tokens, was rejected, and never drafted again in a 512-token answer that
     then repeated itself verbatim. Probes keep trying, and what they lose stays within the probe budget: at
     most MAX_PROBE_SHARE of the plain-step time plus PROBE_ALLOWANCE steps, less where no gain is in sight."""
-    from engine.decoding.policy import MAX_PROBE_SHARE, PROBE_ALLOWANCE, PROBE_DRAFT, PROBE_MOST
+    from engine.decoding.policy.draft_length import MAX_PROBE_SHARE, PROBE_ALLOWANCE, PROBE_DRAFT, PROBE_MOST
 
     policy = AdaptiveDraftLength(8)
     policy.observe(RoundCosts("lookup", 2, 0, 0.0, 0.07))  # the one early rejection
@@ -272,7 +272,7 @@ def test_a_drafter_that_could_never_pay_is_said_so_and_never_probed() -> None:
 def test_stale_history_drafts_are_turned_off_within_a_few_rounds() -> None:
     """Issue 22: history drafts proposed an old chat's "The quik brown" at the start of unrelated answers. A lookup
     source whose drafts are all rejected drafts at most its first FIRST_EVIDENCE tokens, then only probes."""
-    from engine.decoding.policy import FIRST_EVIDENCE
+    from engine.decoding.policy.draft_length import FIRST_EVIDENCE
 
     policy = AdaptiveDraftLength(8)
     policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..models.app_paths import data_dir
+from ...models.app_paths import data_dir
 from .estimates import AcceptanceEstimate, PositionalAcceptance, RecentCost
 
 MEMORY_FILE = "drafter-measurements.json"

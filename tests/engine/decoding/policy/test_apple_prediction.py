@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.decoding.apple_prediction import (
+from engine.decoding.policy.apple_prediction import (
     MEASURED_COST,
     PUBLISHED,
     THIS_ANSWER,
@@ -15,8 +15,8 @@ from engine.decoding.apple_prediction import (
     predicted_speedup,
     predictions,
 )
-from engine.decoding.cost_model import fit
-from tests.engine.decoding.test_cost_model import round_event
+from engine.decoding.policy.cost_model import fit
+from tests.engine.decoding.policy.test_cost_model import round_event
 
 
 def test_a_block_drafter_pays_one_pass_a_round_and_a_token_drafter_one_per_token() -> None:
