@@ -21,7 +21,6 @@ from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
 from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
-from .chat import FALLBACK_TURN_END, Message
 from .constraint import Constraint, constraint_for
 from .drafting.automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
 from .drafting.draft_model import DraftModelDrafter
@@ -32,6 +31,7 @@ from .drafting.ssd import SsdDrafter, SsdSwitch
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .policy.prompt_kind import draft_model_source
+from .prompt_ids import FALLBACK_TURN_END, Message
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder

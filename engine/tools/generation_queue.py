@@ -72,8 +72,8 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
 
     `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
     ends the job is delivered to it, so the server answers every request."""
-    from ..decoding.chat import prompt_token_ids
     from ..decoding.generation import generate_stream
+    from ..decoding.prompt_ids import prompt_token_ids
 
     if job.cancelled.is_set():
         job.deliver(CancelledBeforeStart())

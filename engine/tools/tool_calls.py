@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..decoding.chat import template_reads_tools
+from ..decoding.prompt_ids import template_reads_tools
 from ..errors import InvalidParameterError
 from ..events import GenerationResult
 from .pieces import AnswerPiece, Piece, ReasoningPiece, TextPiece, ToolCall, new_call_id

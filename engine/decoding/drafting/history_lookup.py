@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..chat import Message, prompt_token_ids
+from ..prompt_ids import Message, prompt_token_ids
 from .suffix_index import NO_CONTINUATION, Continuation, SuffixIndex
 
 log = logging.getLogger(__name__)

@@ -339,7 +339,7 @@ def test_tokens_per_pass_counts_the_pass_that_ended_the_answer(tiny_target: Load
 def test_a_base_model_chatting_stops_where_it_starts_the_next_user_turn(tmp_path: Path) -> None:
     """A model without a chat template gets the fallback transcript and, like a real base model, goes on to write
     a "User:" turn of its own; the answer ends there, in standard and speculative decoding alike."""
-    from engine.decoding.chat import FALLBACK_TURN_END
+    from engine.decoding.prompt_ids import FALLBACK_TURN_END
     from engine.fixtures.tiny_base_model import NEXT_TURN, build_tiny_base_model
 
     base = load_model(str(build_tiny_base_model(tmp_path)))

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
-from engine.decoding.chat import prompt_token_ids
+from engine.decoding.prompt_ids import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
 from engine.params import GenerationParams
 from engine.tools.generation_queue import GenerationJob, run_job

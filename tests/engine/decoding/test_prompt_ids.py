@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.chat import conversation, prompt_token_ids
+from engine.decoding.prompt_ids import conversation, prompt_token_ids
 from engine.errors import PromptError
 
 
@@ -81,6 +81,6 @@ def test_a_later_system_turn_a_template_refuses_joins_the_system_prompt() -> Non
 
 
 def test_only_a_template_that_shows_tools_reads_them(tool_target, tiny_target) -> None:
-    from engine.decoding.chat import template_reads_tools
+    from engine.decoding.prompt_ids import template_reads_tools
 
     assert template_reads_tools(tool_target.tokenizer) and not template_reads_tools(tiny_target.tokenizer)
