@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import SpecChatError
-from engine.tools.listener import bind, check_host
+from engine.serving.listener import bind, check_host
 
 
 def test_serving_beyond_loopback_needs_a_key() -> None:

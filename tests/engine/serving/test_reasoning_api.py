@@ -16,10 +16,10 @@ import openai
 import pytest
 
 from engine.decoding.generation import generate
-from engine.tools import anthropic_api, responses_api
-from engine.tools.openai_api import ApiError
-from engine.tools.reasoning_api import parse_openai
-from tests.engine.tools.scripted import GREEDY
+from engine.serving import anthropic_api, responses_api
+from engine.serving.openai_api import ApiError
+from engine.serving.reasoning_api import parse_openai
+from tests.engine.serving.scripted import GREEDY
 
 MODELS = ["tiny-thinking"]
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

@@ -258,7 +258,7 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    from .listener import check_host
+    from ..serving.listener import check_host
 
     params = _params(args, mode=args.mode)
     check_host(args.host, args.api_key)
@@ -272,9 +272,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load, watch=None) -> int:
     """Serve the pair `load` gives until Ctrl-C (or `watch`, given the server, stops it); the engine ends first."""
-    from .generation_queue import EngineThread
-    from .listener import RunningServer, bind
-    from .server import create_app
+    from ..serving.generation_queue import EngineThread
+    from ..serving.listener import RunningServer, bind
+    from ..serving.server import create_app
 
     sock = bind(args.host, args.port)
     engine = EngineThread(load, args.target)

@@ -1,6 +1,6 @@
 """Claude Code and Codex CLI (from npm) driving `serve` on loopback: each completes a task that calls a tool.
 
-The model is scripted (tests/engine/tools/scripted.py: random weights never call a tool) by what its prompt
+The model is scripted (tests/engine/serving/scripted.py: random weights never call a tool) by what its prompt
 holds, so the clients' real requests (their default tools and system prompts, their title and follow-up
 requests, in whatever order they send them) go through the server's real parsing, prompt rendering, output
 splitting and streaming. Skipped where the CLIs are not installed (`npm install -g @anthropic-ai/claude-code
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.tools.scripted import ScriptedRunner, serving
+from tests.engine.serving.scripted import ScriptedRunner, serving
 
 
 def _call(name: str, arguments: dict) -> str:

@@ -8,9 +8,9 @@ import openai
 import pytest
 
 from engine.errors import InvalidParameterError
-from engine.tools.pieces import TextPiece, ToolCall
-from engine.tools.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool, history_call
-from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, TIME_CALL, WEATHER_CALL, WEATHER_TOOL, ScriptedRunner, serving
+from engine.serving.pieces import TextPiece, ToolCall
+from engine.serving.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool, history_call
+from tests.engine.serving.scripted import FINAL_ANSWER, GREEDY, TIME_CALL, WEATHER_CALL, WEATHER_TOOL, ScriptedRunner, serving
 
 WEATHER = function_tool("get_weather", "The weather in a city", {"type": "object", "properties": {"city": {"type": "string"}}})
 TIME = function_tool("get_time", "The time in a city", {"type": "object", "properties": {"city": {"type": "string"}}})
@@ -118,7 +118,7 @@ def test_history_calls_take_arguments_as_objects_or_json_text() -> None:
         function_tool("")
 
 
-# Through the server, with the official openai client. The tool model's answers are scripted (tests/engine/tools/
+# Through the server, with the official openai client. The tool model's answers are scripted (tests/engine/serving/
 # scripted.py): its real tokenizer streams them and run_job splits them as it splits a real model's output.
 
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]

@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import openai
 
-from engine.tools.pieces import ToolCall
-from engine.tools.responses_api import parse_request
-from engine.tools.responses_tools import call_item
-from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, ScriptedRunner, serving
+from engine.serving.pieces import ToolCall
+from engine.serving.responses_api import parse_request
+from engine.serving.responses_tools import call_item
+from tests.engine.serving.scripted import FINAL_ANSWER, GREEDY, ScriptedRunner, serving
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PATCH_GRAMMAR = 'start: "*** Begin Patch\\n" LINE* "*** End Patch"\nLINE: /[^\\n]*\\n/'

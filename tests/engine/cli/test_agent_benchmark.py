@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from engine.cli.agent_benchmark import AgentTurn, load_session, measure_turn
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
 from engine.models.app_paths import RESOURCES
 from engine.params import GenerationParams
-from engine.tools.agent_benchmark import AgentTurn, load_session, measure_turn
-from engine.tools.reasoning_api import parse_openai
-from tests.engine.tools.scripted import WEATHER_TOOL
-from tests.engine.tools.test_cli import run
+from engine.serving.reasoning_api import parse_openai
+from tests.engine.cli.test_main import run
+from tests.engine.serving.scripted import WEATHER_TOOL
 
 GREEDY = GenerationParams.preset("greedy", max_tokens=16)
 SOURCE = "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"

@@ -1,7 +1,7 @@
 """Anthropic's Messages API: the request translation, and the server driven by the official `anthropic` client.
 
 Greedy text must equal the engine's own `generate` on the same conversation; tool use is scripted on the tiny
-tool model (tests/engine/tools/scripted.py), since random weights never call a tool.
+tool model (tests/engine/serving/scripted.py), since random weights never call a tool.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from engine.decoding.generation import generate
-from engine.tools.anthropic_api import parse_request
-from engine.tools.openai_api import ApiError
-from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
+from engine.serving.anthropic_api import parse_request
+from engine.serving.openai_api import ApiError
+from tests.engine.serving.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
 from tests.helpers import agent_request
 
 MODELS = ["tiny-target"]

@@ -16,9 +16,9 @@ import pytest
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
-from engine.tools.generation_queue import EngineThread, GenerationJob
-from engine.tools.listener import RunningServer, bind
-from engine.tools.server import create_app
+from engine.serving.generation_queue import EngineThread, GenerationJob
+from engine.serving.listener import RunningServer, bind
+from engine.serving.server import create_app
 from tests.helpers import agent_request
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
@@ -284,7 +284,7 @@ def test_the_speculation_object_carries_the_policy_s_belief(client) -> None:
 
 def test_serving_an_adapter_folder_is_one_line_naming_it(tmp_path, capsys) -> None:
     """`serve` loads on its engine thread and raises the load error on the caller's: the same one line."""
-    from engine.tools.cli import main
+    from engine.cli.main import main
     from tests.model_folders import peft_lora_adapter
 
     adapter = peft_lora_adapter(tmp_path / "qwen-lora")
@@ -368,7 +368,7 @@ class GatedRunner:
 ])
 def test_a_waiting_stream_sends_its_head_and_keep_alives_before_the_job_starts(tool_target, path, body, last) -> None:
     """Claude Code drops a connection silent for 5 minutes (a long queue, a long prefill) and retries."""
-    from tests.engine.tools.scripted import ScriptedRunner
+    from tests.engine.serving.scripted import ScriptedRunner
 
     runner = GatedRunner(ScriptedRunner(tool_target.tokenizer, ["Calm seas."]))
     server = RunningServer(create_app(runner, GREEDY, keepalive_s=0.05), bind("127.0.0.1", 0))
@@ -392,7 +392,7 @@ def test_the_prompt_caches_tokens_are_reported_as_cached_tokens(client) -> None:
 def test_a_request_without_a_drafter_runs_automatic_by_default(engine) -> None:
     """Issue 31: `serve --target T --draft D` and a request that names no drafter: Automatic, which says what it
     chose and why; a request may still pin one."""
-    from engine.tools.cli import _params, build_parser
+    from engine.cli.main import _params, build_parser
 
     defaults = _params(build_parser().parse_args(["serve", "--target", "t", "--draft", "d"]), mode="speculative")
     assert defaults.drafter == "auto"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.events import GenerationResult, GenerationStats
-from engine.tools.speculation_report import speculation
+from engine.serving.speculation_report import speculation
 
 
 def _result(mode: str, **drafted_by: int) -> GenerationResult:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.tools.cli import main
+from engine.cli.main import main
 
 STATS_KEYS = {"rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_pass", "generation_tps", "prompt_tps",
               "ttft_s", "total_s", "peak_memory_gb"}
@@ -135,8 +135,8 @@ def test_list_models_shows_download_state_and_fit(isolated_home) -> None:
 
 
 def test_options_left_out_come_from_the_preset() -> None:
+    from engine.cli.main import _params, build_parser
     from engine.params import GenerationParams
-    from engine.tools.cli import _params, build_parser
 
     parser = build_parser()
     generate_args = parser.parse_args(["generate", "--target", "t", "--prompt", "p"])
@@ -152,7 +152,7 @@ def test_options_left_out_come_from_the_preset() -> None:
 def test_generate_with_a_draft_and_no_drafter_runs_automatic_and_a_named_drafter_is_kept() -> None:
     """Issue 31: Automatic is the default with or without --draft; --drafter still pins one, and --mode ssd, which
     pre-drafts with a draft model, drafts with it."""
-    from engine.tools.cli import _params, build_parser
+    from engine.cli.main import _params, build_parser
 
     parser = build_parser()
     generate = ["generate", "--target", "t", "--draft", "d", "--prompt", "p"]
@@ -385,8 +385,8 @@ def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsy
 
 def test_serve_keeps_its_prompt_cache_within_the_memory_asked_for(tiny_dirs, monkeypatch, capsys) -> None:
     served = []
-    monkeypatch.setattr("engine.tools.listener.RunningServer.run", lambda server: served.append(server))
-    monkeypatch.setattr("engine.tools.server.create_app", lambda engine, *a, **k: served.append(engine.pair.prompt_cache))
+    monkeypatch.setattr("engine.serving.listener.RunningServer.run", lambda server: served.append(server))
+    monkeypatch.setattr("engine.serving.server.create_app", lambda engine, *a, **k: served.append(engine.pair.prompt_cache))
     assert main(["serve", "--target", str(tiny_dirs[0]), "--port", "0", "--prompt-cache-mb", "3"]) == 0
     assert served[0].budget_bytes == 3 << 20
     with pytest.raises(SystemExit):

@@ -17,7 +17,7 @@ from ..distributed.group import is_rank
 
 if TYPE_CHECKING:
     from ..distributed.cluster import HeadSession
-    from .listener import RunningServer
+    from ..serving.listener import RunningServer
 
 BROKEN_POLL_S = 0.2
 

@@ -9,11 +9,11 @@ import anthropic
 import openai
 import pytest
 
-from engine.tools.loose_calls import LooseCalls
-from engine.tools.pieces import TextPiece, ToolCall
-from engine.tools.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool
-from tests.engine.tools.scripted import ScriptedRunner, serving
-from tests.engine.tools.test_tool_calls import token_texts
+from engine.serving.loose_calls import LooseCalls
+from engine.serving.pieces import TextPiece, ToolCall
+from engine.serving.tool_calls import ToolCallMissing, ToolChoice, Tooling, function_tool
+from tests.engine.serving.scripted import ScriptedRunner, serving
+from tests.engine.serving.test_tool_calls import token_texts
 
 WEATHER = function_tool("get_weather", "The weather in a city", {"type": "object", "properties": {"city": {"type": "string"}}})
 TIME = function_tool("get_time", "The time in a city", {"type": "object", "properties": {"city": {"type": "string"}}})

@@ -8,9 +8,9 @@ import pytest
 from engine.decoding.generation import generate_stream
 from engine.decoding.pair import ModelPair
 from engine.events import TokenEvent, TokenLogprob
-from engine.tools.api_error import ApiError
-from engine.tools.token_logprobs import TokenNames, completion_logprobs, requested
-from tests.engine.tools.scripted import GREEDY
+from engine.serving.api_error import ApiError
+from engine.serving.token_logprobs import TokenNames, completion_logprobs, requested
+from tests.engine.serving.scripted import GREEDY
 
 MESSAGES = [{"role": "user", "content": "Tell me about the sea."}]
 TOP = 3

@@ -8,9 +8,9 @@ import json
 import openai
 import pytest
 
-from engine.tools.tool_calls import ToolChoice, Tooling, function_tool
-from engine.tools.tool_grammar import call_schema, constrained
-from tests.engine.tools.scripted import GREEDY, serving
+from engine.serving.tool_calls import ToolChoice, Tooling, function_tool
+from engine.serving.tool_grammar import call_schema, constrained
+from tests.engine.serving.scripted import GREEDY, serving
 
 CITY = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo", "Lima"]}},
         "required": ["city"]}

@@ -17,9 +17,9 @@ from typing import Any
 from engine.decoding.prompt_ids import prompt_token_ids
 from engine.events import GenerationResult, GenerationStats, TokenEvent
 from engine.params import GenerationParams
-from engine.tools.generation_queue import GenerationJob, run_job
-from engine.tools.listener import RunningServer, bind
-from engine.tools.server import create_app
+from engine.serving.generation_queue import GenerationJob, run_job
+from engine.serving.listener import RunningServer, bind
+from engine.serving.server import create_app
 
 GREEDY = GenerationParams.preset("greedy", drafter="model", num_draft=3)
 

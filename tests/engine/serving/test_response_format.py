@@ -11,8 +11,8 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
-from engine.tools.api_error import ApiError
-from engine.tools.response_format import ANY_OBJECT, anthropic_schema, chat_schema, responses_schema
+from engine.serving.api_error import ApiError
+from engine.serving.response_format import ANY_OBJECT, anthropic_schema, chat_schema, responses_schema
 from tests.engine.decoding.test_constraint import SCHEMA, check_valid
 
 PROMPT = [{"role": "user", "content": 'Describe Paris as JSON, like {"city": "Paris", "rating": 5, "tags": [], "open": true}.'}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.decoding.pair import ModelPair
-from engine.tools.generation_queue import EngineThread
+from engine.serving.generation_queue import EngineThread
 
 
 def _engine(target, draft) -> EngineThread:
@@ -33,7 +33,7 @@ def tool_engine(tool_dirs):
 @pytest.fixture(scope="session")
 def tiny_url(tiny_engine):
     """The base URL (without /v1) of a greedy server over the tiny pair."""
-    from tests.engine.tools.scripted import serving
+    from tests.engine.serving.scripted import serving
 
     with serving(tiny_engine) as url:
         yield url
@@ -42,7 +42,7 @@ def tiny_url(tiny_engine):
 @pytest.fixture(scope="session")
 def thinking_url(thinking_dirs):
     """The base URL (without /v1) of a greedy server over the tiny thinking pair (Qwen3-style template)."""
-    from tests.engine.tools.scripted import serving
+    from tests.engine.serving.scripted import serving
 
     engine = _engine(*thinking_dirs(False))
     try:

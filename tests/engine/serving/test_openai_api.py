@@ -10,9 +10,9 @@ import pytest
 from engine.errors import InvalidParameterError, PromptError
 from engine.events import GenerationResult, GenerationStats
 from engine.params import GenerationParams
-from engine.tools.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
-from engine.tools.pieces import ToolCall
-from engine.tools.tool_calls import Reply
+from engine.serving.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
+from engine.serving.pieces import ToolCall
+from engine.serving.tool_calls import Reply
 
 MODELS = ["tiny-target", "/models/tiny-target"]
 DEFAULTS = GenerationParams.preset("greedy")

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from engine.events import GenerationResult, GenerationStats, Part, TokenEvent
-from engine.tools.generation_queue import GenerationJob, run_job
-from engine.tools.pieces import ReasoningPiece, TextPiece, ToolCall
-from engine.tools.tool_calls import ToolChoice, Tooling
-from tests.engine.tools.scripted import GREEDY, WEATHER_CALL, WEATHER_TOOL
+from engine.serving.generation_queue import GenerationJob, run_job
+from engine.serving.pieces import ReasoningPiece, TextPiece, ToolCall
+from engine.serving.tool_calls import ToolChoice, Tooling
+from tests.engine.serving.scripted import GREEDY, WEATHER_CALL, WEATHER_TOOL
 
 
 def _run(tokenizer: Any, script: list[tuple[str, Part]], answer: str, reasoning: str,

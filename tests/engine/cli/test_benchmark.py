@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.cli.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
-from engine.tools.benchmark import Run, check_modes, format_table, measure_follow_up, run_benchmark, summarize
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=12, num_draft=3)
 
@@ -77,7 +77,7 @@ def test_a_follow_up_turn_finds_the_first_turn_in_the_prompt_cache(tiny_pair: Mo
 
 
 def test_the_lenient_mode_runs_lossy_at_its_lenience_and_only_it(tiny_pair: ModelPair) -> None:
-    from engine.tools.benchmark import mode_params
+    from engine.cli.benchmark import mode_params
 
     params = GREEDY.replace(temperature=1.0, seed=3, lenience=0.3)
     assert mode_params("lenient", params).lenience == 0.3 and mode_params("speculative", params).lenience == 0.0

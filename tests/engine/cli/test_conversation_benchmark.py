@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from engine.cli.benchmark import Run
+from engine.cli.conversation_benchmark import run_conversation, summarize_conversation
 from engine.decoding.pair import ModelPair
 from engine.params import GenerationParams
-from engine.tools.benchmark import Run
-from engine.tools.conversation_benchmark import run_conversation, summarize_conversation
 
 GREEDY = GenerationParams(temperature=0.0, max_tokens=12)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import openai
 import pytest
 
-from engine.tools.response_store import ResponseStore
-from tests.engine.tools.scripted import ScriptedRunner, serving
+from engine.serving.response_store import ResponseStore
+from tests.engine.serving.scripted import ScriptedRunner, serving
 
 
 def turn(text: str) -> list[dict]:

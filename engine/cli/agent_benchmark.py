@@ -26,12 +26,12 @@ from typing import Any
 from ..decoding.pair import ModelPair
 from ..events import GenerationResult, RoundEvent
 from ..params import GenerationParams
+from ..serving.generation_queue import GenerationJob, run_job
+from ..serving.openai_api import ApiError, ApiRequest
+from ..serving.pieces import ToolCall
+from ..serving.reasoning_api import parse_openai
 from .benchmark import Measurement, Run, mode_params, record, to_run, warm_up
 from .conversation_benchmark import read_json, start_fresh
-from .generation_queue import GenerationJob, run_job
-from .openai_api import ApiError, ApiRequest
-from .pieces import ToolCall
-from .reasoning_api import parse_openai
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from engine.attachments import read_attachment, token_counter, with_attachments
-from tests.engine.tools.test_cli import run
+from tests.engine.cli.test_main import run
 
 CODE = "".join(f"def scale_{i}(value):\n    return value * {i}\n\n" for i in range(6))
 

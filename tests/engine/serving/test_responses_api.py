@@ -1,7 +1,7 @@
 """OpenAI's Responses API: the request translation, and the server driven by the `openai` client's responses.create.
 
 Greedy text must equal the engine's own `generate`; the function call round trip is scripted on the tiny tool
-model (tests/engine/tools/scripted.py), since random weights never call a tool.
+model (tests/engine/serving/scripted.py), since random weights never call a tool.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import openai
 import pytest
 
 from engine.decoding.generation import generate
-from engine.tools.openai_api import ApiError
-from engine.tools.responses_api import parse_request
-from tests.engine.tools.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
+from engine.serving.openai_api import ApiError
+from engine.serving.responses_api import parse_request
+from tests.engine.serving.scripted import FINAL_ANSWER, GREEDY, WEATHER_CALL, ScriptedRunner, serving
 
 MODELS = ["tiny-target"]
 QUESTION = "Tell me about the sea."
