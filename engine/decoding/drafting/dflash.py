@@ -27,7 +27,7 @@ from pathlib import Path
 
 import mlx.core as mx
 
-from ...drafters.dflash import DFlashDrafter, load_drafter_for
+from ...drafters.dflash import DFlashRunner, load_drafter_for
 from ...drafters.dflash_model import Chooser
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel, common_prefix_length
@@ -54,7 +54,7 @@ class DFlashState(AttachedStates):
         ids: the context ids the positions held were computed from: context[: base + drafter.length].
     """
 
-    def __init__(self, drafter: DFlashDrafter, target: CachedModel) -> None:
+    def __init__(self, drafter: DFlashRunner, target: CachedModel) -> None:
         super().__init__(target)
         self.drafter = drafter
         self.taps = tuple(LayerTap(layer) for layer in drafter.config.target_layer_ids)
