@@ -42,7 +42,7 @@ def test_every_layer_contract_is_kept() -> None:
         ("engine/decoding/sampling.py", "import PySide6", "The engine knows nothing of Qt or the app"),
         ("engine/models/memory.py", "from engine.decoding import pair", "The CLI above the server above decoding above the model library"),
         ("engine/decoding/acceptance.py", "from engine.models import downloads", "The decoding core never imports downloads, the CLI or the server"),
-        ("engine/events.py", "from engine.decoding import chat", "Events, params and errors are the base every layer stands on"),
+        ("engine/events.py", "from engine.decoding import prompt_ids", "Events, params and errors are the base every layer stands on"),
         ("engine/drafter_kinds.py", "import mlx.core", "Events, params and errors are the base every layer stands on"),
         ("app/chat_view.py", "import mlx.core", "The app never touches MLX"),
     ],
