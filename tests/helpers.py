@@ -6,11 +6,12 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mlx.core as mx
 import numpy as np
 
+from engine.decoding.hidden_states import LayerTap, forward_with_taps
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.models.loading import LoadedModel
 
@@ -230,8 +231,8 @@ def assert_a_regenerate_and_a_gap_keep_the_output(pair: ModelPair, target: Loade
 def recorded_head_rounds(pair: ModelPair, runner, monkeypatch, prompts: list[str], params: GenerationParams) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round a drafter on `MTPDrafter`'s loop (the MTP head,
     EAGLE-3; `runner` its state's runner) drafted, over answers to `prompts`: what the parity tests compare."""
+    from engine.decoding.drafting.mtp import MTPDrafter
     from engine.decoding.generation import generate
-    from engine.decoding.mtp_drafter import MTPDrafter
 
     rounds: list[tuple] = []
     logits_of = runner.logits
@@ -257,3 +258,15 @@ def agent_request(name: str) -> list[dict]:
     Alternating two of them is what thrashed a prompt cache with one prefix."""
     system = " ".join(f"{name} rule {i}: answer briefly." for i in range(12))
     return [{"role": "system", "content": system}, {"role": "user", "content": "Go on."}]
+
+
+def tapped_pass(target: Any, layer_ids: Sequence[int]) -> Callable[[mx.array, Any], tuple[mx.array, mx.array]]:
+    """The target's pass over (ids, cache) returning its logits and the outputs of `layer_ids`, concatenated
+    (1, L, n_taps * H): what a DFlash or DSpark drafter is fed, read through the engine's one tap mechanism."""
+    taps = [LayerTap(layer) for layer in layer_ids]
+
+    def run(ids: mx.array, cache: Any) -> tuple[mx.array, mx.array]:
+        logits, states = forward_with_taps(target, ids, cache, taps)
+        return logits, mx.concatenate(states, axis=-1)
+
+    return run

@@ -1,9 +1,9 @@
 """The layering of docs/design.md ("Layers"), enforced by import-linter's contracts in pyproject.toml.
 
-The engine knows nothing of Qt; tools stand above decoding, decoding above the model library; the decoding core
-never imports downloads or the CLI; events, params and errors import no layer; the app never imports MLX. Each
-contract is also shown to bite: a copy of the tree with one forbidden import added must break it. No engine or app
-module imports itself through others (a circle means a concept cut in the wrong place).
+The engine knows nothing of Qt; the CLI stands above the server, the server above decoding, decoding above the model
+library; the decoding core never imports downloads, the CLI or the server; events, params and errors import no
+layer; the app never imports MLX. Each contract is also shown to bite: a copy of the tree with one forbidden import
+added must break it. No engine or app module imports itself through others (a circle means a concept cut in the wrong place).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ def test_every_layer_contract_is_kept() -> None:
     "module, forbidden_import, contract",
     [
         ("engine/decoding/sampling.py", "import PySide6", "The engine knows nothing of Qt or the app"),
-        ("engine/models/memory.py", "from engine.decoding import pair", "Tools above decoding above the model library"),
-        ("engine/decoding/acceptance.py", "from engine.models import downloads", "The decoding core never imports downloads or the CLI"),
-        ("engine/events.py", "from engine.decoding import chat", "Events, params and errors are the base every layer stands on"),
+        ("engine/models/memory.py", "from engine.decoding import pair", "The CLI above the server above decoding above the model library"),
+        ("engine/decoding/acceptance.py", "from engine.models import downloads", "The decoding core never imports downloads, the CLI or the server"),
+        ("engine/events.py", "from engine.decoding import prompt_ids", "Events, params and errors are the base every layer stands on"),
         ("engine/drafter_kinds.py", "import mlx.core", "Events, params and errors are the base every layer stands on"),
         ("app/chat_view.py", "import mlx.core", "The app never touches MLX"),
     ],

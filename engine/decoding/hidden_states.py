@@ -22,7 +22,7 @@ The API (another drafter plugs in here; `taps` is what it declares it needs):
 A `CachedModel` with a `HiddenStateListener` attached runs all its passes this way (prefill chunks, plain
 steps, verify passes) and hands each pass's states to the listener with the position of its first token, so
 a drafter sees every position the target computes without asking for any of them again. This is the mechanism,
-below `CachedModel`; what a drafter keeps of what it heard is `drafter_state.py`'s, above it.
+below `CachedModel`; what a drafter keeps of what it heard is `drafting/drafter_state.py`'s, above it.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ without `.weight`). There is no embedding table and no LM head: the drafter borr
 
 The API the round uses (one generation, batch 1; the network is `dflash_model.py`):
 
-    drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashDrafter(model, target)
-    logits, taps = tap(prompt_ids, target_cache)     # a Tap: the target's pass that also returns its tapped
+    drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashRunner(model, target)
+    logits, taps = tap(prompt_ids, target_cache)     # the target's pass that also returns its tapped
     drafter.feed(taps)                               # layers, concatenated: (1, L, n_taps * hidden)
     block = drafter.draft(last_token)                # -> BlockDraft: ids (B-1,), logits (B-1, V), probs or None
     ... the target verifies [last_token, *block.ids[:k]] with `tap` and accepts a of them ...
@@ -26,8 +26,8 @@ selector's path (q of step i depends on the token drawn at i - 1, which is still
 gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply; `position` says which context
 index the first drafted token has (coupled sampling's noise). `absorb()` writes queued context into the cache
 without drafting (a prompt's prefill chunks). In the round, the target side is the target's own passes
-(`engine/decoding/dflash_drafter.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
-a `Tap` built on layer wrappers, serves the parity tests and the cost benchmark.
+(`engine/decoding/drafting/dflash.py` hears their states through `engine/decoding/hidden_states.py`, the one
+tap mechanism, which the parity tests and the cost benchmark use too).
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ from .dflash_pairing import check_target
 from .draft_folder import dflash_version, hidden_drafter
 from .weights import load_strictly
 
-# (ids (1, L), the target's cache) -> (logits (1, L, V), tapped layer outputs concatenated (1, L, n_taps * H)).
-Tap = Callable[[mx.array, Any], tuple[mx.array, mx.array]]
 # Published torch checkpoints store DFlash2's codebooks as bare tensors; MLX's Embedding names them `.weight`.
 CODEBOOKS = ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook")
 
@@ -173,11 +171,11 @@ def load_dflash(path: Path) -> DFlashModel:
     return model
 
 
-def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> DFlashDrafter:
+def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> DFlashRunner:
     """A DFlash folder loaded as the drafter of `target`, or one line saying why they do not pair."""
     config = read_dflash_config(Path(path))
     check_target(Path(path), config, target_config, len(target_layers(target)), target_name)
-    return DFlashDrafter(load_dflash(Path(path)), target)
+    return DFlashRunner(load_dflash(Path(path)), target)
 
 
 # --- the target side: its embedding table, its LM head, its layers ------------------------------------------
@@ -220,37 +218,10 @@ class TargetHead:
         return mx.tanh(logits / cap) * cap if cap else logits
 
 
-def layer_tap(target: nn.Module, layer_ids: tuple[int, ...]) -> Tap:
-    """A Tap for an mlx-lm model: each tapped layer records its output as the target runs (its class swapped
-    for a subclass that does, so its weights and the model's tree stay as they are)."""
-    outputs: dict[int, mx.array] = {}
-    layers = target_layers(target)
-    for slot, index in enumerate(layer_ids):
-        _record_output(layers[index], slot, outputs)
-
-    def tap(ids: mx.array, cache: Any) -> tuple[mx.array, mx.array]:
-        logits = target(ids, cache=cache)
-        return logits, mx.concatenate([outputs[slot] for slot in range(len(layer_ids))], axis=-1)
-
-    return tap
+# --- the runner -----------------------------------------------------------------------------------------------
 
 
-def _record_output(layer: nn.Module, slot: int, outputs: dict[int, mx.array]) -> None:
-    """Swap the layer's class for one that records its output; tapping it again replaces the earlier tap."""
-    base = getattr(type(layer), "untapped", type(layer))
-
-    def call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        out = base.__call__(self, *args, **kwargs)
-        outputs[slot] = out[0] if isinstance(out, tuple) else out
-        return out
-
-    layer.__class__ = type(f"Tapped{base.__name__}", (base,), {"__call__": call, "untapped": base})
-
-
-# --- the drafter ----------------------------------------------------------------------------------------------
-
-
-class DFlashDrafter:
+class DFlashRunner:
     """A DFlash drafter bound to its target for one generation: its cache of context, and the block pass.
 
     Attributes:
