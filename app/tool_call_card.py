@@ -11,10 +11,11 @@ import json
 from html import escape
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from engine.mcp_tools.hub import ToolOutcome
 
+from .fold_button import FoldButton
 from .palette import notice_colour
 
 VERDICTS = (("once", "Allow once"), ("always", "Always"), ("deny", "Deny"))
@@ -68,18 +69,13 @@ class ToolCallCard(QFrame):
         self.status.setWordWrap(True)
         self.status.setVisible(False)
         layout.addWidget(self.status)
-        self.toggle = QToolButton()
-        self.toggle.setCheckable(True)
-        self.toggle.setAutoRaise(True)
-        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.toggle.toggled.connect(self.expand)
         self.result = QPlainTextEdit()
         self.result.setReadOnly(True)
         self.result.setMaximumHeight(160)
+        self.toggle = FoldButton(self.result, "Show or hide what the tool returned")
         layout.addWidget(self.toggle)
         layout.addWidget(self.result)
         self.toggle.setVisible(False)
-        self.result.setVisible(False)
         self.ask_row.setVisible(False)
 
     def ask(self) -> None:
@@ -112,8 +108,6 @@ class ToolCallCard(QFrame):
     def expand(self, on: bool) -> None:
         """Unfold (or fold) the result."""
         self.toggle.setChecked(on)
-        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
-        self.result.setVisible(on)
 
     def _say(self, line: str) -> None:
         self.status.setText(line)
