@@ -56,9 +56,11 @@ class McpHub:
         self._servers = servers
         self._clients: dict[str, Client] = {}
         self._tools: dict[str, McpTool] = {}
+        self._listed: dict[str, list[Any]] = {}
         self.errors: dict[str, str] = {}
         self._loop = asyncio.new_event_loop()
         self._stop: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-hub", daemon=True)
         self._thread.start()
 
@@ -92,17 +94,17 @@ class McpHub:
         self._stop = asyncio.Event()
         ready = [asyncio.Event() for _ in self._servers]
         self._tasks = [asyncio.create_task(self._hold(server, flag)) for server, flag in zip(self._servers, ready)]
-        await asyncio.wait([asyncio.create_task(flag.wait()) for flag in ready] or [asyncio.create_task(asyncio.sleep(0))])
+        for flag in ready:
+            await flag.wait()
+        for server in self._servers:  # in the file's order, whichever connected first
+            self._offer(server.name, self._listed.get(server.name, []))
 
     async def _hold(self, server: ServerConfig, ready: asyncio.Event) -> None:
         """Keeps one server's connection open until close(); any failure is recorded against its name."""
         assert self._stop is not None
         try:
             async with _client(server) as client:
-                listed = await client.list_tools()
-                for tool in listed.tools:
-                    parameters = tool.input_schema or {"type": "object", "properties": {}}
-                    self._tools[tool.name] = McpTool(server.name, tool.name, tool.description or "", parameters)
+                self._listed[server.name] = (await client.list_tools()).tools
                 self._clients[server.name] = client
                 ready.set()
                 await self._stop.wait()
@@ -110,6 +112,17 @@ class McpHub:
             self.errors[server.name] = f"MCP server {server.name!r} ({server.transport}) could not start: {_reason(error)}"
         finally:
             ready.set()
+
+    def _offer(self, server: str, tools: list[Any]) -> None:
+        """The server's tools, but for a name a server before it in mcp.json offers already: the model calls tools
+        by name alone, so the earlier server keeps it and the clash is reported against the later one."""
+        clashes = [f"{tool.name} ({self._tools[tool.name].server})" for tool in tools if tool.name in self._tools]
+        for tool in tools:
+            if tool.name not in self._tools:
+                parameters = tool.input_schema or {"type": "object", "properties": {}}
+                self._tools[tool.name] = McpTool(server, tool.name, tool.description or "", parameters)
+        if clashes:
+            self.errors[server] = f"MCP server {server!r}: left out tools another server offers already: {', '.join(clashes)}"
 
     async def _call(self, tool: McpTool, arguments: dict[str, Any]) -> ToolOutcome:
         client = self._clients[tool.server]
@@ -123,8 +136,7 @@ class McpHub:
         return ToolOutcome(_result_text(result), is_error=bool(result.is_error))
 
     async def _drain(self) -> None:
-        if getattr(self, "_tasks", None):
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def _client(server: ServerConfig) -> Client:

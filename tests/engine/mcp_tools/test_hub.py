@@ -85,6 +85,16 @@ def test_a_server_that_cannot_start_is_named_and_the_others_work(hub_of):
     assert hub.call("add", {"a": 1, "b": 2}) == ToolOutcome("3")
 
 
+def test_a_tool_name_two_servers_offer_stays_with_the_first_and_the_clash_is_named(hub_of):
+    hub = hub_of(_stdio(), ServerConfig("twin", command=sys.executable, args=(DEMO,)))
+    assert [tool.server for tool in hub.tools] == ["demo"] * 3
+    assert hub.errors["twin"].endswith("left out tools another server offers already: add (demo), hang (demo), fail (demo)")
+
+
+def test_no_servers_start_and_close_at_once(hub_of):
+    assert hub_of().tools == []
+
+
 @pytest.mark.skipif(find_spec("mcp_server_time") is None, reason="mcp-server-time (PyPI) is not installed: pip install mcp-server-time")
 def test_the_published_mcp_server_time_from_pypi(hub_of):
     hub = hub_of(ServerConfig("time", command=sys.executable, args=("-m", "mcp_server_time", "--local-timezone", "UTC")))
