@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, Signal
 
 from engine.mcp_tools.hub import McpHub, ToolOutcome
 from engine.mcp_tools.tool_turn import Permissions, Verdict, run_call
-from engine.tools.pieces import ToolCall
+from engine.serving.pieces import ToolCall
 
 from .tool_call_card import ToolCallCard
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.mcp_tools.hub import McpHub, ToolOutcome
-from engine.tools.pieces import ToolCall
-from engine.tools.tool_calls import OutputSplitter, Tool, history_call
+from engine.serving.pieces import ToolCall
+from engine.serving.tool_calls import OutputSplitter, Tool, history_call
 
 Verdict = Literal["once", "always", "deny"]
 

@@ -11,7 +11,7 @@ from app.tool_call_card import ToolCallCard
 from engine.mcp_tools.hub import McpHub, ToolOutcome
 from engine.mcp_tools.servers_config import ServerConfig
 from engine.mcp_tools.tool_turn import Permissions
-from engine.tools.pieces import ToolCall
+from engine.serving.pieces import ToolCall
 from tests.engine.mcp_tools.test_hub import DEMO, http_server  # noqa: F401 - the fixture, shared
 
 

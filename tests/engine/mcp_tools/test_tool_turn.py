@@ -4,11 +4,11 @@ import sys
 
 import pytest
 
-from engine.decoding.chat import prompt_token_ids
+from engine.decoding.prompt_ids import prompt_token_ids
 from engine.mcp_tools.hub import McpHub, ToolOutcome
 from engine.mcp_tools.servers_config import ServerConfig
 from engine.mcp_tools.tool_turn import Permissions, calls_in, run_call, turn_messages
-from engine.tools.pieces import ToolCall
+from engine.serving.pieces import ToolCall
 from tests.engine.mcp_tools.test_hub import DEMO
 
 
