@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from engine.events import PartStats, RoundEvent, TokenEvent
 
+from .fold_button import FoldButton
 from .token_view import TokenRun, TokenTextView, count_place
 
 
@@ -40,12 +40,9 @@ class ReasoningFold(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         row = QHBoxLayout()
-        self.toggle = QToolButton()
-        self.toggle.setCheckable(True)
-        self.toggle.setAutoRaise(True)
-        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.toggle.setToolTip("Show or hide what the model thought before answering")
-        self.toggle.toggled.connect(self.expand)
+        self.view = TokenTextView(self)
+        self.view.setStyleSheet("font-style: italic;")
+        self.toggle = FoldButton(self.view, "Show or hide what the model thought before answering")
         self.figures = QLabel()
         self.figures.setObjectName("thinkingFigures")
         self.figures.setStyleSheet("color: palette(mid); font-size: 11px;")
@@ -53,11 +50,8 @@ class ReasoningFold(QWidget):
         row.addWidget(self.toggle)
         row.addWidget(self.figures, 1)
         layout.addLayout(row)
-        self.view = TokenTextView(self)
-        self.view.setStyleSheet("font-style: italic;")
         layout.addWidget(self.view)
         self._started: float | None = None
-        self.expand(False)
         self.setVisible(False)
 
     @property
@@ -67,8 +61,6 @@ class ReasoningFold(QWidget):
     def expand(self, on: bool) -> None:
         """Unfold (or fold) the reasoning."""
         self.toggle.setChecked(on)
-        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
-        self.view.setVisible(on)
 
     def streaming(self, thinking: bool) -> None:
         """Tokens arrived: while reasoning ones do, the header says so; the first answer token after them stops the

@@ -1,0 +1,119 @@
+"""One MCP tool call inside an answer: what the model asked to run, the user's Allow once / Always / Deny, and
+the result folded under the call (an error or a timeout is its one line, shown open).
+
+The card only shows and asks; the session decides what runs (engine/mcp_tools/tool_turn.py), so the verdict
+leaves as a signal and the outcome comes back to `show_outcome`.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+
+from engine.mcp_tools.hub import ToolOutcome
+
+from .fold_button import FoldButton
+from .palette import notice_colour
+
+VERDICTS = (("once", "Allow once"), ("always", "Always"), ("deny", "Deny"))
+
+
+def call_line(name: str, arguments: str) -> str:
+    """The call as one readable line: `add(a=2, b=40)`, or the arguments as written when they are not an object."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return f"{name}({arguments})"
+    if not isinstance(value, dict):
+        return f"{name}({arguments})"
+    return f"{name}(" + ", ".join(f"{key}={json.dumps(v, ensure_ascii=False)}" for key, v in value.items()) + ")"
+
+
+class ToolCallCard(QFrame):
+    """A call, its permission prompt while asked, then its result.
+
+    Attributes:
+        decided: the user's verdict, "once", "always" or "deny".
+        buttons: the verdict buttons by verdict, shown while the card asks.
+        toggle: the result's fold header; checked: unfolded.
+        result: the result's text under the fold.
+        status: "Running…", or the one line of an error or timeout.
+    """
+
+    decided = Signal(str)
+
+    def __init__(self, name: str, arguments: str, server: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("toolCallCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        title = QLabel(f"<b>{escape(call_line(name, arguments))}</b> &nbsp;<span style='color: gray'>· {escape(server)}</span>")
+        title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        title.setWordWrap(True)
+        layout.addWidget(title)
+        self.ask_row = QWidget()
+        row = QHBoxLayout(self.ask_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(QLabel(f"Run the tool {name}?"))
+        self.buttons = {verdict: QPushButton(text) for verdict, text in VERDICTS}
+        for verdict, button in self.buttons.items():
+            button.clicked.connect(lambda _=False, v=verdict: self._decide(v))
+            row.addWidget(button)
+        row.addStretch(1)
+        layout.addWidget(self.ask_row)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setVisible(False)
+        layout.addWidget(self.status)
+        self.result = QPlainTextEdit()
+        self.result.setReadOnly(True)
+        self.result.setMaximumHeight(160)
+        self.toggle = FoldButton(self.result, "Show or hide what the tool returned")
+        layout.addWidget(self.toggle)
+        layout.addWidget(self.result)
+        self.toggle.setVisible(False)
+        self.ask_row.setVisible(False)
+
+    def ask(self) -> None:
+        """Show the permission prompt; the card waits for a button."""
+        self.ask_row.setVisible(True)
+
+    def running(self) -> None:
+        """The call was allowed (now or earlier with Always) and runs."""
+        self.ask_row.setVisible(False)
+        self._say("Running…")
+
+    def show_outcome(self, outcome: ToolOutcome) -> None:
+        """A result folded under the call; an error, a denial or a timeout as its line, open."""
+        self.ask_row.setVisible(False)
+        if outcome.is_error:
+            self._say(outcome.text)
+            self.status.setStyleSheet(f"color: {notice_colour().name()};")
+            return
+        self._say("")
+        lines = outcome.text.count("\n") + 1
+        self.toggle.setText(f"Result ({lines} line{'s' if lines != 1 else ''})")
+        self.toggle.setVisible(True)
+        self.result.setPlainText(outcome.text)
+        self.expand(False)
+
+    @property
+    def expanded(self) -> bool:
+        return self.toggle.isChecked()
+
+    def expand(self, on: bool) -> None:
+        """Unfold (or fold) the result."""
+        self.toggle.setChecked(on)
+
+    def _say(self, line: str) -> None:
+        self.status.setText(line)
+        self.status.setVisible(bool(line))
+
+    def _decide(self, verdict: str) -> None:
+        self.ask_row.setVisible(False)
+        self.decided.emit(verdict)
+

@@ -1,0 +1,49 @@
+"""The card of one MCP call: the permission prompt's verdicts, the result folded under the call, an error's line."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.tool_call_card import ToolCallCard, call_line
+from engine.mcp_tools.hub import ToolOutcome
+
+
+@pytest.fixture
+def card(qtbot):
+    card = ToolCallCard("add", '{"a": 2, "b": 40}', "demo")
+    qtbot.addWidget(card)
+    card.show()
+    return card
+
+
+def test_the_call_reads_as_one_line():
+    assert call_line("add", '{"a": 2, "b": "x"}') == 'add(a=2, b="x")'
+    assert call_line("add", "{broken") == "add({broken)"
+    assert call_line("add", "[1]") == "add([1])"
+
+
+@pytest.mark.parametrize("verdict", ["once", "always", "deny"])
+def test_each_button_sends_its_verdict_and_the_prompt_goes(qtbot, card, verdict):
+    card.ask()
+    assert card.ask_row.isVisible()
+    with qtbot.waitSignal(card.decided) as signal:
+        card.buttons[verdict].click()
+    assert signal.args == [verdict]
+    assert not card.ask_row.isVisible()
+
+
+def test_a_result_is_folded_under_the_call_and_opens_on_a_click(card):
+    card.running()
+    assert card.status.text() == "Running…"
+    card.show_outcome(ToolOutcome("42\nand more"))
+    assert card.toggle.isVisible() and card.toggle.text() == "Result (2 lines)"
+    assert not card.result.isVisible() and not card.status.isVisible()
+    card.toggle.click()
+    assert card.expanded and card.result.isVisible() and card.result.toPlainText() == "42\nand more"
+
+
+def test_a_timeout_is_one_line_and_nothing_to_unfold(card):
+    card.running()
+    card.show_outcome(ToolOutcome("Tool add timed out after 60 s.", is_error=True))
+    assert card.status.isVisible() and card.status.text() == "Tool add timed out after 60 s."
+    assert not card.toggle.isVisible() and not card.result.isVisible()

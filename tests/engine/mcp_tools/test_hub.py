@@ -1,0 +1,103 @@
+import socket
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from engine.mcp_tools.hub import McpHub, ToolOutcome
+from engine.mcp_tools.servers_config import ServerConfig
+
+DEMO = str(Path(__file__).with_name("demo_server.py"))
+
+
+def _stdio() -> ServerConfig:
+    return ServerConfig("demo", command=sys.executable, args=(DEMO,))
+
+
+@pytest.fixture
+def http_server():
+    """The demo server over streamable HTTP on a free port, waited for until it accepts connections."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, DEMO, "http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        while process.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                continue
+        yield ServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")
+    finally:
+        process.terminate()
+        process.wait()
+
+
+@pytest.fixture
+def hub_of():
+    hubs = []
+
+    def make(*servers, timeout=30.0):
+        hub = McpHub(list(servers), timeout=timeout)
+        hubs.append(hub)
+        hub.start()
+        return hub
+
+    yield make
+    for hub in hubs:
+        hub.close()
+
+
+def test_a_stdio_server_lists_its_tools_in_the_template_shape_and_runs_them(hub_of):
+    hub = hub_of(_stdio())
+    assert [tool.name for tool in hub.tools] == ["add", "hang", "fail"]
+    add = hub.tools[0].as_template_tool()
+    assert add["function"]["name"] == "add" and set(add["function"]["parameters"]["properties"]) == {"a", "b"}
+    assert hub.call("add", {"a": 2, "b": 40}) == ToolOutcome("42")
+
+
+def test_a_streamable_http_server_runs_the_same_tools(hub_of, http_server):
+    hub = hub_of(http_server)
+    assert hub.errors == {}
+    assert hub.call("add", {"a": 1, "b": 1}) == ToolOutcome("2")
+
+
+def test_a_tool_that_hangs_times_out_with_one_line_and_the_server_keeps_serving(hub_of):
+    hub = hub_of(_stdio(), timeout=0.5)
+    outcome = hub.call("hang", {})
+    assert outcome == ToolOutcome("Tool hang timed out after 0.5 s.", is_error=True)
+    assert hub.call("add", {"a": 3, "b": 4}) == ToolOutcome("7")
+
+
+def test_a_failing_tool_and_an_unknown_tool_come_back_as_errors_for_the_model(hub_of):
+    hub = hub_of(_stdio())
+    failed = hub.call("fail", {})
+    assert failed.is_error and "backend down" in failed.text
+    assert hub.call("nope", {}) == ToolOutcome("No MCP server offers a tool named 'nope'.", is_error=True)
+
+
+def test_a_server_that_cannot_start_is_named_and_the_others_work(hub_of):
+    hub = hub_of(ServerConfig("broken", command="/nonexistent/mcp-server"), _stdio())
+    assert set(hub.errors) == {"broken"} and "'broken' (stdio) could not start" in hub.errors["broken"]
+    assert hub.call("add", {"a": 1, "b": 2}) == ToolOutcome("3")
+
+
+def test_a_tool_name_two_servers_offer_stays_with_the_first_and_the_clash_is_named(hub_of):
+    hub = hub_of(_stdio(), ServerConfig("twin", command=sys.executable, args=(DEMO,)))
+    assert [tool.server for tool in hub.tools] == ["demo"] * 3
+    assert hub.errors["twin"].endswith("left out tools another server offers already: add (demo), hang (demo), fail (demo)")
+
+
+def test_no_servers_start_and_close_at_once(hub_of):
+    assert hub_of().tools == []
+
+
+@pytest.mark.skipif(find_spec("mcp_server_time") is None, reason="mcp-server-time (PyPI) is not installed: pip install mcp-server-time")
+def test_the_published_mcp_server_time_from_pypi(hub_of):
+    hub = hub_of(ServerConfig("time", command=sys.executable, args=("-m", "mcp_server_time", "--local-timezone", "UTC")))
+    assert "get_current_time" in [tool.name for tool in hub.tools]
+    outcome = hub.call("get_current_time", {"timezone": "UTC"})
+    assert not outcome.is_error and '"timezone": "UTC"' in outcome.text
