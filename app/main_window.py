@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
         info = self.session.pair
         dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
                                 can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts,
-                                pair_drafter=info.drafter if info else "")
+                                pair_drafter=info.drafter if info else "", hostfile=self.session.across.hostfile)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
             self.session.across.choose(dialog.across_macs.hosts(), self.session.pair)
