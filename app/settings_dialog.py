@@ -63,8 +63,8 @@ class AcrossMacsField(QWidget):
         hostfile: the hostfile last chosen, shown while the switch is off (a failed load switched it off).
 
     Attributes:
-        note: what running across Macs needs, and `error` what is wrong with the hostfile: rows of their own under
-            the field (wrapped in it, they were cut off); the error goes once the hostfile or the switch changes.
+        note: what running across Macs needs; error: what is wrong with the hostfile, gone once the hostfile or
+            the switch changes.
     """
 
     def __init__(self, hosts: str, hostfile: str = "", parent: QWidget | None = None) -> None:
@@ -94,6 +94,13 @@ class AcrossMacsField(QWidget):
         self._enable(self.switch.isChecked())
         self.switch.toggled.connect(self.error.clear)
         self.path.textChanged.connect(self.error.clear)
+
+    def add_to(self, form: QFormLayout) -> None:
+        """The field's rows: itself, then its note and its error each in a row of their own (wrapped in the field,
+        they were cut off)."""
+        form.addRow("Target", self)
+        form.addRow("", self.note)
+        form.addRow("", self.error)
 
     def _enable(self, on: bool) -> None:
         self.path.setEnabled(on)
@@ -173,9 +180,7 @@ class SettingsDialog(QDialog):
         self.think.setVisible(can_switch_thinking)
         form.addRow("", self.think)
         self.across_macs = AcrossMacsField(hosts, hostfile)
-        form.addRow("Target", self.across_macs)
-        form.addRow("", self.across_macs.note)
-        form.addRow("", self.across_macs.error)
+        self.across_macs.add_to(form)
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)
