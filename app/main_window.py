@@ -131,7 +131,8 @@ class MainWindow(QMainWindow):
     # --- models ------------------------------------------------------------------------------------------
 
     def open_picker(self) -> None:
-        self.picker.refresh()
+        pair = self.session.pair
+        self.picker.refresh((pair.target, pair.draft or "") if pair else None)
         self.picker.check_hub()
         self.picker.show()
         self.picker.raise_()
