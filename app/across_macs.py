@@ -2,7 +2,7 @@
 Mac alone.
 
 The worker loads and runs the pipeline (engine/distributed/app_head.py); the session keeps the setting (an
-mlx.launch hostfile, `AppSettings.cluster_hosts`). When a Mac leaves mid-answer, the answer so far is saved as for
+mlx.launch hostfile, `AppSettings.cluster_hosts`, kept while switched off). When a Mac leaves mid-answer, the answer so far is saved as for
 any error, the setting is switched off, and the pair is loaded on this Mac if it fits here; if it does not, the
 banner says what to do instead. A load across Macs that fails (a Mac unreachable, another model there) switches the
 setting off too.
@@ -22,6 +22,13 @@ from .worker import PairInfo
 OFF = "SpecChat runs on this Mac alone again (Settings: Run the target across Macs… is off)"
 
 
+def sentence(text: str) -> str:
+    """`text` ended as a sentence, so that the next one does not run on from it: a failure's line can end without a
+    full stop (the last line a Mac printed, "ssh: … Name or service not known")."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
 def loading_line(target: str, draft: str, hosts: str) -> str:
     """The status line while a pair loads: which models, and whether across Macs."""
     return f"Loading {target}" + (f" with draft {draft}" if draft else "") + (" across Macs" if hosts else "") + "…"
@@ -31,8 +38,8 @@ def back_to_one_mac(info: PairInfo, error: str) -> tuple[str, bool]:
     """After a Mac left: the banner's line, and whether to load the pair here (it fits this Mac's memory)."""
     fit = check_fit(estimate_memory_gb(info.weights_gb))
     if fit.fits:
-        return f"{error} {OFF}: the pair is loaded here.", True
-    return (f"{error} {OFF}, where {info.target_name} does not fit (it needs about {fit.required_gb:.0f} GB of "
+        return f"{sentence(error)} {OFF}: the pair is loaded here.", True
+    return (f"{sentence(error)} {OFF}, where {info.target_name} does not fit (it needs about {fit.required_gb:.0f} GB of "
             f"{fit.available_gb:.0f} GB): choose a smaller pair with Models…, or reopen SpecChat to run it across Macs "
             "again."), False
 
@@ -58,6 +65,11 @@ class AcrossMacs:
         """The hostfile the next load runs the target across ("": this Mac alone)."""
         return self.settings.cluster_hosts()
 
+    @property
+    def hostfile(self) -> str:
+        """The hostfile last chosen, offered again in Settings while running across Macs is off."""
+        return self.settings.cluster_hostfile()
+
     def choose(self, hosts: str, pair: PairInfo | None) -> None:
         """Run the target across the Macs of `hosts` ("": this Mac alone) from now on, reloading the pair loaded
         (`pair`) if it changes."""
@@ -78,7 +90,7 @@ class AcrossMacs:
         failures are told."""
         if self.hosts:
             self.settings.save_cluster_hosts("")
-            error = f"{error} {OFF}."
+            error = f"{sentence(error)} {OFF}."
         line = f"{self.notice} Loading the pair here failed too: {error}" if self.notice else error
         self.notice = ""
         return line

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
+from engine.conversation_title import follow_first_question
 from engine.conversations import ConversationStore
 
 OFFERED_FOR_MS = 20_000
@@ -57,6 +58,7 @@ def restore(store: ConversationStore, copy: MessagesCopy) -> str:
     except sqlite3.Error as error:
         db.rollback()
         return f"Could not undo the delete ({error}). The messages after the delete are kept."
+    follow_first_question(store, copy.conversation_id)  # a first question back: its title too, unless renamed
     return ""
 
 

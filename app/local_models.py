@@ -77,6 +77,7 @@ class LocalModelsTab(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.local: list[LocalModel] = []
+        self.in_use = ("", "")  # the loaded pair's target and draft, as listed here: preselected
         self._verdicts: list[DraftVerdict] = []  # the engine worker's answer for the selected target
         self._build()
 
@@ -85,8 +86,13 @@ class LocalModelsTab(QWidget):
         left = QVBoxLayout()
         left.addWidget(QLabel("Target model"))
         self.targets = QListWidget()
+        self.targets.setWordWrap(True)  # a row's end ("base model: …") was cut off, seen only on hover
+        self.targets.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.targets.currentItemChanged.connect(self._target_changed)
         left.addWidget(self.targets)
+        self.target_note = QLabel()  # what is wrong with a target: beside the target list, not under the draft's
+        self.target_note.setWordWrap(True)
+        left.addWidget(self.target_note)
         opens = QHBoxLayout()
         open_folder = QPushButton("Open folder…")
         open_folder.clicked.connect(self.open_folder)
@@ -124,11 +130,15 @@ class LocalModelsTab(QWidget):
         right.addLayout(local_buttons)
         layout.addLayout(right, 4)
 
-    def refresh(self) -> None:
-        """Re-read the models on disk, keeping the selected target; its drafts are checked once (rebuilding the list
-        with signals on asked twice, and every draft and reason was listed twice)."""
+    def refresh(self, in_use: tuple[str, str] | None = None) -> None:
+        """Re-read the models on disk, keeping the selected target, or selecting the target and draft `in_use` (the
+        loaded pair) when given; its drafts are checked once (rebuilding the list with signals on asked twice, and
+        every draft and reason was listed twice)."""
         current = self.targets.currentItem().data(Qt.ItemDataRole.UserRole) if self.targets.currentItem() else None
         self.local = all_local_models()
+        if in_use is not None:
+            self.in_use = (self._listed_name(in_use[0]), self._listed_name(in_use[1]))
+            current = self.in_use[0] if any(m.name == self.in_use[0] for m in self.local) else current
         self.targets.blockSignals(True)
         self.targets.clear()
         for model in self.local:
@@ -138,6 +148,19 @@ class LocalModelsTab(QWidget):
                 self.targets.setCurrentItem(item)
         self.targets.blockSignals(False)
         self._target_changed()
+
+    def _listed_name(self, name: str) -> str:
+        """The name a loaded model is listed by: a folder or file loaded by another spelling of its path is listed
+        by its resolved path."""
+        path = Path(name).expanduser()
+        if not path.is_absolute():
+            return name
+        return next((m.name for m in self.local if m.path.resolve() == path.resolve()), name)
+
+    def shows(self, name: str) -> bool:
+        """Whether the target selected is the model `name` (as listed)."""
+        model = self._selected_local()
+        return model is not None and model.name == name
 
     def _target_item(self, model: LocalModel) -> QListWidgetItem:
         base = BASE_MODEL_NOTE if model.base_model else ""
@@ -180,6 +203,7 @@ class LocalModelsTab(QWidget):
     def _target_changed(self, *_: object) -> None:
         self.drafts.clear()
         self.left_out.clear()
+        self.target_note.clear()
         self._verdicts = []
         selected = self._selected_local()
         self.use_local_button.setEnabled(selected is not None and selected.complete)
@@ -188,7 +212,8 @@ class LocalModelsTab(QWidget):
         if selected is None:
             return
         if not selected.complete:
-            self.draft_note.setText(selected.problem)
+            self.draft_note.clear()
+            self.target_note.setText(selected.problem)
             return
         self._show_drafts()
         candidates = [m.name for m in self.local if self._can_draft(m) and not self._is_target(m, selected)]
@@ -236,6 +261,13 @@ class LocalModelsTab(QWidget):
                 kind = kinds.get(verdict.name, "")
                 self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
         self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
+        self._select_draft_in_use()
+
+    def _select_draft_in_use(self) -> None:
+        """With the target in use selected, its draft in use (when still offered)."""
+        index = self.drafts.findData(self.in_use[1])
+        if self.shows(self.in_use[0]) and index >= 0:
+            self.drafts.setCurrentIndex(index)
 
     def _on_drafts_progress(self, target: str, done: int, total: int) -> None:
         if self._is_selected(target):
@@ -269,7 +301,7 @@ class LocalModelsTab(QWidget):
         try:
             remember_model(path)
         except SpecChatError as error:
-            self.draft_note.setText(str(error))
+            self.target_note.setText(str(error))
             return
         self.refresh()
         for row in range(self.targets.count()):

@@ -131,7 +131,8 @@ class MainWindow(QMainWindow):
     # --- models ------------------------------------------------------------------------------------------
 
     def open_picker(self) -> None:
-        self.picker.refresh()
+        pair = self.session.pair
+        self.picker.refresh((pair.target, pair.draft or "") if pair else None)
         self.picker.check_hub()
         self.picker.show()
         self.picker.raise_()
@@ -363,7 +364,7 @@ class MainWindow(QMainWindow):
         info = self.session.pair
         dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
                                 can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts,
-                                pair_drafter=info.drafter if info else "")
+                                pair_drafter=info.drafter if info else "", hostfile=self.session.across.hostfile)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
             self.session.across.choose(dialog.across_macs.hosts(), self.session.pair)

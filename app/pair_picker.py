@@ -8,13 +8,16 @@ models that are on disk.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTabWidget,
     QTreeWidget,
     QTreeWidgetItem,
@@ -28,6 +31,24 @@ from engine.models.downloads import DownloadProgress
 from .download_worker import DownloadWorker
 from .local_models import LocalModelsTab, confirm_fit
 from .worker import EngineWorker
+
+WRAPPED = (0, 2)  # the recommended list's long columns, the pair's names and its use: they share the width left
+
+
+class WrappedRows(QStyledItemDelegate):
+    """Rows as tall as their text wrapped at its column's width: a QTreeView sizes rows as if every column were
+    unbounded, so wrapped text had a one-line row and its second line was cut off."""
+
+    def __init__(self, view: QTreeWidget) -> None:
+        super().__init__(view)
+        self.view = view
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:  # noqa: N802 - Qt API
+        if index.column() not in WRAPPED:
+            return super().sizeHint(option, index)  # one line: its width is the column's
+        option = QStyleOptionViewItem(option)
+        option.rect = QRect(0, 0, self.view.columnWidth(index.column()), 1)  # a valid rect: Qt wraps within it
+        return super().sizeHint(option, index)
 
 
 class PairPickerDialog(QDialog):
@@ -94,6 +115,7 @@ class PairPickerDialog(QDialog):
         self.table = QTreeWidget()
         self.table.setHeaderLabels(["Pair (draft → target)", "Drafter", "Use", "Download", "Memory", "On this computer"])
         self.table.setRootIsDecorated(False)
+        self._fit_columns()
         self.table.currentItemChanged.connect(self._update_buttons)
         layout.addWidget(self.table)
         self.progress = QProgressBar()
@@ -118,11 +140,26 @@ class PairPickerDialog(QDialog):
         layout.addLayout(buttons)
         return tab
 
-    def refresh(self) -> None:
-        """Re-read the catalog's download state and the models on disk."""
+    def _fit_columns(self) -> None:
+        """Every column shows its text at any width down to a 900 px window (the last one was cut off): the short
+        columns take their text's width, and the pair's names and its use share the rest, wrapped."""
+        self.table.setWordWrap(True)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideNone)
+        self.table.setItemDelegate(WrappedRows(self.table))
+        header = self.table.header()
+        header.setStretchLastSection(False)
+        header.sectionResized.connect(lambda *_: self.table.doItemsLayout())  # rows as tall as their wrapped text
+        for column in range(self.table.columnCount()):
+            stretch = column in WRAPPED
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch if stretch else QHeaderView.ResizeMode.ResizeToContents)
+
+    def refresh(self, in_use: tuple[str, str] | None = None) -> None:
+        """Re-read the catalog's download state and the models on disk; with `in_use` (the loaded pair's target and
+        draft), select that pair, in the tab that lists it: the picker opens on the pair in use."""
         current = self.selected_status()
-        selected = current.pair.id if current else default_pair().id
         self.statuses = pair_statuses()
+        listed = next((s.pair.id for s in self.statuses if in_use == (s.pair.target, s.pair.draft_choice)), None)
+        selected = listed or (current.pair.id if current else default_pair().id)
         self.table.clear()
         for status in self.statuses:
             pair = status.pair
@@ -137,9 +174,9 @@ class PairPickerDialog(QDialog):
             self.table.addTopLevelItem(item)
             if pair.id == selected:
                 self.table.setCurrentItem(item)
-        for column in range(self.table.columnCount()):
-            self.table.resizeColumnToContents(column)
-        self.on_disk.refresh()
+        self.on_disk.refresh(in_use)
+        if in_use is not None and (listed or self.on_disk.shows(self.on_disk.in_use[0])):
+            self.tabs.setCurrentIndex(0 if listed else 1)
         self._update_buttons()
 
     def selected_status(self) -> PairStatus | None:

@@ -108,8 +108,16 @@ class AppSettings:
 
     def cluster_hosts(self) -> str:
         """The mlx.launch hostfile the target runs across ("": this Mac alone)."""
+        return "" if _as_bool(self.store.value("cluster/off", False)) else self.cluster_hostfile()
+
+    def cluster_hostfile(self) -> str:
+        """The hostfile last chosen, kept while running across Macs is off (a failed load switches it off: the
+        user fixes the network and switches it on again, without looking for the file)."""
         return str(self.store.value("cluster/hosts", "") or "")
 
     def save_cluster_hosts(self, path: str) -> None:
-        self.store.setValue("cluster/hosts", path)
+        """Run the target across the Macs of `path` from now on; "": switch that off, keeping the hostfile."""
+        if path:
+            self.store.setValue("cluster/hosts", path)
+        self.store.setValue("cluster/off", not path)
         self.store.sync()

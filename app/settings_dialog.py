@@ -35,6 +35,7 @@ AUTOMATIC = ("Automatic: each round the fastest of this pair's drafters, as meas
 DRAFTERS = [AUTOMATIC, ("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"),
             ("Both: lookup first", "model+lookup")]
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
+ERROR_RED = "#b00020"
 
 
 def drafter_choices(pair_drafter: str) -> list[tuple[str, str]]:
@@ -55,15 +56,24 @@ def whole_number_box(name: str, value: int) -> QSpinBox:
 
 
 class AcrossMacsField(QWidget):
-    """"Run the target across Macs": a switch and the mlx.launch hostfile that names the Macs (this one first)."""
+    """"Run the target across Macs": a switch and the mlx.launch hostfile that names the Macs (this one first).
 
-    def __init__(self, hosts: str, parent: QWidget | None = None) -> None:
+    Args:
+        hosts: the hostfile in use ("": this Mac alone).
+        hostfile: the hostfile last chosen, shown while the switch is off (a failed load switched it off).
+
+    Attributes:
+        note: what running across Macs needs; error: what is wrong with the hostfile, gone once the hostfile or
+            the switch changes.
+    """
+
+    def __init__(self, hosts: str, hostfile: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.switch = QCheckBox("Run the target across Macs…")
         self.switch.setChecked(bool(hosts))
-        self.path = QLineEdit(hosts)
+        self.path = QLineEdit(hosts or hostfile)
         self.path.setPlaceholderText("mlx.launch hostfile (hosts.json): this Mac first")
         self.choose = QPushButton("Choose…")
         self.choose.clicked.connect(self._choose)
@@ -75,10 +85,22 @@ class AcrossMacsField(QWidget):
                            "model at the same paths, and ssh from this one without a password.")
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: palette(mid); font-size: 11px;")
+        self.error = QLabel()
+        self.error.setStyleSheet(f"color: {ERROR_RED};")
+        self.error.setWordWrap(True)
         layout.addWidget(self.switch)
         layout.addLayout(row)
         self.switch.toggled.connect(self._enable)
         self._enable(self.switch.isChecked())
+        self.switch.toggled.connect(self.error.clear)
+        self.path.textChanged.connect(self.error.clear)
+
+    def add_to(self, form: QFormLayout) -> None:
+        """The field's rows: itself, then its note and its error each in a row of their own (wrapped in the field,
+        they were cut off)."""
+        form.addRow("Target", self)
+        form.addRow("", self.note)
+        form.addRow("", self.error)
 
     def _enable(self, on: bool) -> None:
         self.path.setEnabled(on)
@@ -93,19 +115,24 @@ class AcrossMacsField(QWidget):
         """The hostfile chosen ("" when the target runs on this Mac alone)."""
         return self.path.text().strip() if self.switch.isChecked() else ""
 
-    def check(self) -> None:
-        """Refuse a hostfile that cannot drive a ring (DistributedError with the one line that says why)."""
-        if self.switch.isChecked() and not self.hosts():
-            raise DistributedError("Choose the hostfile that names the Macs (Choose…), or switch running across Macs off.")
-        if self.hosts():
-            read_hostfile(Path(self.hosts()))
+    def check(self) -> bool:
+        """Whether the hostfile can drive a ring; when not, the error line says why."""
+        try:
+            if self.switch.isChecked() and not self.hosts():
+                raise DistributedError("Choose the hostfile that names the Macs (Choose…), or switch running across Macs off.")
+            if self.hosts():
+                read_hostfile(Path(self.hosts()))
+        except DistributedError as e:
+            self.error.setText(str(e))
+            return False
+        return True
 
 
 class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
     def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True,
-                 can_switch_thinking: bool = False, hosts: str = "", pair_drafter: str = "") -> None:
+                 can_switch_thinking: bool = False, hosts: str = "", pair_drafter: str = "", hostfile: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -152,11 +179,10 @@ class SettingsDialog(QDialog):
                               "to answer at once (its template's no-think prompt). Only for models that can switch.")
         self.think.setVisible(can_switch_thinking)
         form.addRow("", self.think)
-        self.across_macs = AcrossMacsField(hosts)
-        form.addRow("Target", self.across_macs)
-        form.addRow("", self.across_macs.note)  # a row of its own: wrapped in the field, it was cut off
+        self.across_macs = AcrossMacsField(hosts, hostfile)
+        self.across_macs.add_to(form)
         self.error = QLabel()
-        self.error.setStyleSheet("color: #b00020;")
+        self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)
         form.addRow(self.error)
         form.addRow(self._buttons())
@@ -241,8 +267,8 @@ class SettingsDialog(QDialog):
     def accept(self) -> None:
         try:
             self.params()
-            self.across_macs.check()
-        except (InvalidParameterError, DistributedError) as e:
+        except InvalidParameterError as e:
             self.error.setText(str(e))
             return
-        super().accept()
+        if self.across_macs.check():
+            super().accept()

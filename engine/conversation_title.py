@@ -45,9 +45,11 @@ def followed_title(title: str, first_questions: list[str], shown_question: str) 
     return automatic_title(shown_question) if title in automatic else title
 
 
-def follow_first_question(store: TitledStore, conversation_id: int) -> None:
-    """After the first question shown changed (an edit, a branch switch, a branch deleted): retitle the chat."""
-    firsts = [row[0] for row in store.db.execute(
+def follow_first_question(store: TitledStore, conversation_id: int, deleted: str = "") -> None:
+    """After the first question shown changed (an edit, a branch switch, a branch deleted): retitle the chat.
+    `deleted`: a first question just deleted, whose title counts as automatic too (the chat still has it)."""
+    firsts = [deleted] if deleted else []
+    firsts += [row[0] for row in store.db.execute(
         "SELECT content FROM messages WHERE conversation_id = ? AND parent_id IS NULL AND role = 'user'",
         (conversation_id,),
     )]

@@ -266,17 +266,16 @@ class ConversationStore:
 
     def delete_message(self, message_id: int) -> None:
         """Delete a message and everything after it on its branch; a sibling, if any, is shown instead."""
-        row = self.db.execute("SELECT conversation_id, parent_id, selected FROM messages WHERE id = ?", (message_id,)).fetchone()
+        row = self.db.execute("SELECT conversation_id, parent_id, selected, content FROM messages WHERE id = ?", (message_id,)).fetchone()
         if row is None:
             return
-        conversation_id, parent_id, selected = row
+        conversation_id, parent_id, selected, content = row
         self._write("DELETE FROM messages WHERE id = ?", (message_id,))
         if selected:
-            self._write(
-                "UPDATE messages SET selected = 1 WHERE id = (SELECT MAX(id) FROM messages WHERE conversation_id = ? "
-                "AND parent_id IS ?)",
-                (conversation_id, parent_id),
-            )
+            self._write("UPDATE messages SET selected = 1 WHERE id = (SELECT MAX(id) FROM messages WHERE conversation_id = ? "
+                        "AND parent_id IS ?)", (conversation_id, parent_id))
+        if parent_id is None:  # a first question: the title may follow the one shown now
+            follow_first_question(self, conversation_id, deleted=content)
 
     def check_integrity(self) -> bool:
         """SQLite's own check of the file, and no message pointing at a message that is gone."""

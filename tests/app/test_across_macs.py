@@ -50,3 +50,18 @@ def test_a_load_across_macs_that_fails_switches_the_setting_off_and_keeps_the_pa
                               "this Mac alone again (Settings: Run the target across Macs… is off).")
     assert window.session.settings.cluster_hosts() == "" and window.session.pair == before
     assert window.error_banner.text().endswith("The models loaded before are still in use.")
+
+
+def test_a_failed_load_across_macs_says_each_sentence_apart_and_keeps_the_hostfile_to_offer_again(isolated_home, qapp) -> None:
+    """The banner ran an ssh error into the next sentence ("…not known SpecChat runs on this Mac…"), and switching
+    the setting off forgot the hostfile the user had chosen."""
+    from app.across_macs import AcrossMacs
+    from app.settings import AppSettings
+
+    settings = AppSettings()
+    settings.save_cluster_hosts("/Users/me/hosts.json")
+    across = AcrossMacs(settings, lambda target, draft: None, lambda line: None)
+    line = across.load_failed("SpecChat did not start on mac-b (10.0.0.2): ssh: Could not resolve hostname mac-b: "
+                              "Name or service not known")
+    assert "Name or service not known. SpecChat runs on this Mac alone again" in line
+    assert across.hosts == "" and settings.cluster_hostfile() == "/Users/me/hosts.json"

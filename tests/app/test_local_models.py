@@ -28,16 +28,18 @@ def rows(tab) -> dict[str, int]:
 
 
 def test_a_folder_or_file_that_is_not_a_model_is_refused_with_the_reason(make_window, tmp_path: Path) -> None:
-    """They used to join the target list, and their errors filled every target's "Not offered" box."""
+    """They used to join the target list, and their errors filled every target's "Not offered" box; then the error
+    showed under the Draft box, though the target is what is wrong: it shows under the target list."""
     window = make_window(pair=None)
     tab = window.picker.on_disk
     (tmp_path / "notes").mkdir()
     fake = tmp_path / "model.gguf"
     fake.write_text("not really")
     tab.add_local(tmp_path / "notes")
-    assert "is not a model folder" in tab.draft_note.text() and tab.targets.count() == 0
+    assert "is not a model folder" in tab.target_note.text() and tab.targets.count() == 0
+    assert "is not a model folder" not in tab.draft_note.text()
     tab.add_local(fake)
-    assert "is not a GGUF file" in tab.draft_note.text() and tab.targets.count() == 0
+    assert "is not a GGUF file" in tab.target_note.text() and tab.targets.count() == 0
     assert remembered_models() == [] and window.picker.tabs.currentIndex() == 1
 
 
@@ -54,7 +56,7 @@ def test_a_damaged_model_is_listed_as_such_never_offered_as_a_draft_and_can_be_r
     window.picker.refresh()
     tab.targets.setCurrentRow(rows(tab)[str(damaged)])
     assert "damaged" in tab.targets.currentItem().text() and not tab.use_local_button.isEnabled()
-    assert "weights are damaged" in tab.draft_note.text()
+    assert "weights are damaged" in tab.target_note.text() and tab.draft_note.text() == ""
     tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
     qtbot.waitUntil(lambda: "draft" in tab.draft_note.text() and "Checking" not in tab.draft_note.text(), timeout=30_000)
     assert [tab.drafts.itemData(i) for i in range(tab.drafts.count())] == [""]  # not the damaged one
@@ -91,7 +93,7 @@ def test_a_drafter_is_kept_when_opened_listed_with_what_it_is_and_named_in_the_b
     assert "(0.00 GB, downloaded, DFlash drafter, not a chat model)" in item.text()
     assert item.toolTip().startswith("z-lab/Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
     tab.targets.setCurrentItem(item)
-    assert tab.draft_note.text() == item.toolTip() and not tab.use_local_button.isEnabled()
+    assert tab.target_note.text() == item.toolTip() and not tab.use_local_button.isEnabled()
     tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
     qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
     left_out = [tab.left_out.item(i).text() for i in range(tab.left_out.count())]

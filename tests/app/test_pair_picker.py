@@ -223,3 +223,65 @@ def test_closing_during_a_download_stops_it_cleanly(make_window, qtbot, catalog_
     window.close()
     assert window.session.download_thread.isFinished() and window.session.engine_thread.isFinished()
     assert not picker.selected_status().downloaded
+
+
+def test_after_a_restart_the_picker_opens_on_the_pair_in_use(make_window, qtbot, tiny_dirs) -> None:
+    """A launch loads the saved pair, but the picker opened on no target (or the default catalog pair): the pair in
+    use is preselected, its draft too (here none, where the list would offer the draft model first)."""
+    for model in tiny_dirs:
+        remember_model(model)
+    window = make_window(pair=(str(tiny_dirs[0]), ""))
+    assert window.session.pair is not None and window.session.pair.draft is None
+    tab = window.picker.on_disk
+    window.open_picker()
+    assert window.picker.tabs.currentIndex() == 1
+    assert tab.targets.currentItem().data(0x0100) == str(tiny_dirs[0].resolve())
+    qtbot.waitUntil(lambda: "compatible draft" in tab.draft_note.text(), timeout=30_000)
+    assert tab.drafts.count() == 2 and tab.drafts.currentData() == ""
+
+
+def test_a_catalog_pair_in_use_is_preselected_in_the_recommended_list(make_window) -> None:
+    window = make_window(pair=None)
+    pair = next(p for p in recommended_pairs() if p.id != default_pair().id)
+    window.picker.tabs.setCurrentIndex(1)
+    window.picker.refresh((pair.target, pair.draft_choice))
+    assert window.picker.selected_status().pair.id == pair.id and window.picker.tabs.currentIndex() == 0
+
+
+def needs_more_room(view, text: str, shown) -> bool:
+    """Whether `text`, wrapped at a cell's width less Qt's text margins, is wider or taller than the cell shows."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtWidgets import QStyle
+
+    margins = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1)
+    needed = view.fontMetrics().boundingRect(QRect(0, 0, shown.width() - margins, 10_000), Qt.TextFlag.TextWordWrap, text)
+    return needed.width() > shown.width() - margins or needed.height() > shown.height()
+
+
+@pytest.mark.parametrize("size", [None, (900, 600)])
+def test_every_row_and_column_shows_its_text(make_window, qtbot, tiny_dirs, tmp_path, size) -> None:
+    """At the default size and at 900x600, the recommended list's last column ("On this computer") was cut off and
+    a long target row ended in "…" (its "base model" note seen only on hover)."""
+    import shutil
+
+    long_named = shutil.copytree(tiny_dirs[0], tmp_path / ("a-folder-with-a-rather-long-name-" * 2) / "tiny-target")
+    remember_model(long_named)
+    window = make_window(pair=None)
+    picker = window.picker
+    if size:
+        picker.resize(*size)
+    picker.show()
+    qtbot.waitExposed(picker)
+    table = picker.table
+    assert table.header().length() <= table.viewport().width()
+    for row in range(table.topLevelItemCount()):
+        for column in range(table.columnCount()):
+            index = table.model().index(row, column)
+            assert not needs_more_room(table, index.data(), table.visualRect(index)), index.data()
+    picker.tabs.setCurrentIndex(1)
+    targets = picker.on_disk.targets
+    qtbot.waitUntil(lambda: targets.viewport().width() > 100)
+    for row in range(targets.count()):
+        item = targets.item(row)
+        shown = targets.visualItemRect(item)
+        assert shown.right() <= targets.viewport().width() and not needs_more_room(targets, item.text(), shown), item.text()

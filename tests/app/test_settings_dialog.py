@@ -105,13 +105,13 @@ def test_running_across_macs_takes_a_hostfile_and_refuses_one_that_cannot_drive_
     assert not field.switch.isChecked() and field.hosts() == "" and not field.path.isEnabled()
     field.switch.setChecked(True)
     dialog.accept()
-    assert dialog.result() == QDialog.DialogCode.Rejected and dialog.error.text().startswith("Choose the hostfile")
+    assert dialog.result() == QDialog.DialogCode.Rejected and field.error.text().startswith("Choose the hostfile")
     one = tmp_path / "one.json"
     one.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}]}))
     field.path.setText(str(one))
     dialog.accept()
     assert dialog.result() == QDialog.DialogCode.Rejected
-    assert dialog.error.text() == f"The hostfile {one} lists 1 host: a pipeline needs two Macs or more."
+    assert field.error.text() == f"The hostfile {one} lists 1 host: a pipeline needs two Macs or more."
     two = tmp_path / "two.json"
     two.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}, {"ssh": "mac-b", "ips": ["10.0.0.2"]}]}))
     field.path.setText(str(two))
@@ -119,6 +119,30 @@ def test_running_across_macs_takes_a_hostfile_and_refuses_one_that_cannot_drive_
     assert dialog.result() == QDialog.DialogCode.Accepted and field.hosts() == str(two)
     field.switch.setChecked(False)
     assert field.hosts() == ""  # off: this Mac alone, whatever the path says
+
+
+def test_the_choose_the_hostfile_line_goes_once_a_hostfile_is_chosen(qtbot, tmp_path, monkeypatch) -> None:
+    """The red "Choose the hostfile…" line stayed under the field after one was chosen."""
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"hosts": [{"ssh": "mac-a", "ips": ["10.0.0.1"]}, {"ssh": "mac-b", "ips": ["10.0.0.2"]}]}))
+    monkeypatch.setattr("app.settings_dialog.open_file", lambda *args: str(two))
+    dialog = SettingsDialog(GenerationParams(), "")
+    qtbot.addWidget(dialog)
+    field = dialog.across_macs
+    field.switch.setChecked(True)
+    dialog.accept()
+    assert field.error.text().startswith("Choose the hostfile")
+    field.choose.click()
+    assert field.error.text() == "" and field.hosts() == str(two)
+
+
+def test_a_hostfile_switched_off_after_a_failure_is_offered_again(qtbot) -> None:
+    dialog = SettingsDialog(GenerationParams(), "", hosts="", hostfile="/Users/me/hosts.json")
+    qtbot.addWidget(dialog)
+    field = dialog.across_macs
+    assert not field.switch.isChecked() and field.hosts() == "" and field.path.text() == "/Users/me/hosts.json"
+    field.switch.setChecked(True)
+    assert field.hosts() == "/Users/me/hosts.json"
 
 
 def test_the_dialog_shows_the_hostfile_in_use(qtbot) -> None:

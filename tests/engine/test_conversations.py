@@ -265,3 +265,18 @@ def test_an_automatic_title_follows_the_first_question_shown_and_a_rename_stays(
     store.select_branch(question, 1)
     store.add_message(chat, "user", "What is Core ML?", parent_id=None)
     assert store.title(chat) == "Apple frameworks"
+
+
+def test_deleting_the_first_question_shown_retitles_the_chat_after_the_one_shown_instead(tmp_path: Path) -> None:
+    """Edit, then delete the edited branch: the chat showed its first question again under the deleted one's title
+    (the deleted question's title no longer counted as automatic). A rename still stays."""
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create(automatic_title("What is MLX?"))
+    store.add_message(chat, "user", "What is MLX?")
+    edited = store.add_message(chat, "user", "What is Metal?", parent_id=None)
+    store.delete_message(edited)
+    assert [m.content for m in store.messages(chat)] == ["What is MLX?"] and store.title(chat) == "What is MLX?"
+    edited = store.add_message(chat, "user", "What is Metal?", parent_id=None)
+    store.rename(chat, "Apple frameworks")
+    store.delete_message(edited)
+    assert store.title(chat) == "Apple frameworks"
