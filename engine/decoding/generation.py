@@ -221,6 +221,8 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
         prompt_ids, sources = list(prompt), []
     else:
         rendered, sources = with_images(prompt, images)
+        if sources and not chat:
+            raise InvalidParameterError("Images are placed by the chat template: ask about an image with chat on.")
         prompt_ids = pair.prompt_ids(rendered, chat=chat, system_prompt=system_prompt, tools=tools, think=think)
     if not prompt_ids:
         raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
