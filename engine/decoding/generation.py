@@ -217,10 +217,11 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
                 images: Sequence[ImageSource] = ()) -> tuple[list[int], ImagePrompt | None]:
     """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty, each
     image's placeholder expanded to its tokens; and the images' prompt for the vision tower (None: no image)."""
+    sources: list[ImageSource] = []
     if _is_token_ids(prompt):
-        prompt_ids, sources = list(prompt), []
+        prompt_ids = list(prompt)
     else:
-        rendered, sources = with_images(prompt, images)
+        rendered, sources = with_images(prompt, images)  # type: ignore[arg-type]  # not ids: taken above
         if sources and not chat:
             raise InvalidParameterError("Images are placed by the chat template: ask about an image with chat on.")
         prompt_ids = pair.prompt_ids(rendered, chat=chat, system_prompt=system_prompt, tools=tools, think=think)

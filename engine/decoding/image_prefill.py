@@ -47,7 +47,7 @@ def with_images(prompt: str | Sequence[Message], images: Sequence[ImageSource]) 
     template sees each as {"type": "image"}."""
     if not images and (isinstance(prompt, str) or not any(isinstance(m.get("content"), list) for m in prompt)):
         return (prompt if isinstance(prompt, str) else list(prompt)), []
-    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
     if images:
         last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
         messages[last]["content"] = [*({"type": "image", "image": s} for s in images), *_parts(messages[last]["content"])]

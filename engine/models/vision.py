@@ -93,7 +93,7 @@ def _offset(cache: list[Any] | None) -> int:
     if not cache:
         return 0
     offset = cache[0].offset
-    return int(offset.item()) if isinstance(offset, mx.array) else int(offset)
+    return int(offset.item()) if isinstance(offset, mx.array) else int(offset)  # type: ignore[arg-type]  # an int offset
 
 
 @dataclass

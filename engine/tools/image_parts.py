@@ -24,13 +24,13 @@ def image_part(part: dict[str, Any], where: str) -> dict[str, Any]:
     """The engine's image part for an API's image part (the shape its `type` names)."""
     kind = part["type"]
     if kind == "image":  # Anthropic: {"source": {"type": "base64", "media_type", "data"}}
-        source = part.get("source") if isinstance(part.get("source"), dict) else {}
+        source: dict[str, Any] = part["source"] if isinstance(part.get("source"), dict) else {}
         if source.get("type") != "base64":
             raise ApiError(400, f"{where}.source: {INLINE_ONLY}", param=f"{where}.source")
-        url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
+        url: object = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
     else:  # OpenAI: {"image_url": {"url"}} (or the url itself); Responses: {"image_url": "data:..."}
         value = part.get("image_url")
-        url = value.get("url") if isinstance(value, dict) else value
+        url = str(value.get("url")) if isinstance(value, dict) else value
     if not isinstance(url, str) or not url.startswith("data:"):
         raise ApiError(400, f"{where}: {INLINE_ONLY}", param=where)
     return {"type": "image", "image": url}
