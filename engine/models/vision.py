@@ -21,6 +21,7 @@ import mlx.nn as nn
 
 from ..errors import UnsupportedModelError
 
+SEES_IMAGES = "sees images"  # how the model picker marks a vision target
 # Shown to whoever hands an image to a model that reads only text.
 SEEING_EXAMPLES = "mlx-community/Qwen2.5-VL-3B-Instruct-4bit or mlx-community/Qwen3-VL-4B-Instruct-4bit"
 
@@ -28,6 +29,16 @@ SEEING_EXAMPLES = "mlx-community/Qwen2.5-VL-3B-Instruct-4bit or mlx-community/Qw
 def is_vision_config(config: dict[str, Any]) -> bool:
     """Whether a model folder's config describes a model with a vision tower (mlx-vlm's families all name one)."""
     return isinstance(config.get("vision_config"), dict) and bool(config["vision_config"])
+
+
+def sees_images(path: Path) -> bool:
+    """Whether a model folder on disk has a vision tower, from its config alone (a GGUF file: no)."""
+    import json
+
+    try:
+        return path.is_dir() and is_vision_config(json.loads((path / "config.json").read_text()))
+    except (OSError, ValueError):
+        return False
 
 
 def cannot_see(name: str) -> str:
