@@ -26,7 +26,7 @@ from ..images import ImageSource, fingerprint, read_image
 from ..models.loading import LoadedModel
 from ..models.vision import LanguageView, Shift, Sight, cannot_see
 from .cached_model import CachedModel, common_prefix_length
-from .chat import Message
+from .prompt_ids import Message
 
 
 @dataclass

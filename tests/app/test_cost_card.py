@@ -44,7 +44,7 @@ def test_before_any_drafted_round_the_card_says_what_it_waits_for(qtbot) -> None
 def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None:
     from dataclasses import replace
 
-    from tests.engine.decoding.test_cost_model import round_event
+    from tests.engine.decoding.policy.test_cost_model import round_event
 
     card = CostCard()
     qtbot.addWidget(card)
@@ -61,8 +61,8 @@ def test_the_card_predicts_each_drafter_from_published_acceptance_labelled_as_su
     """Issue 23: the card predicted only the draft model, from the acceptance measured here."""
     from dataclasses import replace
 
-    from engine.decoding.apple_prediction import PUBLISHED, predicted_speedup, predictions
-    from tests.engine.decoding.test_cost_model import round_event
+    from engine.decoding.policy.apple_prediction import PUBLISHED, predicted_speedup, predictions
+    from tests.engine.decoding.policy.test_cost_model import round_event
 
     card = CostCard()
     qtbot.addWidget(card)
