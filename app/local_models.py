@@ -28,6 +28,7 @@ from engine.models.base_model import BASE_MODEL_NOTE
 from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, drafts_with, has_mtp_heads
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
+from engine.models.vision import SEES_IMAGES
 
 from .file_dialogs import open_file, open_folder
 from .worker import DraftVerdict
@@ -164,7 +165,8 @@ class LocalModelsTab(QWidget):
 
     def _target_item(self, model: LocalModel) -> QListWidgetItem:
         base = BASE_MODEL_NOTE if model.base_model else ""
-        state = ", ".join(filter(None, [f"{model.size_gb:.2f} GB", SOURCES[model.source], model.unusable_because, base]))
+        sight = SEES_IMAGES if model.sees_images else ""
+        state = ", ".join(filter(None, [f"{model.size_gb:.2f} GB", SOURCES[model.source], sight, model.unusable_because, base]))
         item = QListWidgetItem(f"{model_label(model.name)}  ({state})")
         item.setToolTip(model.problem or "\n".join(filter(None, [model.name, base])))
         if not model.complete:

@@ -231,3 +231,39 @@ def fake_hub(isolated_home: Path, tiny_dirs: tuple[Path, Path], monkeypatch: pyt
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     yield hub
     hub.stop()
+
+
+@pytest.fixture(scope="session")
+def vision_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen2.5-VL model folder (engine/fixtures/tiny_vision.py), built once."""
+    from engine.fixtures.tiny_vision import build_tiny_vision
+
+    return build_tiny_vision(tmp_path_factory.mktemp("vision") / "tiny-vl")
+
+
+@pytest.fixture(scope="session")
+def vision_target(vision_dir: Path) -> LoadedModel:
+    return load_model(str(vision_dir))
+
+
+@pytest.fixture(scope="session")
+def vision_draft(vision_dir: Path) -> LoadedModel:
+    """A text-only draft for the tiny vision target: its language model's first block, as a Qwen2."""
+    from engine.fixtures.tiny_vision import build_text_draft
+
+    return load_model(str(build_text_draft(vision_dir, vision_dir.parent / "tiny-vl-draft")))
+
+
+@pytest.fixture(scope="session")
+def vision_images(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two different small PNG images (random pixels, different sizes)."""
+    import numpy as np
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("images")
+    paths = []
+    for seed, (height, width) in enumerate([(80, 100), (112, 64)]):
+        pixels = (np.random.RandomState(seed).rand(height, width, 3) * 255).astype("uint8")
+        paths.append(root / f"image-{seed}.png")
+        Image.fromarray(pixels).save(paths[-1])
+    return paths

@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--prompt", help="the prompt; - reads it from standard input")
     source.add_argument("--prompt-file", type=Path, help="read the prompt from a file")
     add_attach_option(g)
+    g.add_argument("--image", type=Path, action="append", default=[], metavar="FILE",
+                   help="an image the prompt asks about, for a vision target: PNG, JPEG or WebP (repeatable)")
     g.add_argument("--stop", action="append", default=[], help="a stop string (repeatable)")
     g.add_argument("--stats", action="store_true", help="print the statistics line after the text")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of streaming text")
@@ -233,7 +235,8 @@ def _generate_with(pair, args: argparse.Namespace, params: GenerationParams, out
     prompt = attached(pair, args, _prompt_text(args), params)
     trace = _open_trace(args.trace)
     result, part = None, "answer"
-    for event in generate_stream(pair, prompt, params, chat=args.chat, system_prompt=args.system):
+    chat = args.chat or bool(args.image)  # the chat template places the images
+    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=args.system, images=args.image):
         if isinstance(event, TokenEvent) and not args.json:
             if event.part != "marker" and event.part != part and event.text:
                 out.write(THINK_TAGS[event.part])  # a thinking model's reasoning, set off as the model wrote it

@@ -19,7 +19,7 @@ also records the states it asks for and hands them over with the position of its
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,6 +218,16 @@ class CachedModel:
         if self.listener is not None:
             self.listener.heard(position, [s[0] for s in states])
         return logits[0]
+
+    def feed(self, ids: list[int], run: Callable[[], mx.array]) -> mx.array:
+        """A pass the caller runs on this cache itself (a vision target's image embeddings, which are no ids),
+        recorded as the positions of `ids`; no listener hears it."""
+        assert not self._pending, "resolve() the pending tokens before feeding"
+        self.passes += 1
+        logits = run()
+        mx.eval([c.state for c in self.cache])
+        self.tokens.extend(ids)
+        return logits
 
     def fork(self, length: int) -> CachedModel | None:
         """A twin holding the first `length` cached positions (resolved ids, then pending ones), whose passes

@@ -18,6 +18,7 @@ import mlx.core as mx
 from .. import drafter_kinds
 from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
+from ..images import ImageSource
 from ..params import GenerationParams
 from .answer import Answer
 from .cached_model import CachedModel, common_prefix_length
@@ -28,6 +29,7 @@ from .drafting.drafter import Drafter
 from .drafting.history_lookup import DraftHistory, FilteredHistory
 from .drafting.lookup import PromptLookupDrafter
 from .drafting.ssd import SsdDrafter, SsdSwitch
+from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_images
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .policy.prompt_kind import draft_model_source
@@ -185,9 +187,11 @@ def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Eve
 
 
 def _prefill(
-    pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel
+    pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel, vision: ImagePrompt | None = None
 ) -> Generator[PrefillEvent, None, bool]:
-    """Prefill the prompt into the models that will read it, chunk by chunk; returns whether it finished."""
+    """Prefill the prompt into the models that will read it, chunk by chunk (a vision target's images first, in one
+    pass); returns whether it finished."""
+    prefill_images(pair.target, pair.target_cache, vision, prompt_ids)
     for name, cache in _caches_to_prefill(pair, params, prompt_ids):
         for processed, total in cache.catch_up_steps(prompt_ids):
             yield PrefillEvent(processed, total, name)
@@ -209,15 +213,32 @@ def _with_turn_end(pair: ModelPair, params: GenerationParams, transcript: bool) 
 
 
 def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
-                tools: list[dict[str, Any]] | None, think: bool = True) -> list[int]:
-    """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty."""
+                tools: list[dict[str, Any]] | None, think: bool = True,
+                images: Sequence[ImageSource] = ()) -> tuple[list[int], ImagePrompt | None]:
+    """The prompt's token ids (given as ids, or rendered with the chat template and the tools), never empty, each
+    image's placeholder expanded to its tokens; and the images' prompt for the vision tower (None: no image)."""
+    sources: list[ImageSource] = []
     if _is_token_ids(prompt):
         prompt_ids = list(prompt)
     else:
-        prompt_ids = pair.prompt_ids(prompt, chat=chat, system_prompt=system_prompt, tools=tools, think=think)  # type: ignore[arg-type]  # not ids: taken above
+        rendered, sources = with_images(prompt, images)  # type: ignore[arg-type]  # not ids: taken above
+        if sources and not chat:
+            raise InvalidParameterError("Images are placed by the chat template: ask about an image with chat on.")
+        prompt_ids = pair.prompt_ids(rendered, chat=chat, system_prompt=system_prompt, tools=tools, think=think)
     if not prompt_ids:
         raise PromptError("The prompt is empty: type a message (or pass --prompt TEXT).")
-    return prompt_ids
+    if not sources:
+        return prompt_ids, None
+    vision = image_prompt(pair.target, prompt_ids, sources)
+    return vision.ids, vision
+
+
+def _set_up(pair: ModelPair, params: GenerationParams) -> None:
+    """The seed, prefill chunk and key precision this answer asks for."""
+    if params.seed is not None:
+        mx.random.seed(params.seed)
+    pair.set_prefill_step_size(params.prefill_step_size)
+    pair.set_kv_bits(params.kv_bits)
 
 
 @contextmanager
@@ -240,8 +261,9 @@ def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
 
 def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> None:
     """Take back a shelved prefix the prompt starts with (`prompt_cache.py`); not for a target across Macs, whose
-    other Macs hold their layers' caches, which the head cannot shelve or take back."""
-    if pair.network_clock() is None:
+    other Macs hold their layers' caches, which the head cannot shelve or take back; nor for a vision target, whose
+    shelved images the ids alone cannot tell apart."""
+    if pair.network_clock() is None and pair.target.sight is None:  # a vision target's cached images are its own
         pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
 
 
@@ -255,6 +277,7 @@ def generate_stream(
     cancel: Cancel | None = None,
     comparing: bool = False,
     tools: list[dict[str, Any]] | None = None,
+    images: Sequence[ImageSource] = (),
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -270,16 +293,14 @@ def generate_stream(
             would copy it), and lookup does not draft from saved conversations that asked this question (it
             would copy their answers, and the speedup shown would be the history's, not speculation's).
         tools: function definitions (OpenAI's shape) for the chat template, for a model that calls tools.
+        images: what the last user message shows, for a vision target (paths, bytes, data URLs; image_prefill.py).
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
-    prompt_ids = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think)
+    prompt_ids, vision = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think, images)
     params = _with_turn_end(pair, params, chat and not _is_token_ids(prompt))
     _check_request(pair, prompt_ids, params)
-    if params.seed is not None:
-        mx.random.seed(params.seed)
-    pair.set_prefill_step_size(params.prefill_step_size)
-    pair.set_kv_bits(params.kv_bits)
+    _set_up(pair, params)
 
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
@@ -290,7 +311,7 @@ def generate_stream(
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
                     network=pair.network_clock())
     with _answering(pair, params):
-        prefilled = yield from _prefill(pair, prompt_ids, params, cancelled)
+        prefilled = yield from _prefill(pair, prompt_ids, params, cancelled, vision)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
             decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None), prompt_ids)
@@ -318,6 +339,7 @@ def generate(
     system_prompt: str | None = None,
     cancel: Cancel | None = None,
     tools: list[dict[str, Any]] | None = None,
+    images: Sequence[ImageSource] = (),
 ) -> GenerationResult:
     """Generate a whole reply and return the result (text, tokens, origins, stats).
 
@@ -330,7 +352,8 @@ def generate(
             raise InvalidParameterError("generate() needs a loaded pair or a target model name.")
         pair = ModelPair.load(target, draft)
     result = None
-    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel, tools=tools):
+    for event in generate_stream(pair, prompt, params, chat=chat, system_prompt=system_prompt, cancel=cancel, tools=tools,
+                                 images=images):
         result = event
     assert isinstance(result, GenerationResult)
     return result

@@ -225,8 +225,8 @@ def _vision_kind(path: Path, config: dict[str, Any]) -> FolderKind:
     model_type = config.get("model_type", "unknown")
     return FolderKind(
         "vision model",
-        f"{folder_name(path)} is a vision-language model ({model_type}) that mlx-lm cannot load as a chat model: "
-        "open it with mlx-vlm, or pick a text chat model.",
+        f"{folder_name(path)} is a vision-language model ({model_type}) that neither mlx-lm nor mlx-vlm can load: "
+        "update mlx-vlm, or pick another model.",
     )
 
 
@@ -242,6 +242,8 @@ def check_model_type(path: Path, config: dict[str, Any]) -> None:
             "Hugging Face transformers model folder. Pick a chat model's folder.",
             "not a model",
         )
+    if isinstance(config.get("vision_config"), dict) and config["vision_config"] and _vlm_builds(config):
+        return  # mlx-vlm loads it (engine/models/vision.py)
     try:
         _get_classes(config)
     except ValueError as e:
@@ -251,6 +253,17 @@ def check_model_type(path: Path, config: dict[str, Any]) -> None:
             f"{name} is a {config['model_type']!r} model, which this mlx-lm cannot run. Pick another model, or "
             "update mlx-lm."
         ) from e
+
+
+def _vlm_builds(config: dict[str, Any]) -> bool:
+    """Whether mlx-vlm has a module for the config's model type."""
+    from mlx_vlm.utils import get_model_and_args
+
+    try:
+        get_model_and_args(dict(config))
+    except (ValueError, ImportError, KeyError):
+        return False
+    return True
 
 
 def build_failure(path: Path, config: dict[str, Any], error: BaseException) -> NotAChatModelError:

@@ -22,6 +22,7 @@ from ..errors import ModelNotFoundError, NotAModelError
 from .folder_kind import build_failure, check_model_type, check_not_foreign, folder_name, read_json
 from .load_progress import LoadProgress
 from .memory import physical_memory_gb
+from .vision import Sight, is_vision_config, load_vision
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # The files mlx-lm reads, as mlx-lm's own downloader selects them, and MTPLX's sidecar of a target's MTP head
@@ -45,6 +46,7 @@ class LoadedModel:
         model: the mlx-lm model.
         tokenizer: mlx-lm's TokenizerWrapper.
         config: its config.json.
+        sight: what a vision target sees images with (None: the model reads only text).
     """
 
     name: str
@@ -52,6 +54,7 @@ class LoadedModel:
     model: nn.Module
     tokenizer: Any
     config: dict[str, Any] = field(default_factory=dict)
+    sight: Sight | None = None  # a vision target's vision tower and processor (engine/models/vision.py)
 
     @property
     def context_length(self) -> int:
@@ -296,13 +299,20 @@ def build_model(spec: str, path: Path, lazy: bool = False) -> tuple[nn.Module, d
 
 
 def load_model(spec: str, progress: LoadProgress | None = None) -> LoadedModel:
-    """Load a model by name (folder, .gguf file or downloaded repo id) with mlx-lm's loader."""
+    """Load a model by name (folder, .gguf file or downloaded repo id) with mlx-lm's loader, or mlx-vlm's for a
+    model with a vision tower."""
     from mlx_lm.utils import load_tokenizer
 
     path = resolve_model_path(spec, progress=progress)
     if progress:
         progress(f"Loading {Path(spec).name}", 0, 0)
-    model, config = build_model(spec, path)
-    use_float32_on_cpu(model)
+    config = read_config(path)
+    sight = None
+    model: nn.Module
+    if is_vision_config(config):  # mlx-vlm builds it; the loop reads its language model
+        model, sight = load_vision(spec, path)
+    else:
+        model, config = build_model(spec, path)
+    use_float32_on_cpu(sight.model if sight else model)
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
-    return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config)
+    return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config, sight=sight)

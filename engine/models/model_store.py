@@ -19,6 +19,7 @@ from .app_paths import data_dir, hub_cache_dir
 from .base_model import is_base_model
 from .draft_choice import folder_drafter
 from .loading import check_model_path
+from .vision import sees_images
 
 LM_STUDIO_FOLDERS = (Path.home() / ".lmstudio" / "models", Path.home() / ".cache" / "lm-studio" / "models")
 
@@ -38,6 +39,7 @@ class LocalModel:
         foreign: whether it holds another kind of model (a drafter, an adapter, an embedding model), which the
             picker lists with the reason rather than leaving out.
         base_model: it has no chat template (it continues text; chats reach it as a plain transcript).
+        sees_images: it has a vision tower and takes images (engine/models/vision.py).
     """
 
     name: str
@@ -49,6 +51,7 @@ class LocalModel:
     kind: str = ""
     foreign: bool = False
     base_model: bool = False
+    sees_images: bool = False
 
     @property
     def size_gb(self) -> float:
@@ -134,7 +137,7 @@ def _verdict(path: Path) -> Verdict | None:
 
 def _local_model(name: str, path: Path, size: int, source: str, verdict: Verdict | None) -> LocalModel:
     if verdict is None:
-        return LocalModel(name, path, size, source, base_model=is_base_model(path))
+        return LocalModel(name, path, size, source, base_model=is_base_model(path), sees_images=sees_images(path))
     return LocalModel(name, path, size, source, False, verdict.problem, verdict.kind, verdict.foreign)
 
 

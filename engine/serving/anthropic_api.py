@@ -32,6 +32,7 @@ from typing import Any
 
 from ..events import GenerationResult
 from ..params import GenerationParams
+from .image_parts import image_part
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
 from .reasoning_api import anthropic_thinks, with_thinking
@@ -110,14 +111,18 @@ def _user_turn(blocks: list[Any], index: int) -> list[dict[str, Any]]:
     results, texts = [], []
     for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "tool_result":
+        if kind == "image":
+            texts.append(image_part(block, f"messages.{index}.content.{j}"))
+        elif kind == "tool_result":
             results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")),
                             "content": _result_text(block.get("content"), f"messages.{index}.content.{j}.content")})
         elif kind == "text":
-            texts.append(str(block.get("text", "")))
+            texts.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind not in IGNORED_BLOCKS:
             raise _unsupported_block(kind, index, j)
-    return results + ([{"role": "user", "content": "".join(texts)}] if texts or not results else [])
+    if any(part["type"] == "image" for part in texts):
+        return results + [{"role": "user", "content": texts}]
+    return results + ([{"role": "user", "content": "".join(p["text"] for p in texts)}] if texts or not results else [])
 
 
 def _result_text(content: object, where: str) -> str:
@@ -155,7 +160,7 @@ def _assistant_turn(blocks: list[Any], index: int) -> dict[str, Any]:
 
 
 def _unsupported_block(kind: object, index: int, block: int) -> ApiError:
-    return ApiError(400, f"messages.{index}.content.{block}: blocks of type {kind!r} are not supported here (text, "
+    return ApiError(400, f"messages.{index}.content.{block}: blocks of type {kind!r} are not supported here (text, image, "
                     "tool_use and tool_result are).", param=f"messages.{index}.content.{block}")
 
 

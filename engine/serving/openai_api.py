@@ -31,6 +31,7 @@ from ..events import GenerationResult
 from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, typed
+from .image_parts import is_image_part, with_image_parts
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
@@ -196,10 +197,12 @@ def _choice(choice: object, tools: list[Any]) -> ToolChoice:
     return ToolChoice("named", name)
 
 
-def _content(content: object, index: int) -> str:
-    """A message's text: a string, or a list of text parts (images are not supported)."""
+def _content(content: object, index: int) -> str | list[dict[str, Any]]:
+    """A message's text: a string, or a list of text parts; with `image_url` parts, text and image parts."""
     if isinstance(content, str):
         return content
+    if isinstance(content, list) and any(is_image_part(p) for p in content):
+        return with_image_parts(content, f"messages[{index}].content", ("text",))
     if content is None:
         return ""
     if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):

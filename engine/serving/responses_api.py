@@ -28,6 +28,7 @@ from typing import Any
 
 from ..params import GenerationParams
 from . import responses_tools
+from .image_parts import is_image_part, with_image_parts
 from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece
 from .reasoning_api import responses_thinks, with_thinking
@@ -132,8 +133,10 @@ def _opened_turn(messages: list[dict[str, Any]]) -> bool:
     return last.get("role") == "assistant" and not last.get("content") and not last.get("tool_calls")
 
 
-def _text(content: object, index: int) -> str:
-    """A string, or text parts (input_text / output_text) joined."""
+def _text(content: object, index: int) -> str | list[dict[str, Any]]:
+    """A string, or text parts (input_text / output_text) joined; with `input_image` parts, text and image parts."""
+    if isinstance(content, list) and any(is_image_part(p) for p in content):
+        return with_image_parts(content, f"input[{index}].content", TEXT_PARTS)
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in TEXT_PARTS for p in content):

@@ -278,3 +278,15 @@ def test_checking_the_drafts_says_how_far_it_is(make_window, qtbot, tiny_dirs) -
     assert tab.draft_note.text() == "Checking which drafts fit the target: 1 of 3 checked…"
     tab._on_drafts_progress("another target", 2, 3)  # no longer selected: not said
     assert tab.draft_note.text() == "Checking which drafts fit the target: 1 of 3 checked…"
+
+
+def test_a_vision_model_is_marked_as_seeing_images_in_the_picker(make_window, vision_dir: Path, tiny_dirs) -> None:
+    from engine.models.vision import SEES_IMAGES
+
+    window = make_window(pair=None)
+    tab = window.picker.on_disk
+    tab.add_local(vision_dir.resolve())
+    tab.add_local(tiny_dirs[0].resolve())
+    texts = {name: tab.targets.item(row).text() for name, row in rows(tab).items()}
+    assert SEES_IMAGES in texts[str(vision_dir.resolve())]
+    assert SEES_IMAGES not in texts[str(tiny_dirs[0].resolve())]

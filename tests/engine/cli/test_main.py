@@ -392,3 +392,23 @@ def test_serve_keeps_its_prompt_cache_within_the_memory_asked_for(tiny_dirs, mon
     with pytest.raises(SystemExit):
         main(["serve", "--target", str(tiny_dirs[0]), "--prompt-cache-mb", "-1"])
     assert "argument --prompt-cache-mb: invalid megabytes value: '-1'" in capsys.readouterr().err
+
+
+def test_generate_answers_about_an_image(vision_dir, vision_images) -> None:
+    """`--image` shows the image to a vision target: the answer changes with the image, and greedy lookup speculation
+    answers as standard decoding does."""
+    def answer(image, mode: str) -> list[int]:
+        code, out = run(["generate", "--target", str(vision_dir), "--image", str(image), "--prompt", "What is this?",
+                         "--mode", mode, "--drafter", "lookup", "--temp", "0", "--max-tokens", "16", "--json"])
+        assert code == 0
+        return json.loads(out)["tokens"]
+
+    first = answer(vision_images[0], "standard")
+    assert answer(vision_images[0], "speculative") == first
+    assert answer(vision_images[1], "standard") != first
+
+
+def test_an_image_for_a_text_only_target_is_refused_in_one_line(tiny_dirs, vision_images, capsys) -> None:
+    code, _ = run(tiny_args(tiny_dirs, "--image", str(vision_images[0]), "--prompt", "What is this?"))
+    assert code != 0
+    assert "tiny-target cannot see images; pick a vision model such as" in capsys.readouterr().err

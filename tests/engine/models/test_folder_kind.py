@@ -74,12 +74,15 @@ def test_a_peft_lora_adapter_names_its_base_and_how_to_merge_it(tmp_path: Path) 
     assert "merge_and_unload" in str(error) and "mlx_lm.convert" in str(error)
 
 
-def test_a_vision_model_mlx_lm_has_no_module_for_points_to_mlx_vlm(tmp_path: Path, tiny_dirs) -> None:
-    """It used to say only that mlx-lm cannot run an 'idefics3' model."""
-    error = refusal(model_folders.idefics3_vision_model(tmp_path / "SmolVLM-256M-Instruct", tiny_dirs[0]))
+def test_a_vision_model_neither_mlx_lm_nor_mlx_vlm_has_a_module_for_is_named(tmp_path: Path, tiny_dirs) -> None:
+    """mlx-vlm loads the vision models it knows (engine/models/vision.py); one it does not know is named as such."""
+    folder = model_folders.idefics3_vision_model(tmp_path / "MadeUpVL", tiny_dirs[0])
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "model_type": "made_up_vl"}))
+    error = refusal(folder)
     assert error.kind == "vision model"
-    assert str(error) == ("SmolVLM-256M-Instruct is a vision-language model (idefics3) that mlx-lm cannot load as a "
-                          "chat model: open it with mlx-vlm, or pick a text chat model.")
+    assert str(error) == ("MadeUpVL is a vision-language model (made_up_vl) that neither mlx-lm nor mlx-vlm can load: "
+                          "update mlx-vlm, or pick another model.")
 
 
 @pytest.mark.parametrize("writer", [model_folders.minilm_embedding_model, model_folders.qwen3_embedding_model])
