@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Signal
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
@@ -27,6 +28,9 @@ from .round_timeline import RoundTimeline
 from .worker import MemoryReading
 
 RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
+POLICY_UNITS = ("Why each drafter drafts as many tokens as it does, or none. A draft's cost is in target steps per draft "
+                "token (one target step: the time the target takes to make one token without drafting), as on the "
+                "Cost tab.")
 PLOT_INTERVAL_S = 0.2  # plots show trends; redrawing them for every batch kept the GUI thread busy
 
 
@@ -94,7 +98,7 @@ class StatsPanel(QFrame):
         outer.addWidget(self.tabs)
         live = QWidget()
         layout = QVBoxLayout(live)
-        self.tabs.addTab(live, "Live")
+        self.tabs.addTab(scrolling(live), "Live")
         self.legend = Legend(self)
         self.legend.show_rejected.setChecked(show_rejected)
         self.legend.show_rejected.toggled.connect(self.show_rejected_changed)
@@ -126,8 +130,7 @@ class StatsPanel(QFrame):
         self.values["ttft"].setToolTip(FIRST_TOKEN_MEANING)
         self.values["network"].setToolTip("The target runs across Macs: the share of the rounds' time the head spent "
                                           "on the network (its message to the other Macs, the hops, waiting on them).")
-        self.values["policy"].setToolTip("What the adaptive policy believes after this answer, per drafter: why it drafts "
-                                         "K tokens or none, and (hover) its predicted tokens per second for each K.")
+        self.values["policy"].setToolTip(POLICY_UNITS)
         self._form = form
         layout.addLayout(form)
         layout.addStretch()
@@ -319,9 +322,20 @@ class StatsPanel(QFrame):
         """The adaptive policy's reason per drafter, when it last drafted, and its predictions in the tooltip."""
         self._form.setRowVisible(self.values["policy"], bool(beliefs))
         self.values["policy"].setText("\n".join(policy_line(b) for b in beliefs))
-        self.values["policy"].setToolTip("\n".join(
-            f"{drafter_label(b.drafter)}: " + ", ".join(f"K={k} {tps:.1f}" for k, tps in enumerate(b.predicted_tps)) + " tok/s predicted"
-            for b in beliefs if b.predicted_tps))
+        self.values["policy"].setToolTip(POLICY_UNITS + "\n\n" + "\n".join(
+            f"{drafter_label(b.drafter)}, tokens/s predicted drafting 0, 1, 2… tokens a round: "
+            + ", ".join(f"{tps:.1f}" for tps in b.predicted_tps) for b in beliefs if b.predicted_tps))
+
+
+def scrolling(page: QWidget) -> QScrollArea:
+    """A page that scrolls down when the window is too short for it (the Policy row's lines were cut off), never
+    sideways: its labels wrap to the panel's width."""
+    area = QScrollArea()
+    area.setWidget(page)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return area
 
 
 def policy_line(belief: PolicyBelief) -> str:

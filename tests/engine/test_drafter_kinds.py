@@ -37,6 +37,7 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
 
 def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafter_label("mtp") == "built-in MTP drafter" and drafter_label("something-else") == "something-else"
+    assert drafter_label("lookup+copying") == "lookup while copying"  # the Policy row showed "lookup+copying"
     assert drafters_named({}, "dflash") == "DFlash drafter"
     assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "of drafted tokens: lookup 62%, draft model 38%"
 
