@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout,
                                QWidget)
 
@@ -98,7 +98,7 @@ class StatsPanel(QFrame):
         outer.addWidget(self.tabs)
         live = QWidget()
         layout = QVBoxLayout(live)
-        self.tabs.addTab(scrolling(live), "Live")
+        self.tabs.addTab(live, "Live")
         self.legend = Legend(self)
         self.legend.show_rejected.setChecked(show_rejected)
         self.legend.show_rejected.toggled.connect(self.show_rejected_changed)
@@ -108,8 +108,8 @@ class StatsPanel(QFrame):
         self.rate_plot = self._plot("tokens / s")
         self.accept_plot = self._plot("acceptance %")
         self.accept_plot.setYRange(0, 100)
-        layout.addWidget(self.rate_plot)
-        layout.addWidget(self.accept_plot)
+        layout.addWidget(self.rate_plot, 1)
+        layout.addWidget(self.accept_plot, 1)
         self.accept_plot.setXLink(self.rate_plot)  # one time axis for both, as they are read together
         self.rate_curve = self.rate_plot.plot(pen=pg.mkPen("#4C78A8", width=2))
         self.accept_curve = self.accept_plot.plot(pen=pg.mkPen("#54A24B", width=2))
@@ -132,8 +132,10 @@ class StatsPanel(QFrame):
                                           "on the network (its message to the other Macs, the hops, waiting on them).")
         self.values["policy"].setToolTip(POLICY_UNITS)
         self._form = form
-        layout.addLayout(form)
-        layout.addStretch()
+        numbers = QWidget()
+        numbers.setLayout(form)
+        self.numbers = Scrolling(numbers)
+        layout.addWidget(self.numbers)
         self._build_round_tabs()
         self.reset("speculative")
 
@@ -322,20 +324,30 @@ class StatsPanel(QFrame):
         """The adaptive policy's reason per drafter, when it last drafted, and its predictions in the tooltip."""
         self._form.setRowVisible(self.values["policy"], bool(beliefs))
         self.values["policy"].setText("\n".join(policy_line(b) for b in beliefs))
+        self.numbers.updateGeometry()  # as tall as its new lines, if the window has room
         self.values["policy"].setToolTip(POLICY_UNITS + "\n\n" + "\n".join(
             f"{drafter_label(b.drafter)}, tokens/s predicted drafting 0, 1, 2… tokens a round: "
             + ", ".join(f"{tps:.1f}" for tps in b.predicted_tps) for b in beliefs if b.predicted_tps))
 
 
-def scrolling(page: QWidget) -> QScrollArea:
-    """A page that scrolls down when the window is too short for it (the Policy row's lines were cut off), never
-    sideways: its labels wrap to the panel's width."""
-    area = QScrollArea()
-    area.setWidget(page)
-    area.setWidgetResizable(True)
-    area.setFrameShape(QFrame.Shape.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    return area
+class Scrolling(QScrollArea):
+    """The numbers under the plots: as tall as they are while the window has room (the plots give way first), and
+    scrolling down when it is too short for them (the Policy row's lines were cut off), never sideways: their
+    labels wrap to the panel's width."""
+
+    def __init__(self, page: QWidget) -> None:
+        super().__init__()
+        self.setWidget(page)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    def sizeHint(self) -> QSize:
+        """Its page's height (a QScrollArea would cap it at a few lines), up to half the tab's: the plots keep the
+        other half."""
+        page, tab = self.widget(), self.parentWidget()
+        height = page.heightForWidth(self.viewport().width()) if page.hasHeightForWidth() else page.sizeHint().height()
+        return QSize(super().sizeHint().width(), min(height, tab.height() // 2) if tab is not None else height)
 
 
 def policy_line(belief: PolicyBelief) -> str:

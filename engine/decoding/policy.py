@@ -370,7 +370,7 @@ def _reason(acceptance: float, predicted: list[float], chosen: int, verified: in
     spread over the tokens of the block it speaks of."""
     plain = predicted[0]
     if chosen:
-        return (f"drafts {chosen} tokens a round: {predicted[chosen] / plain:.2f}x as fast as without drafting, "
+        return (f"drafts {chosen} token{'s' * (chosen != 1)} a round: {predicted[chosen] / plain:.2f}x as fast as without drafting, "
                 f"at {acceptance:.0%} acceptance")
     steps, block = cost
     if best_possible < MARGIN * plain:

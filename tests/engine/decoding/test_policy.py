@@ -251,7 +251,7 @@ def test_the_belief_says_what_the_policy_predicts_for_each_k_and_why_it_chose_k(
     assert given_up.reason.startswith("drafts nothing: at best (") and "tried now and then" in given_up.reason
     feed(policy, 40, 4, 4, draft_s=0.001, verify={5: 0.09})  # now always accepted, and cheap
     drafting = policy.belief("model")
-    assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts {drafting.chosen_k} tokens a round: ")
+    assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts {drafting.chosen_k} token")
     assert drafting.predicted_tps[drafting.chosen_k] == max(drafting.predicted_tps)
     assert [b.drafter for b in policy.beliefs()] == ["model"]
 
