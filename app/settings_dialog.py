@@ -60,6 +60,14 @@ def ssd_reason(pair_drafter: str, chosen: str) -> str:
     return ""
 
 
+def note(text: str) -> QLabel:
+    """A quiet line under a setting: why it does not apply, or what stands in for it."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setStyleSheet("color: palette(mid);")
+    return label
+
+
 def whole_number_box(name: str, value: int) -> QSpinBox:
     """A spin box for a whole-number setting, limited to the range the engine validates (params.RANGES)."""
     low, high = RANGES[name]
@@ -143,15 +151,10 @@ class SettingsDialog(QDialog):
         form.addRow("", self.history)
         form.addRow("", self.ssd)
         form.addRow("SSD fan-out", self.fanout)
-        self.ssd_note = QLabel()
-        self.ssd_note.setWordWrap(True)
-        self.ssd_note.setStyleSheet("color: palette(mid);")
+        self.ssd_note = note("")
         form.addRow("", self.ssd_note)
-        self.drafter_note = QLabel(
-            "No draft model is loaded: answers draft by lookup (this chat and your saved chats) until a pair with a draft model is."
-        )
-        self.drafter_note.setWordWrap(True)
-        self.drafter_note.setStyleSheet("color: palette(mid);")
+        self.drafter_note = note("No draft model is loaded: answers draft by lookup (this chat and your saved chats) "
+                                 "until a pair with a draft model is.")
         form.addRow("", self.drafter_note)
         form.addRow("Temperature (0 = greedy)", self.temperature)
         form.addRow("Top-p", self.top_p)
