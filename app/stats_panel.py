@@ -13,8 +13,7 @@ import time
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
 from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
