@@ -341,7 +341,7 @@ class Scrolling(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
-    def sizeHint(self) -> QSize:
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
         """Its page's height (a QScrollArea would cap it at a few lines), up to half the tab's: the plots keep the
         other half."""
         page, tab = self.widget(), self.parentWidget()
