@@ -154,7 +154,7 @@ def test_a_registered_kind_is_offered_and_named_everywhere(sketch, tiny_dirs) ->
     with pytest.raises(ApiError, match="'drafter' must be one of .*dspark, sketch, not 'hydra'"):
         request_params({"drafter": "hydra"}, GenerationParams())
     kind_line = foreign_kind(sketch)
-    assert kind_line.kind == "Sketch drafter" and drafts_with(kind_line.kind) and "--draft" in kind_line.message
+    assert kind_line.kind == "Sketch drafter" and drafts_with(kind_line.kind) and "as its draft." in kind_line.message
     assert drafter_for(str(sketch)) == "sketch" and check_draft(str(tiny_dirs[0]), str(sketch)).compatible
     assert "sketch" in sides() and side_label("sketch") == "Sketch drafter"
     stats = GenerationStats(drafted=4, accepted=2, drafted_by={"sketch": 4})
