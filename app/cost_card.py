@@ -1,11 +1,11 @@
 """The cost-model card: why speculation wins or loses on this machine, and what it would do on an Apple GPU.
 
-It fits the cost model (docs/design.md) to the answer's rounds (engine/decoding/cost_model.py): the measured acceptance
+It fits the cost model (docs/design.md) to the answer's rounds (engine/decoding/policy/cost_model.py): the measured acceptance
 a, the draft cost c and the verify cost v(K) in target steps. A plot sets the tokens per second the model
 predicts for each K (a line) against what the rounds of each K achieved (dots). Below, the same acceptance
 with a memory-bound Apple GPU's costs, labelled as the prediction it is; last, each drafter that reads the target's
 hidden states on an Apple GPU, from its draft cost measured here and the acceptance its authors published
-(engine/decoding/apple_prediction.py), labelled as such.
+(engine/decoding/policy/apple_prediction.py), labelled as such.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from engine.decoding.apple_prediction import LABEL, Prediction, costs_in_answer, predictions
-from engine.decoding.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel, fit
+from engine.decoding.policy.apple_prediction import LABEL, Prediction, costs_in_answer, predictions
+from engine.decoding.policy.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel, fit
 from engine.drafter_kinds import drafter_label
 from engine.events import RoundEvent
 

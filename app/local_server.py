@@ -1,4 +1,4 @@
-"""The app's "Local server": the OpenAI-compatible endpoint (`engine/tools/server.py`) over the loaded pair.
+"""The app's "Local server": the OpenAI-compatible endpoint (`engine/serving/server.py`) over the loaded pair.
 
 The server's event loop runs in a thread of its own; its requests become jobs that the engine worker runs on
 its thread, the one that owns MLX, between (never during) the chat's answers. Requests start from the
@@ -11,9 +11,9 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from engine.errors import SpecChatError
-from engine.tools.generation_queue import GenerationJob, model_ids
-from engine.tools.listener import RunningServer, bind
-from engine.tools.server import RequestRecord, create_app
+from engine.serving.generation_queue import GenerationJob, model_ids
+from engine.serving.listener import RunningServer, bind
+from engine.serving.server import RequestRecord, create_app
 
 from .session import ChatSession
 from .worker import PairInfo

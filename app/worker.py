@@ -227,7 +227,7 @@ class EngineWorker(QObject):
         with `hosts` (an mlx.launch hostfile), the target across those Macs (the pair before is let go once the new
         one runs)."""
         from engine.conversations import saved_chats
-        from engine.decoding.history import start_indexing
+        from engine.decoding.drafting.history_lookup import start_indexing
 
         with self._lock:
             self._load_id = load_id
@@ -336,9 +336,9 @@ class EngineWorker(QObject):
             self.generation_errored.emit(request.request_id, readable_error(error), error_kind(error))
 
     @Slot(object)
-    def serve_job(self, job) -> None:  # engine.tools.generation_queue.GenerationJob
+    def serve_job(self, job) -> None:  # engine.serving.generation_queue.GenerationJob
         """Generate a Local server request with the loaded pair; the job's callback takes every event."""
-        from engine.tools.generation_queue import NoModelLoaded, run_job
+        from engine.serving.generation_queue import NoModelLoaded, run_job
 
         try:
             if self.pair is None:

@@ -1,5 +1,5 @@
 """`python -m engine` runs the CLI."""
 
-from .tools.cli import entry_point
+from .cli.main import entry_point
 
 entry_point()

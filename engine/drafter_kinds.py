@@ -99,27 +99,27 @@ class DrafterKind:
 
 
 KINDS: dict[str, DrafterKind] = {row.name: row for row in (
-    # Automatic: each round, every drafter the pair has competes (`decoding/automatic.py` asks `candidates`); its parts
+    # Automatic: each round, every drafter the pair has competes (`decoding/drafting/automatic.py` asks `candidates`); its parts
     # are the two any pair may have, so that settings ask for lookup and the draft model where it chooses.
     DrafterKind("auto", "Automatic", parts=("lookup", "model"), persistent=False, pairs_with="any"),
     DrafterKind("model", "draft model", pairs_with="tokenizer"),
     DrafterKind("lookup", "lookup", persistent=False, pairs_with="any"),
     DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer"),
     DrafterKind("mtp", "built-in MTP drafter", target_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
-                pairs_with="built-in", round="engine.decoding.mtp_drafter"),
+                pairs_with="built-in", round="engine.decoding.drafting.mtp"),
     DrafterKind("eagle3", "EAGLE-3 drafter", family="EAGLE-3",
                 folder=FolderMarks(architectures=("eagle3",), speculators_types=("eagle3",), keys=("draft_vocab_size",)),
                 needs="an EAGLE-3 drafter", checkpoint="a speculators-format EAGLE-3 checkpoint",
-                network="engine.drafters.eagle3", round="engine.decoding.eagle3_drafter"),
+                network="engine.drafters.eagle3", round="engine.decoding.drafting.eagle3"),
     DrafterKind("dflash", "DFlash drafter", family="DFlash",
                 folder=FolderMarks(architectures=("dflash",), keys=("dflash_config",)), block=True,
                 needs="a DFlash drafter", checkpoint="a z-lab DFlash or DFlash2 checkpoint",
-                network="engine.drafters.dflash", round="engine.decoding.dflash_drafter"),
+                network="engine.drafters.dflash", round="engine.decoding.drafting.dflash"),
     DrafterKind("dspark", "DSpark drafter", family="DSpark",
                 folder=FolderMarks(architectures=("dspark",), speculators_types=("dspark",),
                                    tags=(("dflash_config", "projector_type", "dspark"),)), block=True,
                 needs="a DSpark drafter", checkpoint="a DeepSeek DSpark checkpoint",
-                network="engine.drafters.dspark", round="engine.decoding.dspark_drafter"),
+                network="engine.drafters.dspark", round="engine.decoding.drafting.dspark"),
 )}
 
 

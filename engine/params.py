@@ -38,7 +38,7 @@ class GenerationParams:
     Attributes:
         mode: "speculative" drafts and verifies; "standard" runs the target alone (the toggle's baseline).
         drafter: where drafts come from, one of `drafter_kinds.names()`: "auto" (Automatic, the default: each round the
-            drafter the pair has that the adaptive policy predicts fastest, or none; `decoding/automatic.py`), a draft
+            drafter the pair has that the adaptive policy predicts fastest, or none; `decoding/drafting/automatic.py`), a draft
             "model", prompt "lookup" (n-gram matches in the context, no draft model needed), "model+lookup" (lookup when it finds a match, the model otherwise) or "mtp"
             (the target's built-in MTP head, for targets that ship one: Qwen3.5/3.6, Qwen3-Next, MiMo), "eagle3"
             (an EAGLE-3 drafter loaded as the pair's draft: `--draft` naming a speculators folder), "dflash" (a
@@ -67,7 +67,7 @@ class GenerationParams:
             in less memory. Draft and target use the same caches in every mode, so speculation stays exact
             with respect to the quantized target.
         ssd: speculative speculative decoding (seed 001): the draft model drafts the next round for the likely
-            outcomes while the target verifies (`decoding/ssd.py`), in the rounds where that measures faster.
+            outcomes while the target verifies (`decoding/drafting/ssd.py`), in the rounds where that measures faster.
         fanout: with `ssd`, the outcomes pre-drafted per likely accepted length.
         ssd_always: with `ssd`, pre-draft every round, faster or not (to measure SSD itself: the benchmark's
             ssd mode).

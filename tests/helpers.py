@@ -216,8 +216,8 @@ def assert_a_regenerate_and_a_gap_keep_the_output(pair: ModelPair, target: Loade
 def recorded_head_rounds(pair: ModelPair, runner, monkeypatch, prompts: list[str], params: GenerationParams) -> list[tuple]:
     """(context, draft ids, draft logits (K, V)) of every round a drafter on `MTPDrafter`'s loop (the MTP head,
     EAGLE-3; `runner` its state's runner) drafted, over answers to `prompts`: what the parity tests compare."""
+    from engine.decoding.drafting.mtp import MTPDrafter
     from engine.decoding.generation import generate
-    from engine.decoding.mtp_drafter import MTPDrafter
 
     rounds: list[tuple] = []
     logits_of = runner.logits

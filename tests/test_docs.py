@@ -139,6 +139,6 @@ def test_a_broken_link_is_caught(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     (tmp_path / "there.md").write_text("# A heading\n")
     page.write_text("[ok](there.md#a-heading) [gone](missing.md) [bad](there.md#nothing) [web](https://x.org/y)\n"
-                    "`engine/no_such_module.py` `engine/decoding/policy.py`\n")
+                    "`engine/no_such_module.py` `engine/decoding/policy/draft_length.py`\n")
     assert [p.split(":")[0] for p in broken_links(page)] == ["link 'missing.md'", "link 'there.md#nothing'",
                                                              "`engine/no_such_module.py`"]

@@ -20,21 +20,21 @@ from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
 from ..params import GenerationParams
 from .answer import Answer
-from .automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
 from .cached_model import CachedModel, common_prefix_length
-from .chat import FALLBACK_TURN_END, Message
 from .constraint import Constraint, constraint_for
-from .draft import Drafter
-from .draft_model import DraftModelDrafter
-from .history import DraftHistory, FilteredHistory
+from .drafting.automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
+from .drafting.draft_model import DraftModelDrafter
+from .drafting.drafter import Drafter
+from .drafting.history_lookup import DraftHistory, FilteredHistory
+from .drafting.lookup import PromptLookupDrafter
+from .drafting.ssd import SsdDrafter, SsdSwitch
 from .pair import ModelPair, round_side
-from .policy import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
-from .prompt_kind import draft_model_source
-from .prompt_lookup import PromptLookupDrafter
+from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
+from .policy.prompt_kind import draft_model_source
+from .prompt_ids import FALLBACK_TURN_END, Message
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
-from .ssd import SsdDrafter, SsdSwitch
 from .standard import StandardDecoder
 
 Cancel = Callable[[], bool]

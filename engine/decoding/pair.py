@@ -23,10 +23,10 @@ from ..models.load_progress import LoadProgress
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 from .cached_model import CachedModel
-from .chat import Message, is_base_model, prompt_token_ids
-from .drafter_state import AttachedStates
-from .history import DraftHistory
+from .drafting.drafter_state import AttachedStates
+from .drafting.history_lookup import DraftHistory
 from .prompt_cache import PromptCache
+from .prompt_ids import Message, is_base_model, prompt_token_ids
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 
 Kept = TypeVar("Kept")  # what a pair keeps per settings: a DraftPolicy, or SSD's switch

@@ -39,9 +39,9 @@ from . import logprobs as logprob_package
 from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, verify_sampled
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
-from .draft import NO_DRAFT, Draft, Drafter
-from .estimates import RoundCosts
-from .policy import DraftPolicy
+from .drafting.drafter import NO_DRAFT, Draft, Drafter
+from .policy.draft_length import DraftPolicy
+from .policy.estimates import RoundCosts
 from .rounds import Round, round_origins
 from .sampling import Warper
 

@@ -9,7 +9,7 @@ without `.weight`). There is no embedding table and no LM head: the drafter borr
 
 The API the round uses (one generation, batch 1; the network is `dflash_model.py`):
 
-    drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashDrafter(model, target)
+    drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashRunner(model, target)
     logits, taps = tap(prompt_ids, target_cache)     # a Tap: the target's pass that also returns its tapped
     drafter.feed(taps)                               # layers, concatenated: (1, L, n_taps * hidden)
     block = drafter.draft(last_token)                # -> BlockDraft: ids (B-1,), logits (B-1, V), probs or None
@@ -26,7 +26,7 @@ selector's path (q of step i depends on the token drawn at i - 1, which is still
 gets the drafter's raw logits, so a penalty or width fit is the chooser's to apply; `position` says which context
 index the first drafted token has (coupled sampling's noise). `absorb()` writes queued context into the cache
 without drafting (a prompt's prefill chunks). In the round, the target side is the target's own passes
-(`engine/decoding/dflash_drafter.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
+(`engine/decoding/drafting/dflash.py` hears their states through `engine/decoding/hidden_states.py`); `layer_tap`,
 a `Tap` built on layer wrappers, serves the parity tests and the cost benchmark.
 """
 
@@ -173,11 +173,11 @@ def load_dflash(path: Path) -> DFlashModel:
     return model
 
 
-def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> DFlashDrafter:
+def load_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any], target_name: str) -> DFlashRunner:
     """A DFlash folder loaded as the drafter of `target`, or one line saying why they do not pair."""
     config = read_dflash_config(Path(path))
     check_target(Path(path), config, target_config, len(target_layers(target)), target_name)
-    return DFlashDrafter(load_dflash(Path(path)), target)
+    return DFlashRunner(load_dflash(Path(path)), target)
 
 
 # --- the target side: its embedding table, its LM head, its layers ------------------------------------------
@@ -250,7 +250,7 @@ def _record_output(layer: nn.Module, slot: int, outputs: dict[int, mx.array]) ->
 # --- the drafter ----------------------------------------------------------------------------------------------
 
 
-class DFlashDrafter:
+class DFlashRunner:
     """A DFlash drafter bound to its target for one generation: its cache of context, and the block pass.
 
     Attributes:

@@ -27,13 +27,13 @@ import mlx.nn as nn
 
 from ..errors import NotAModelError
 from ..models.folder_kind import drafter_kind, folder_name, read_json
-from .dflash import BlockDraft, DFlashDrafter, parse_config, parsed_or_refused, published_weights, target_layers
+from .dflash import BlockDraft, DFlashRunner, parse_config, parsed_or_refused, published_weights, target_layers
 from .dflash_model import Chooser
 from .dflash_pairing import check_target
 from .dspark_model import DSparkConfig, DSparkModel, confident_length
 from .weights import load_strictly
 
-__all__ = ["DSparkDraft", "DSparkDrafter", "confident_length", "load_dspark", "load_dspark_drafter_for",
+__all__ = ["DSparkDraft", "DSparkRunner", "confident_length", "load_dspark", "load_dspark_drafter_for",
            "read_dspark_config"]
 
 
@@ -140,17 +140,17 @@ def load_dspark(path: Path) -> DSparkModel:
 
 
 def load_dspark_drafter_for(path: Path, target: nn.Module, target_config: dict[str, Any],
-                            target_name: str) -> DSparkDrafter:
+                            target_name: str) -> DSparkRunner:
     """A DSpark folder loaded as the drafter of `target`, or one line saying why they do not pair."""
     model = load_dspark(Path(path))
     check_target(Path(path), model.config, target_config, len(target_layers(target)), target_name, "DSpark")
-    return DSparkDrafter(model, target)
+    return DSparkRunner(model, target)
 
 
 # --- the drafter ----------------------------------------------------------------------------------------------
 
 
-class DSparkDrafter(DFlashDrafter):
+class DSparkRunner(DFlashRunner):
     """A DSpark drafter bound to its target for one generation: DFlash's context cache, DSpark's heads.
 
     Its embedding table and LM head are its own when the folder ships them, the target's otherwise.

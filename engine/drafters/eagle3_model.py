@@ -11,7 +11,7 @@ residual stream entering layer i):
     out  = x;  logits = lm_head(norm(out))                 (a reduced vocabulary: draft id i is target id i + d2t[i])
 
 Entry t of the drafter's KV cache pairs the taps at t with the token at t + 1, exactly as the MTP head's entries
-do, so the round reuses the MTP head's bookkeeping (`engine/decoding/mtp_drafter.py`). Later draft tokens chain:
+do, so the round reuses the MTP head's bookkeeping (`engine/decoding/drafting/mtp.py`). Later draft tokens chain:
 the drafter's own pre-norm output `out` stands in for g (it is not projected by fc), as speculators trains it
 ("training-time test") and vLLM and mlx-vlm run it.
 

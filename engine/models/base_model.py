@@ -1,7 +1,7 @@
 """Whether a model on disk is a base model (no chat template), judged from its files without loading it.
 
 A base model continues text; it has no chat template, so chats reach it as a plain transcript (see
-decoding/chat.py). The picker says so before the user loads one and wonders why it keeps writing "User:" lines.
+decoding/prompt_ids.py). The picker says so before the user loads one and wonders why it keeps writing "User:" lines.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_before_any_drafted_round_the_card_says_what_it_waits_for(qtbot) -> None
 def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None:
     from dataclasses import replace
 
-    from tests.engine.decoding.test_cost_model import round_event
+    from tests.engine.decoding.policy.test_cost_model import round_event
 
     card = CostCard()
     qtbot.addWidget(card)
@@ -61,8 +61,8 @@ def test_the_card_predicts_each_drafter_from_published_acceptance_labelled_as_su
     """Issue 23: the card predicted only the draft model, from the acceptance measured here."""
     from dataclasses import replace
 
-    from engine.decoding.apple_prediction import PUBLISHED, predicted_speedup, predictions
-    from tests.engine.decoding.test_cost_model import round_event
+    from engine.decoding.policy.apple_prediction import PUBLISHED, predicted_speedup, predictions
+    from tests.engine.decoding.policy.test_cost_model import round_event
 
     card = CostCard()
     qtbot.addWidget(card)
@@ -96,7 +96,7 @@ def test_the_y_label_is_never_given_a_scale_the_card_cuts_off(qtbot) -> None:
 def test_the_apple_section_says_a_block_drafters_cost_per_token_as_the_card_does() -> None:
     """Issue 32: one DFlash answer showed "0.26 target steps per token" above and "c 1.03" (per block pass) here."""
     from app.cost_card import describe_published
-    from engine.decoding.apple_prediction import predictions
+    from engine.decoding.policy.apple_prediction import predictions
 
     dflash = next(row for row in predictions({"dflash": 1.6}) if row.drafter == "dflash")
     assert f"c = {1.6 / dflash.published.k:.2f} target steps per token from this answer" in describe_published([dflash])

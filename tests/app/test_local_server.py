@@ -12,8 +12,8 @@ from app.chat_view import WAITING_FOR_SERVER
 from engine.decoding.generation import generate
 from engine.events import TokenEvent
 from engine.params import GenerationParams
-from engine.tools.generation_queue import GenerationJob
-from engine.tools.listener import bind
+from engine.serving.generation_queue import GenerationJob
+from engine.serving.listener import bind
 
 from .conftest import FIXED_GREEDY
 

@@ -34,7 +34,7 @@ from mlx_lm.utils import _get_classes
 
 from engine.decoding.generation import generate_stream
 from engine.decoding.pair import ModelPair
-from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, parse_config
+from engine.drafters.dflash import DFlashRunner, layer_tap, load_dflash, parse_config
 from engine.drafters.dflash_model import DFlashModel
 from engine.events import RoundEvent
 from engine.fixtures.tiny_dflash import build_dflash_pair, drafter_config, target_config
@@ -50,10 +50,10 @@ def seconds(run: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def costs(target: Any, drafter: DFlashDrafter, repeats: int, verify_width: int = 16) -> tuple[float, float]:
+def costs(target: Any, drafter: DFlashRunner, repeats: int, verify_width: int = 16) -> tuple[float, float]:
     """(c, v(width)): a block pass and a verify of `verify_width` tokens (a whole DFlash block: 16), each over one
     target step, at a fixed context."""
-    tap = layer_tap(target, drafter.config.target_layer_ids)
+    tap = tapped_pass(target, drafter.config.target_layer_ids)
     cache = make_prompt_cache(target)
     _, hidden = tap(mx.array([[1 + i % 7 for i in range(CONTEXT)]]), cache)
     drafter.draft(1, hidden[:, :-1])
@@ -73,13 +73,13 @@ def costs(target: Any, drafter: DFlashDrafter, repeats: int, verify_width: int =
     return statistics.median(times["block"]) / step, statistics.median(times["verify"]) / step
 
 
-def tiny_pair(root: Path) -> tuple[Any, DFlashDrafter]:
+def tiny_pair(root: Path) -> tuple[Any, DFlashRunner]:
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3")
     target = load_model(str(target_dir)).model
-    return target, DFlashDrafter(load_dflash(drafter_dir), target)
+    return target, DFlashRunner(load_dflash(drafter_dir), target)
 
 
-def random_pair(target_shape: dict[str, Any], drafter_layers: int, taps: list[int]) -> tuple[Any, DFlashDrafter]:
+def random_pair(target_shape: dict[str, Any], drafter_layers: int, taps: list[int]) -> tuple[Any, DFlashRunner]:
     """A random Qwen3 target of `target_shape` and a random DFlash drafter of its width; float32, as the engine
     computes on the CPU."""
     config = {**target_config("qwen3"), **target_shape}
@@ -92,10 +92,10 @@ def random_pair(target_shape: dict[str, Any], drafter_layers: int, taps: list[in
     for m in (target, model):
         m.update(tree_map(lambda p: p.astype(mx.float32), m.parameters()))
         mx.eval(m.parameters())
-    return target, DFlashDrafter(model, target)
+    return target, DFlashRunner(model, target)
 
 
-def proportioned_pair(width: int = 512) -> tuple[Any, DFlashDrafter]:
+def proportioned_pair(width: int = 512) -> tuple[Any, DFlashRunner]:
     """Random Qwen3-8B / Qwen3-8B-DFlash-b16 proportions (36 target layers, 5 drafter layers, 5 taps, 8 query
     heads per KV head... at `width`)."""
     shape = {"hidden_size": width, "intermediate_size": 3 * width, "num_attention_heads": width // 64,
@@ -103,14 +103,14 @@ def proportioned_pair(width: int = 512) -> tuple[Any, DFlashDrafter]:
     return random_pair(shape, 5, [1, 9, 17, 25, 33])
 
 
-def sized_pair() -> tuple[Any, DFlashDrafter]:
+def sized_pair() -> tuple[Any, DFlashRunner]:
     """A random target of Qwen3-0.6B's shape and a 5-layer DFlash drafter for it (see the module doc)."""
     shape = {"hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8,
              "head_dim": 128, "vocab_size": 151936, "num_hidden_layers": 28, "tie_word_embeddings": True}
     return random_pair(shape, 5, [1, 7, 13, 19, 25])
 
 
-def byte_share(target: Any, drafter: DFlashDrafter) -> float:
+def byte_share(target: Any, drafter: DFlashRunner) -> float:
     """Weights a block pass reads (the drafter's own and the LM head it borrows) over the target's."""
     def size(module: Any) -> int:
         return sum(v.size for _, v in tree_flatten(module.parameters()))

@@ -21,7 +21,7 @@ import mlx.core as mx
 from mlx.utils import tree_map
 from mlx_lm.utils import _get_classes
 
-from engine.drafters.dspark import DSparkDrafter, load_dspark, parse_dspark_config
+from engine.drafters.dspark import DSparkRunner, load_dspark, parse_dspark_config
 from engine.drafters.dspark_model import DSparkModel
 from engine.fixtures.tiny_dflash import target_config
 from engine.fixtures.tiny_dspark import build_dspark_pair, drafter_config
@@ -31,13 +31,13 @@ from tests.benchmarks.dflash_cost import costs
 SHARED = {"embed_tokens.weight", "lm_head.weight"}  # DeepSeek's heads ship both
 
 
-def tiny_pair(root: Path) -> tuple[Any, DSparkDrafter]:
+def tiny_pair(root: Path) -> tuple[Any, DSparkRunner]:
     target_dir, drafter_dir = build_dspark_pair(root, "qwen3")
     target = load_model(str(target_dir)).model
-    return target, DSparkDrafter(load_dspark(drafter_dir), target)
+    return target, DSparkRunner(load_dspark(drafter_dir), target)
 
 
-def proportioned_pair(width: int = 512) -> tuple[Any, DSparkDrafter]:
+def proportioned_pair(width: int = 512) -> tuple[Any, DSparkRunner]:
     """Random Qwen3-8B / dspark_qwen3_8b_block7 proportions at `width`, in float32 as the engine computes on the CPU."""
     shape = {"hidden_size": width, "intermediate_size": 3 * width, "num_attention_heads": width // 64,
              "num_key_value_heads": width // 256, "head_dim": 64, "vocab_size": 4096}
@@ -50,7 +50,7 @@ def proportioned_pair(width: int = 512) -> tuple[Any, DSparkDrafter]:
     for m in (target, model):
         m.update(tree_map(lambda p: p.astype(mx.float32), m.parameters()))
         mx.eval(m.parameters())
-    return target, DSparkDrafter(model, target)
+    return target, DSparkRunner(model, target)
 
 
 def main() -> None:

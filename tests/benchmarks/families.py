@@ -18,11 +18,11 @@ from pathlib import Path
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+from engine.cli.benchmark import measure_ours
 from engine.decoding.pair import ModelPair
 from engine.fixtures.tiny_families import FAMILIES, build_family
 from engine.models.loading import load_model
 from engine.params import GenerationParams
-from engine.tools.benchmark import measure_ours
 
 PROMPT = "Tell me about speculative decoding and sliding windows in some detail, please, with examples."
 

@@ -18,8 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.decoding.cost_model import best_speedup, ssd_speedup
-from engine.decoding.ssd import SSD_LENGTHS
+from engine.decoding.drafting.ssd import SSD_LENGTHS
+from engine.decoding.policy.cost_model import best_speedup, ssd_speedup
 
 
 def main() -> int:

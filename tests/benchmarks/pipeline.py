@@ -96,7 +96,7 @@ def configuration(args: argparse.Namespace, prompts: list[str], ranks: int, dela
 
 def report(rows: list[tuple[str, dict]]) -> None:
     """The table, and the latency term's prediction from the single-rank figures."""
-    from engine.decoding.cost_model import pipelined_speedup
+    from engine.decoding.policy.cost_model import pipelined_speedup
 
     print("| configuration | standard tok/s | lookup tok/s | lookup / standard | lookup tokens per pass | head waiting on the ring |")
     print("| --- | --- | --- | --- | --- | --- |")

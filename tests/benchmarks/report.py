@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from engine.tools.benchmark import format_table
+from engine.cli.benchmark import format_table
 
 
 def time_weighted(runs: list[dict]) -> str:

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine.decoding.history import DraftHistory, start_indexing
+from engine.decoding.drafting.history_lookup import DraftHistory, start_indexing
 from engine.models.app_paths import RESOURCES
 
 
@@ -50,7 +50,7 @@ def main(model_dir: str, count: int = 1000) -> None:
           f"memory {history.nbytes / 1e6:.1f} MB ({history.nbytes / tokens:.1f} bytes a token)")
     from mlx_lm.utils import load_tokenizer
 
-    from engine.decoding.chat import prompt_token_ids
+    from engine.decoding.prompt_ids import prompt_token_ids
 
     tokenizer = load_tokenizer(Path(model_dir))
     grown = prompt_token_ids(tokenizer, chats[7] + [{"role": "user", "content": "And once more, shorter."}])

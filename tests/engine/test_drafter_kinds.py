@@ -67,8 +67,8 @@ ROUND = '''
 """The made-up Sketch drafter's round side: it hears the target's last layer, and drafts the last token again."""
 import mlx.core as mx
 
-from engine.decoding.draft import NO_DRAFT, point_draft
-from engine.decoding.drafter_state import AttachedStates
+from engine.decoding.drafting.drafter import NO_DRAFT, point_draft
+from engine.decoding.drafting.drafter_state import AttachedStates
 from engine.decoding.hidden_states import LayerTap
 
 
@@ -139,14 +139,14 @@ def sketch(tmp_path, monkeypatch):
 def test_a_registered_kind_is_offered_and_named_everywhere(sketch, tiny_dirs) -> None:
     """`--drafter`, the server's `drafter` field, the picker (its label, what the folder drafts as, whether it fits),
     Compare and the stats line: all from the row, no other file touched."""
+    from engine.cli.main import build_parser
     from engine.comparison import side_label, sides
     from engine.drafters.pairing import check_draft
     from engine.events import GenerationResult, GenerationStats
     from engine.models.draft_choice import drafter_for, drafts_with
     from engine.models.folder_kind import foreign_kind
-    from engine.tools.api_error import ApiError
-    from engine.tools.cli import build_parser
-    from engine.tools.openai_api import request_params
+    from engine.serving.api_error import ApiError
+    from engine.serving.openai_api import request_params
 
     args = build_parser().parse_args(["generate", "--target", "t", "--prompt", "hi", "--drafter", "sketch"])
     assert args.drafter == "sketch"

@@ -106,8 +106,8 @@ def test_the_draft_model_drafts_under_the_constraint(tiny_pair: ModelPair, tempe
     """Every drafted token is one the grammar allows after the draft before it, and q is zero where it forbids."""
     import mlx.core as mx
 
-    from engine.decoding.draft_model import DraftModelDrafter
-    from engine.decoding.policy import FixedDraftLength
+    from engine.decoding.drafting.draft_model import DraftModelDrafter
+    from engine.decoding.policy.draft_length import FixedDraftLength
     from engine.decoding.sampling import Warper
 
     constraint = Constraint.for_schema(json.dumps(SCHEMA), tiny_pair.tokenizer, tiny_pair.vocab_width)

@@ -291,8 +291,8 @@ def test_standard_decoding_ignores_lenience(tiny_pair: ModelPair) -> None:
 def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPair) -> None:
     """Issue 27: through the server, prefilling a draft that would not draft cost about a tenth of the speed.
     A probe's draft catches up on the prompt instead, and the answer is the same."""
-    from engine.decoding.estimates import RoundCosts
     from engine.decoding.generation import _policy
+    from engine.decoding.policy.estimates import RoundCosts
 
     params = GREEDY.replace(adaptive=True, max_tokens=30)
     policy = _policy(tiny_pair, params)
@@ -339,7 +339,7 @@ def test_tokens_per_pass_counts_the_pass_that_ended_the_answer(tiny_target: Load
 def test_a_base_model_chatting_stops_where_it_starts_the_next_user_turn(tmp_path: Path) -> None:
     """A model without a chat template gets the fallback transcript and, like a real base model, goes on to write
     a "User:" turn of its own; the answer ends there, in standard and speculative decoding alike."""
-    from engine.decoding.chat import FALLBACK_TURN_END
+    from engine.decoding.prompt_ids import FALLBACK_TURN_END
     from engine.fixtures.tiny_base_model import NEXT_TURN, build_tiny_base_model
 
     base = load_model(str(build_tiny_base_model(tmp_path)))

@@ -70,8 +70,8 @@ def test_a_package_unpacks_into_the_rows_tokens() -> None:
 
 def test_a_draft_model_round_with_logprobs_still_reads_the_device_once(tiny_pair: ModelPair, monkeypatch) -> None:
     """The logprobs ride on the round's one read of the verdict."""
-    from engine.decoding.draft_model import DraftModelDrafter
-    from engine.decoding.policy import FixedDraftLength
+    from engine.decoding.drafting.draft_model import DraftModelDrafter
+    from engine.decoding.policy.draft_length import FixedDraftLength
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.chat import for_template
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
+from engine.decoding.prompt_ids import for_template
 from engine.decoding.reasoning import ReasoningSplitter, ThinkMarkers, can_switch_thinking, think_markers
 from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.fixtures.tiny_thinking import ANSWER, REASONING

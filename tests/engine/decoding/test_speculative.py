@@ -158,9 +158,9 @@ def test_every_drafted_token_is_verified_and_counted(tiny_target: LoadedModel) -
     target had verified it (1.62 instead of 2.47 tokens per round at K = 4), and told the policy fewer tokens
     were drafted than the pass verified. With draft == target every drafted token is accepted, so each round
     of an adaptive policy held at K = 4 must accept all 4 and report them to the policy."""
-    from engine.decoding.draft_model import DraftModelDrafter
-    from engine.decoding.estimates import RoundCosts
-    from engine.decoding.policy import AdaptiveDraftLength
+    from engine.decoding.drafting.draft_model import DraftModelDrafter
+    from engine.decoding.policy.draft_length import AdaptiveDraftLength
+    from engine.decoding.policy.estimates import RoundCosts
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
@@ -215,8 +215,8 @@ def test_smollm_with_itself_accepts_every_draft_under_a_repetition_penalty(smoll
 
 def test_a_draft_model_round_reads_the_device_once(tiny_pair: ModelPair, monkeypatch) -> None:
     """Drafting queues its work and returns lazy arrays; the round's verdict is the only read."""
-    from engine.decoding.draft_model import DraftModelDrafter
-    from engine.decoding.policy import FixedDraftLength
+    from engine.decoding.drafting.draft_model import DraftModelDrafter
+    from engine.decoding.policy.draft_length import FixedDraftLength
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 
@@ -294,8 +294,8 @@ def test_plain_rounds_read_a_token_that_was_queued(tiny_pair: ModelPair, monkeyp
     """On MLX's CPU backend a token built after the next pass was queued waits behind that pass when read
     (11 ms a step on SmolLM2: the never-drafting speculative decoder ran at 0.93x standard). Every plain round
     after the first must read an array handed to async_eval before, as standard decoding does."""
-    from engine.decoding.policy import FixedDraftLength
-    from engine.decoding.prompt_lookup import PromptLookupDrafter
+    from engine.decoding.drafting.lookup import PromptLookupDrafter
+    from engine.decoding.policy.draft_length import FixedDraftLength
     from engine.decoding.sampling import Warper
     from engine.decoding.speculative import SpeculativeDecoder
 

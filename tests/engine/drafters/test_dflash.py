@@ -23,7 +23,7 @@ from mlx.utils import tree_flatten
 from mlx_lm import load
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 
-from engine.drafters.dflash import DFlashDrafter, layer_tap, load_dflash, load_drafter_for, target_layers
+from engine.drafters.dflash import DFlashRunner, layer_tap, load_dflash, load_drafter_for, target_layers
 from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from tests.dflash_pairs import reference_drafter
@@ -95,7 +95,7 @@ def test_our_drafter_drafts_what_the_reference_drafted_in_each_round_of_its_stre
     target, tokenizer = load(str(target_dir))
     assert tokens == plain_greedy(target, tokenizer.encode(PROMPT), TOKENS)  # the reference is exact here
     assert max(per_round) >= 2 and len(recorded.calls) >= 10  # rounds that accepted drafts, and many rounds
-    ours = DFlashDrafter(load_dflash(drafter_dir), target)
+    ours = DFlashRunner(load_dflash(drafter_dir), target)
     worst = 0.0
     for last, size, hidden, logits, ids in recorded.calls:
         block = ours.draft(last, hidden, block_size=size)
@@ -110,7 +110,7 @@ def test_draft_logits_match_the_reference_on_random_hidden_states(root: Path, mo
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", version)
     target, _ = load(str(target_dir))
     theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
-    ours = DFlashDrafter(load_dflash(drafter_dir), target)
+    ours = DFlashRunner(load_dflash(drafter_dir), target)
     their_cache = theirs.make_cache()
     mx.random.seed(3)
     for length, last in ((7, 1), (3, 4), (5, 2)):  # the cache grows as rounds feed it
@@ -128,7 +128,7 @@ def test_our_tap_gives_the_reference_its_hidden_states(root: Path, monkeypatch: 
     target_dir, drafter_dir = build_dflash_pair(root, kind)
     _, _, recorded = run_reference(target_dir, drafter_dir, monkeypatch)
     target, tokenizer = load(str(target_dir))
-    _, taps = layer_tap(target, (0, 2))(mx.array([tokenizer.encode(PROMPT)]), make_prompt_cache(target))
+    _, taps = tapped_pass(target, (0, 2))(mx.array([tokenizer.encode(PROMPT)]), make_prompt_cache(target))
     assert mx.max(mx.abs(taps - recorded.calls[0][2])).item() < 1e-5
 
 
@@ -142,7 +142,7 @@ def greedy_loop(target_dir: Path, drafter_dir: Path, make_drafter: Callable[[Pat
     recurrent one by prefilling the accepted context again): the stream and every verified block's ids."""
     target, tokenizer = load(str(target_dir))
     drafter = make_drafter(drafter_dir, target)
-    tap = layer_tap(target, drafter.config.target_layer_ids)
+    tap = tapped_pass(target, drafter.config.target_layer_ids)
     prompt = tokenizer.encode(PROMPT)
     cache = make_prompt_cache(target)
     logits, hidden = tap(mx.array([prompt]), cache)
@@ -164,11 +164,11 @@ def greedy_loop(target_dir: Path, drafter_dir: Path, make_drafter: Callable[[Pat
 
 
 def greedy_dflash(target_dir: Path, drafter_dir: Path) -> tuple[list[int], list[list[int]]]:
-    def propose(drafter: DFlashDrafter, last: int, hidden: mx.array, wanted: int) -> list[int]:
+    def propose(drafter: DFlashRunner, last: int, hidden: mx.array, wanted: int) -> list[int]:
         size = min(drafter.config.block_size, wanted + 1)  # the reference's last block is shorter
         return drafter.draft(last, hidden, block_size=size).ids.tolist()
 
-    return greedy_loop(target_dir, drafter_dir, lambda path, target: DFlashDrafter(load_dflash(path), target), propose)
+    return greedy_loop(target_dir, drafter_dir, lambda path, target: DFlashRunner(load_dflash(path), target), propose)
 
 
 def cache_trim(cache: list[Any], n: int) -> None:
@@ -199,7 +199,7 @@ def test_sampled_blocks_return_the_q_the_reference_samples_from(root: Path, monk
     target, _ = load(str(target_dir))
     theirs = reference_drafter(drafter_dir, monkeypatch).bind(target)
     monkeypatch.setattr(ref, "_sample_probs", second_choice)
-    ours = DFlashDrafter(load_dflash(drafter_dir), target)
+    ours = DFlashRunner(load_dflash(drafter_dir), target)
     hidden = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(5))
     block = mx.array([[2] + [theirs.config.mask_token_id] * 15])
     if version == 2:
@@ -224,14 +224,14 @@ def test_a_rewound_drafter_drafts_as_one_fed_only_the_kept_context(root: Path, v
     target, _ = load(str(target_dir))
     model = load_dflash(drafter_dir)
     hidden = mx.random.normal((1, 10, 2 * 64), key=mx.random.key(1))
-    drafted, queued = DFlashDrafter(model, target), DFlashDrafter(model, target)
+    drafted, queued = DFlashRunner(model, target), DFlashRunner(model, target)
     drafted.draft(3, hidden)  # all 10 positions in the cache
     queued.feed(hidden)  # all 10 queued, none in the cache yet
     drafted.rewind(6)
     queued.rewind(4)
     assert (drafted.length, queued.length) == (6, 4)
     for rewound, kept in ((drafted, 6), (queued, 4)):
-        expected = DFlashDrafter(model, target).draft(5, hidden[:, :kept])
+        expected = DFlashRunner(model, target).draft(5, hidden[:, :kept])
         got = rewound.draft(5)
         assert got.ids.tolist() == expected.ids.tolist()
         assert mx.max(mx.abs(got.logits - expected.logits)).item() < 1e-5
@@ -288,8 +288,8 @@ def test_tapping_leaves_the_target_as_it_was_and_a_second_tap_replaces_the_first
     ids = mx.array([tokenizer.encode(PROMPT)])
     plain, names = target(ids), set(dict(tree_flatten(target.parameters())))
     kinds = [type(layer) for layer in target_layers(target)]
-    layer_tap(target, (0, 2))
-    logits, taps = layer_tap(target, (2,))(ids, make_prompt_cache(target))
+    tapped_pass(target, (0, 2))
+    logits, taps = tapped_pass(target, (2,))(ids, make_prompt_cache(target))
     assert mx.array_equal(logits, plain) and set(dict(tree_flatten(target.parameters()))) == names
     assert taps.shape == (1, ids.shape[1], 64)
     assert type(target_layers(target)[2]).__bases__ == (kinds[2],)  # replaced, not stacked
@@ -304,7 +304,7 @@ def test_context_absorbed_before_the_block_drafts_as_context_fed_with_it(root: P
     target, _ = load(str(target_dir))
     model = load_dflash(drafter_dir)
     hidden = mx.random.normal((1, 11, 2 * 64), key=mx.random.key(2))
-    whole, chunked = DFlashDrafter(model, target), DFlashDrafter(model, target)
+    whole, chunked = DFlashRunner(model, target), DFlashRunner(model, target)
     for start, end in ((0, 4), (4, 7), (7, 10)):
         chunked.feed(hidden[:, start:end])
         chunked.absorb()
@@ -319,7 +319,7 @@ def test_a_rewound_sliding_window_takes_one_position_at_a_time(root: Path) -> No
     window for one still filling from position 0 and failed (negative dimensions)."""
     target_dir, drafter_dir = build_dflash_pair(root, "qwen3", 1, True)
     target, _ = load(str(target_dir))
-    drafter = DFlashDrafter(load_dflash(drafter_dir), target)
+    drafter = DFlashRunner(load_dflash(drafter_dir), target)
     hidden = mx.random.normal((1, 12, 2 * 64), key=mx.random.key(4))
     drafter.draft(1, hidden[:, :10])
     drafter.rewind(8)  # a Regenerate

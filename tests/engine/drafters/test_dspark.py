@@ -26,7 +26,7 @@ from mlx_dspark.target import Target
 from mlx_lm import load
 
 from engine.drafters.dflash import dflash_version
-from engine.drafters.dspark import DSparkDrafter, confident_length, load_dspark, load_dspark_drafter_for
+from engine.drafters.dspark import DSparkRunner, confident_length, load_dspark, load_dspark_drafter_for
 from engine.errors import IncompatiblePairError, NotAModelError
 from engine.fixtures.tiny_dspark import build_dspark_pair, specforge_layout
 from tests.engine.drafters.test_dflash import greedy_loop, plain_greedy
@@ -118,7 +118,7 @@ def test_our_drafter_drafts_what_mlx_dspark_drafted_in_each_round_of_its_stream(
     assert tokens == plain_greedy(target, tokenizer.encode(PROMPT), TOKENS)  # the reference is exact here
     rounds = recorder.rounds
     assert len(rounds) >= 10 and any(r.ids != r.base_ids for r in rounds)  # many rounds; the Markov head matters
-    ours = DSparkDrafter(load_dspark(drafter_dir), target)
+    ours = DSparkRunner(load_dspark(drafter_dir), target)
     worst = 0.0
     for r in rounds:
         draft = ours.draft(r.last, r.context)
@@ -138,7 +138,7 @@ def test_specforges_packaging_drafts_as_deepseeks_does(root: Path) -> None:
     nested = specforge_layout(drafter_dir, root / "tiny-qwen3-DSpark-specforge")
     assert dflash_version(json.loads((nested / "config.json").read_text())) is None
     target, _ = load(str(target_dir))
-    deepseek, specforge = (DSparkDrafter(load_dspark(d), target) for d in (drafter_dir, nested))
+    deepseek, specforge = (DSparkRunner(load_dspark(d), target) for d in (drafter_dir, nested))
     mx.random.seed(5)
     context = mx.random.normal((1, 6, 2 * 64))
     assert deepseek.draft(3, context).ids.tolist() == specforge.draft(3, context).ids.tolist()
@@ -202,13 +202,13 @@ def greedy_dspark(target_dir: Path, drafter_dir: Path, threshold: float) -> tupl
     each draft: the stream, and each round's drafted ids and how many of them were verified."""
     rounds: list[tuple[list[int], int]] = []
 
-    def propose(drafter: DSparkDrafter, last: int, hidden: mx.array, wanted: int) -> list[int]:
+    def propose(drafter: DSparkRunner, last: int, hidden: mx.array, wanted: int) -> list[int]:
         draft = drafter.draft(last, hidden)
         ids = draft.ids.tolist()
         rounds.append((ids, confident_length(draft.confidence.tolist(), threshold) if threshold else len(ids)))
         return ids[: rounds[-1][1]]
 
-    tokens, _ = greedy_loop(target_dir, drafter_dir, lambda path, target: DSparkDrafter(load_dspark(path), target), propose)
+    tokens, _ = greedy_loop(target_dir, drafter_dir, lambda path, target: DSparkRunner(load_dspark(path), target), propose)
     return tokens, rounds
 
 
@@ -250,7 +250,7 @@ def test_sampled_drafts_return_the_q_mlx_dspark_samples_from(root: Path, monkeyp
         logq = logits / temperature - mx.logsumexp(logits / temperature, axis=-1, keepdims=True)
         return second_choice(logq).astype(mx.uint32), logq
 
-    got = DSparkDrafter(load_dspark(drafter_dir), target).draft(2, context, choose=choose)
+    got = DSparkRunner(load_dspark(drafter_dir), target).draft(2, context, choose=choose)
     assert got.ids.tolist() == ids.tolist()
     assert mx.max(mx.abs(got.probs - q)).item() < TOLERANCE
 
@@ -261,8 +261,8 @@ def test_a_shorter_block_drafts_the_first_tokens_of_the_full_one(root: Path) -> 
     target, _ = load(str(target_dir))
     model = load_dspark(drafter_dir)
     context = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(2))
-    full = DSparkDrafter(model, target).draft(4, context)
-    short = DSparkDrafter(model, target).draft(4, context, block_size=4)
+    full = DSparkRunner(model, target).draft(4, context)
+    short = DSparkRunner(model, target).draft(4, context, block_size=4)
     assert full.ids.shape == (7,) and short.ids.tolist() == full.ids[:3].tolist()
     assert mx.max(mx.abs(short.logits - full.logits[:3])).item() < 1e-5
 
@@ -280,6 +280,6 @@ def test_the_chooser_sees_each_steps_context_position_and_may_return_no_q(root: 
 
     context = mx.random.normal((1, 6, 2 * 64), key=mx.random.key(4))
     model = load_dspark(drafter_dir)
-    got = DSparkDrafter(model, target).draft(1, context, block_size=5, choose=greedy, position=40)
+    got = DSparkRunner(model, target).draft(1, context, block_size=5, choose=greedy, position=40)
     assert seen == [40, 41, 42, 43] and got.probs is None
-    assert got.ids.tolist() == DSparkDrafter(model, target).draft(1, context).ids[:4].tolist()
+    assert got.ids.tolist() == DSparkRunner(model, target).draft(1, context).ids[:4].tolist()

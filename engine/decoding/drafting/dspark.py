@@ -1,0 +1,73 @@
+"""Drafting with a DSpark drafter (DeepSeek's DeepSpec): DFlash's round, DSpark's Markov steps and confidence cut.
+
+A DSpark drafter (`drafters/dspark.py`) is DFlash's backbone with two small heads, so the round treats it as it
+treats a DFlash drafter (`dflash.py`): `DFlashState` hears the target's passes and keeps the drafter's
+cache of context, and one block pass per round drafts after the last token. What differs:
+
+- the block drafts from its first slot: DeepSeek's block of 7 proposes 7 tokens (`max_draft`), and a round asks
+  for the K the policy chose (`block_size = K + 1`): the backbone still sees its whole block, as it was trained,
+  but only K Markov steps run;
+- each Markov step's logits depend on the token drawn before it, so at T > 0 the draft is sampled along its
+  path and each position's q is the warped distribution of that step, what the exact rejection rule needs;
+- the confidence head cuts a draft where the chance that its next token survives is too small to pay for its
+  place in the verify pass (`DraftPolicy.least_survival`: the verify line's slope times the rate the policy
+  predicts; nothing is cut at a fixed K). Position i's confidence reads the block's state at i and the token
+  drafted before i, never the token at i, so where a draft stops does not depend on the token it would verify
+  next: the output stays the target's, greedy and sampled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlx.core as mx
+
+from ...drafters.dspark import DSparkDraft, confident_length, load_dspark_drafter_for
+from ...models.loading import LoadedModel
+from ..cached_model import CachedModel
+from ..policy.draft_length import DraftPolicy
+from ..sampling import Warper
+from .dflash import DFlashBlockDrafter, DFlashState
+
+SOURCE = "dspark"
+
+
+class DSparkBlockDrafter(DFlashBlockDrafter):
+    """Proposes up to K tokens of a DSpark block, cut by its confidence head, with the q each was drawn from.
+
+    Args:
+        state: the chat's DSpark side (`ModelPair.drafter_state("dspark")`), a `DFlashState` holding the DSpark drafter.
+        warper: the sampling warp shared with the target.
+        policy: chooses K and says how sure of a token the cut must be.
+    """
+
+    def __init__(self, state: DFlashState, warper: Warper, policy: DraftPolicy) -> None:
+        super().__init__(state, warper, policy)
+        self.source = SOURCE
+
+    def _block(self, context: list[int], k: int) -> tuple[mx.array, mx.array | None]:
+        """K Markov steps after `context`, then the confidence head's cut."""
+        block: DSparkDraft = self.state.drafter.draft(context[-1], block_size=k + 1, choose=self._chooser(context),
+                                                      position=len(context))
+        keep = self._confident(block, k)
+        return block.ids[:keep], None if block.probs is None else block.probs[:keep]
+
+    def _confident(self, block: DSparkDraft, k: int) -> int:
+        """How many of the K drafted tokens to verify: all of them unless the policy asks for a cut and the head
+        has a confidence head (reading it waits for the draft: a cut needs its length on the host)."""
+        threshold = self.policy.least_survival()
+        if threshold <= 0.0 or block.confidence is None:
+            return k
+        return min(k, confident_length(block.confidence.tolist(), threshold))
+
+
+def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DFlashState:
+    """The DSpark drafter in `path` bound to the target, with its side of the chat (DFlash's); one line if it does
+    not fit the target or is a head SpecChat cannot run (`drafters/dspark.py`)."""
+    drafter = load_dspark_drafter_for(path, target.model, target.config, target.display_name)
+    return DFlashState(drafter, target_cache)
+
+
+def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DSparkBlockDrafter:
+    """The round's drafter for a DSpark side of the chat."""
+    return DSparkBlockDrafter(state, warper, policy)

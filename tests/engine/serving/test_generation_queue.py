@@ -1,0 +1,76 @@
+"""A job's output as the server hands it on: a thinking model's reasoning apart from its answer, the answer alone
+split into text and tool calls, and every part adding up to what the engine's result holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+from engine.events import GenerationResult, GenerationStats, Part, TokenEvent
+from engine.serving.generation_queue import GenerationJob, run_job
+from engine.serving.pieces import ReasoningPiece, TextPiece, ToolCall
+from engine.serving.tool_calls import ToolChoice, Tooling
+from tests.engine.serving.scripted import GREEDY, WEATHER_CALL, WEATHER_TOOL
+
+
+def _run(tokenizer: Any, script: list[tuple[str, Part]], answer: str, reasoning: str,
+         tooling: Tooling | None = None) -> list[object]:
+    """What `run_job` delivers for a generation that streams `script` ((text, part) per token) and ends with the
+    result's `answer` and `reasoning` (which may hold what the detokenizers released only at the end)."""
+    def stream(pair: Any, prompt: Any, params: Any, **_: Any) -> Iterator[object]:
+        for i, (text, part) in enumerate(script):
+            yield TokenEvent(i, text, "target", i, part)
+        parts = [part for _, part in script]
+        yield GenerationResult(answer, list(range(len(script))), ["target"] * len(script), "standard", "stop",
+                               GenerationStats(), reasoning=reasoning, parts=parts)
+
+    delivered: list[object] = []
+    job = GenerationJob([{"role": "user", "content": "Hi"}], True, GREEDY, delivered.append, tooling=tooling)
+    run_job(SimpleNamespace(tokenizer=tokenizer), job, stream=stream)
+    return delivered
+
+
+def _pieces(delivered: list[object], kind: type) -> list[Any]:
+    return [event for event in delivered if isinstance(event, kind)]
+
+
+def test_a_call_written_in_the_reasoning_is_not_a_call(tool_target) -> None:
+    script = [("I could write ", "reasoning"), (WEATHER_CALL, "reasoning"), ("", "marker"), ("It is sunny.", "answer")]
+    delivered = _run(tool_target.tokenizer, script, "It is sunny.", "I could write " + WEATHER_CALL,
+                     Tooling([WEATHER_TOOL], ToolChoice("auto")))
+    assert _pieces(delivered, ToolCall) == []
+    assert "".join(p.text for p in _pieces(delivered, ReasoningPiece)) == "I could write " + WEATHER_CALL
+    assert "".join(p.text for p in _pieces(delivered, TextPiece)) == "It is sunny."
+
+
+def test_a_call_in_the_answer_after_reasoning_is_still_made(tool_target) -> None:
+    script = [("Paris: ask the tool.", "reasoning"), ("", "marker"), (WEATHER_CALL, "answer")]
+    delivered = _run(tool_target.tokenizer, script, WEATHER_CALL, "Paris: ask the tool.",
+                     Tooling([WEATHER_TOOL], ToolChoice("auto")))
+    assert [(call.name, call.arguments_object()) for call in _pieces(delivered, ToolCall)] == [("get_weather", {"city": "Paris"})]
+
+
+def test_the_answers_end_is_taken_from_the_answer_not_from_all_the_text(tiny_target) -> None:
+    # The result's answer ends with text its detokenizer released only at the end: it is the answer's rest.
+    script = [("Thinking long", "reasoning"), ("", "marker"), ("Hi", "answer")]
+    delivered = _run(tiny_target.tokenizer, script, "Hi there", "Thinking long")
+    assert "".join(p.text for p in _pieces(delivered, TextPiece)) == "Hi there"
+    assert isinstance(delivered[-1], GenerationResult)  # every piece comes before the result
+
+
+def test_the_streamed_reasoning_adds_up_to_the_results_without_its_blank_edges(tiny_target) -> None:
+    script = [("\n", "reasoning"), ("Think", "reasoning"), (" hard", "reasoning"), ("\n", "reasoning"),
+              ("\n", "reasoning"), ("", "marker"), ("Yes.", "answer")]
+    delivered = _run(tiny_target.tokenizer, script, "Yes.", "Think hard")  # the engine strips its reasoning
+    assert [p.text for p in _pieces(delivered, ReasoningPiece)] == ["Think", " hard"]
+    blank_inside = [("A", "reasoning"), (" ", "reasoning"), ("\n", "reasoning"), ("B", "reasoning")]
+    delivered = _run(tiny_target.tokenizer, blank_inside, "", "A \nB")
+    assert [p.text for p in _pieces(delivered, ReasoningPiece)] == ["A", " \nB"]
+
+
+def test_reasoning_released_only_at_the_end_arrives_before_the_result(tiny_target) -> None:
+    # Cut mid-reasoning: the reasoning's detokenizer releases its last (incomplete) character at the end.
+    delivered = _run(tiny_target.tokenizer, [("Think", "reasoning"), (" hard", "reasoning")], "", "Think hard\ufffd")
+    assert [p.text for p in _pieces(delivered, ReasoningPiece)] == ["Think", " hard", "\ufffd"]
+    assert isinstance(delivered[-1], GenerationResult)

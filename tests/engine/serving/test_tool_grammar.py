@@ -1,0 +1,99 @@
+"""tool_choice "required" and a named tool under grammar, on the real tiny tool model (random weights: left free it
+writes text, never a call)."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from engine.serving.tool_calls import ToolChoice, Tooling, function_tool
+from engine.serving.tool_grammar import call_schema, constrained
+from tests.engine.serving.scripted import GREEDY, serving
+
+CITY = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Oslo", "Lima"]}},
+        "required": ["city"]}
+HOUR = {"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}}, "required": ["hour"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": CITY}},
+         {"type": "function", "function": {"name": "set_alarm", "parameters": HOUR}}]
+ASK = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+def test_only_a_required_choice_constrains_the_answer() -> None:
+    tools = [function_tool("get_weather", None, CITY)]
+    assert constrained(Tooling(tools, ToolChoice("auto")), GREEDY).json_schema is None
+    schema = json.loads(constrained(Tooling(tools, ToolChoice("required")), GREEDY).json_schema)
+    assert schema["properties"] == {"name": {"const": "get_weather"}, "arguments": {**CITY, "additionalProperties": False}}
+
+
+def test_a_schema_the_grammar_cannot_compile_still_pins_the_name() -> None:
+    schema = json.loads(call_schema([function_tool("odd", None, {"type": "object", "properties": {"x": {"type": "nosuch"}}})]))
+    assert schema["properties"] == {"name": {"const": "odd"}, "arguments": {"type": "object"}}
+
+
+@pytest.fixture(scope="module")
+def client(tool_engine):
+    with serving(tool_engine) as base:
+        yield openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0), tool_engine.model_ids()[0]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_twenty_of_twenty_required_calls_parse(client, temperature) -> None:
+    oa, model = client
+    named = {"type": "function", "function": {"name": "set_alarm"}}
+    for seed in range(20):
+        choice = "required" if seed % 2 else named
+        answer = oa.chat.completions.create(model=model, messages=ASK, tools=TOOLS, tool_choice=choice, max_tokens=60,
+                                            temperature=temperature, seed=seed).choices[0]
+        [call] = answer.message.tool_calls
+        assert call.function.name in ("get_weather", "set_alarm") and answer.finish_reason == "tool_calls"
+        assert choice == "required" or call.function.name == "set_alarm"
+        json.loads(call.function.arguments)
+
+
+def test_greedy_calls_are_the_same_with_and_without_speculation(client) -> None:
+    oa, model = client
+    answers = [oa.chat.completions.create(model=model, messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=60,
+                                          extra_body={"mode": mode}).choices[0].message.tool_calls[0].function
+               for mode in ("standard", "speculative")]
+    assert answers[0] == answers[1]
+
+
+def test_instructors_structured_output_parses_twenty_of_twenty(client) -> None:
+    """instructor's default mode (TOOLS) sends a named tool_choice and parses the call into its model."""
+    instructor = pytest.importorskip("instructor", reason="instructor is not installed (pip install instructor)")
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    class Alarm(BaseModel):  # bounded fields: random weights fill an open string or integer up to the token limit
+        hour: int = Field(ge=0, le=23)
+        city: Literal["Paris", "Oslo", "Lima"]
+
+    oa, model = client
+    patched = instructor.from_openai(oa)
+    for seed in range(20):
+        alarm = patched.chat.completions.create(model=model, messages=ASK, response_model=Alarm, max_tokens=60,
+                                                max_retries=0, temperature=0.8, seed=seed)
+        assert isinstance(alarm, Alarm)
+
+
+BOUNDED_PATCH = 'start: "*** Begin Patch\\n" ("+" WORD "\\n")~1..3 "*** End Patch"\nWORD: /[a-z]{1,8}/'
+PATCH_TOOL = {"type": "custom", "name": "apply_patch", "description": "Edit files.",
+              "format": {"type": "grammar", "syntax": "lark", "definition": BOUNDED_PATCH}}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_a_named_custom_tools_input_follows_its_lark_grammar(client, temperature) -> None:
+    import re
+
+    oa, model = client
+    inputs = []
+    for mode in ("standard", "speculative"):
+        [item] = oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL], max_output_tokens=80,
+                                     tool_choice={"type": "custom", "name": "apply_patch"}, temperature=temperature,
+                                     extra_body={"mode": mode, "seed": 3}).output
+        assert item.type == "custom_tool_call" and re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", item.input)
+        inputs.append(item.input)
+    assert temperature > 0 or inputs[0] == inputs[1]  # greedy: the same with and without speculation
