@@ -16,7 +16,7 @@ from collections import Counter
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
-from engine.comparison import STANDARD, side_heading, side_label, sides, verdict
+from engine.comparison import STANDARD, runnable_sides, side_heading, side_label, sides, verdict
 from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
@@ -75,7 +75,8 @@ class CompareDialog(QDialog):
     def _picker(self, side: str, column: int) -> QComboBox:
         picker = QComboBox()
         picker.setObjectName(f"side{column}")
-        for choice in sides():
+        pair = self.session.pair
+        for choice in runnable_sides(pair.drafters) if pair is not None else sides():
             picker.addItem(side_heading(choice) + ("" if choice == STANDARD else " (speculative)"), choice)
         picker.setCurrentIndex(max(0, picker.findData(side)))
         self.grid.addWidget(picker, 1, column)

@@ -83,15 +83,17 @@ def describe_published(rows: list[Prediction]) -> str:
     lines = [f"<b>Each drafter on an Apple GPU</b> ({LABEL})<br>"]
     for row in rows:
         p = row.published
+        per_token = row.c * p.passes / p.k  # a block drafter's c is per pass: said per draft token, as above
         lines.append(f"{drafter_label(row.drafter)}: <b>{row.speedup:.2f}x</b> (published τ {p.tokens_per_verify:g} at K = "
-                     f"{p.k}; c {row.c:.2f} from {'this answer' if row.measured_here else 'the benchmark'})<br>")
+                     f"{p.k}; c = {per_token:.2f} target steps per token from "
+                     f"{'this answer' if row.measured_here else 'the benchmark'})<br>")
     return "".join(lines)
 
 
 def published_sources(rows: list[Prediction]) -> str:
     """The tooltip: where each acceptance length was published and what each c was measured on."""
     return "\n".join(f"{drafter_label(r.drafter)}: τ from {r.published.setting} ({r.published.source}); "
-                     f"c per drafter pass from {r.cost_setting}" for r in rows)
+                     f"c (its cost, measured per drafter pass) from {r.cost_setting}" for r in rows)
 
 
 class CostCard(QWidget):

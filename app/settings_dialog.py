@@ -32,21 +32,41 @@ from .file_dialogs import open_file
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 AUTOMATIC = ("Automatic: each round the fastest of this pair's drafters, as measured here (or none)", "auto")
-DRAFTERS = [AUTOMATIC, ("Draft model", "model"), ("Lookup: this chat and your saved chats (no draft model)", "lookup"),
-            ("Both: lookup first", "model+lookup")]
+LOOKUP = ("Lookup: this chat and your saved chats (no draft model)", "lookup")
+DRAFTERS = [AUTOMATIC, ("Draft model", "model"), LOOKUP, ("Draft model + lookup: lookup first", "model+lookup")]
+SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes of each verify are made during it; a "
+               "guessed outcome starts the next round with its draft ready. Adaptive keeps it only where it measures "
+               "faster. Exact: answers are the target's either way.")
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 ERROR_RED = "#b00020"
 
 
 def drafter_choices(pair_drafter: str) -> list[tuple[str, str]]:
-    """The drafter list as the loaded pair runs it. "Draft model" means the pair's own drafter (what the next answer
-    drafts with: app/pair_label.next_drafter), so for a pair whose draft is a drafter (a DFlash, DSpark or EAGLE-3
-    folder, the target's MTP heads) that entry names it, and "Both" says that lookup joins a draft model only."""
+    """The drafters the loaded pair can run, each under the registry's label (`drafter_kinds`), as the toolbar and
+    Compare name them. "model" means the pair's own drafter (what the next answer drafts with:
+    app/pair_label.next_drafter), so for a pair whose draft is a drafter (a DFlash, DSpark or EAGLE-3 folder, the
+    target's MTP heads) that entry names it, and "Draft model + lookup" is not offered: lookup joins a draft model
+    only. A saved choice not listed opens on the pair's own drafter."""
     if pair_drafter in ("", "model"):
         return DRAFTERS
-    return [AUTOMATIC, (f"{side_heading(pair_drafter)}: this pair's draft", "model"), DRAFTERS[2],
-            (f"Both: lookup first (with a draft model; this pair drafts with its {drafter_label(pair_drafter)} alone)",
-             "model+lookup")]
+    return [AUTOMATIC, (f"{side_heading(pair_drafter)}: this pair's draft", "model"), LOOKUP]
+
+
+def ssd_reason(pair_drafter: str, chosen: str) -> str:
+    """Why SSD does not apply to the pair and drafter chosen ("" when it does): it drafts ahead with a draft model."""
+    if chosen == "lookup":
+        return "SSD drafts ahead with a draft model: lookup drafts nothing ahead."
+    if pair_drafter not in ("", "model"):
+        return f"SSD drafts ahead with a draft model: this pair drafts with its {drafter_label(pair_drafter)}."
+    return ""
+
+
+def note(text: str) -> QLabel:
+    """A quiet line under a setting: why it does not apply, or what stands in for it."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setStyleSheet("color: palette(mid);")
+    return label
 
 
 def whole_number_box(name: str, value: int) -> QSpinBox:
@@ -158,11 +178,10 @@ class SettingsDialog(QDialog):
         form.addRow("", self.history)
         form.addRow("", self.ssd)
         form.addRow("SSD fan-out", self.fanout)
-        self.drafter_note = QLabel(
-            "No draft model is loaded: answers draft by lookup (this chat and your saved chats) until a pair with a draft model is."
-        )
-        self.drafter_note.setWordWrap(True)
-        self.drafter_note.setStyleSheet("color: palette(mid);")
+        self.ssd_note = note("")
+        form.addRow("", self.ssd_note)
+        self.drafter_note = note("No draft model is loaded: answers draft by lookup (this chat and your saved chats) "
+                                 "until a pair with a draft model is.")
         form.addRow("", self.drafter_note)
         form.addRow("Temperature (0 = greedy)", self.temperature)
         form.addRow("Top-p", self.top_p)
@@ -188,8 +207,8 @@ class SettingsDialog(QDialog):
         form.addRow(self._buttons())
         self.adaptive.toggled.connect(self._adaptive_toggled)
         self._adaptive_toggled(params.adaptive)
-        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft))
-        self._show_drafter_note(has_draft)
+        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft, pair_drafter))
+        self._show_drafter_note(has_draft, pair_drafter)
 
     def _buttons(self) -> QDialogButtonBox:
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -218,9 +237,7 @@ class SettingsDialog(QDialog):
         """SSD (drafting ahead) with its fan-out, and lenient acceptance."""
         self.ssd = QCheckBox("SSD: the draft model drafts the next round while the target verifies")
         self.ssd.setChecked(params.ssd)
-        self.ssd.setToolTip("Speculative speculative decoding: drafts for the likely outcomes of each verify are made "
-                            "during it; a guessed outcome starts the next round with its draft ready. Adaptive keeps it "
-                            "only where it measures faster. Exact: answers are the target's either way.")
+        self.ssd.setToolTip(SSD_MEANING)
         self.fanout = whole_number_box("fanout", params.fanout)
         self.fanout.setToolTip("Outcomes pre-drafted per likely accepted length")
         self.lenience = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2, value=params.lenience)
@@ -239,10 +256,18 @@ class SettingsDialog(QDialog):
         self.max_draft.setEnabled(adaptive)
         self.num_draft.setEnabled(not adaptive)
 
-    def _show_drafter_note(self, has_draft: bool) -> None:
-        """Say when lookup stands in for a missing draft model; the history switch only matters with lookup."""
-        self.drafter_note.setVisible(not has_draft and self.drafter.currentData() not in ("lookup", "auto"))
-        self.history.setEnabled(self.drafter.currentData() in ("lookup", "model+lookup", "auto") or not has_draft)
+    def _show_drafter_note(self, has_draft: bool, pair_drafter: str) -> None:
+        """Say when lookup stands in for a missing draft model; the history switch only matters with lookup, SSD only
+        with a draft model (disabled, with the reason on hover, otherwise)."""
+        chosen = self.drafter.currentData()
+        self.drafter_note.setVisible(not has_draft and chosen not in ("lookup", "auto"))
+        self.history.setEnabled(chosen in ("lookup", "model+lookup", "auto") or not has_draft)
+        reason = ssd_reason(pair_drafter, chosen)
+        self.ssd.setEnabled(not reason)
+        self.fanout.setEnabled(not reason and self.ssd.isChecked())
+        self.ssd.setToolTip(reason or SSD_MEANING)
+        self.ssd_note.setText(reason)
+        self.ssd_note.setVisible(bool(reason))
 
     def params(self) -> GenerationParams:
         return self._base.replace(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Signal
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
 from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
@@ -27,6 +27,9 @@ from .round_timeline import RoundTimeline
 from .worker import MemoryReading
 
 RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
+POLICY_UNITS = ("Why each drafter drafts as many tokens as it does, or none. A draft's cost is in target steps per draft "
+                "token (one target step: the time the target takes to make one token without drafting), as on the "
+                "Cost tab.")
 PLOT_INTERVAL_S = 0.2  # plots show trends; redrawing them for every batch kept the GUI thread busy
 
 
@@ -104,8 +107,8 @@ class StatsPanel(QFrame):
         self.rate_plot = self._plot("tokens / s")
         self.accept_plot = self._plot("acceptance %")
         self.accept_plot.setYRange(0, 100)
-        layout.addWidget(self.rate_plot)
-        layout.addWidget(self.accept_plot)
+        layout.addWidget(self.rate_plot, 1)
+        layout.addWidget(self.accept_plot, 1)
         self.accept_plot.setXLink(self.rate_plot)  # one time axis for both, as they are read together
         self.rate_curve = self.rate_plot.plot(pen=pg.mkPen("#4C78A8", width=2))
         self.accept_curve = self.accept_plot.plot(pen=pg.mkPen("#54A24B", width=2))
@@ -126,11 +129,12 @@ class StatsPanel(QFrame):
         self.values["ttft"].setToolTip(FIRST_TOKEN_MEANING)
         self.values["network"].setToolTip("The target runs across Macs: the share of the rounds' time the head spent "
                                           "on the network (its message to the other Macs, the hops, waiting on them).")
-        self.values["policy"].setToolTip("What the adaptive policy believes after this answer, per drafter: why it drafts "
-                                         "K tokens or none, and (hover) its predicted tokens per second for each K.")
+        self.values["policy"].setToolTip(POLICY_UNITS)
         self._form = form
-        layout.addLayout(form)
-        layout.addStretch()
+        numbers = QWidget()
+        numbers.setLayout(form)
+        self.numbers = Scrolling(numbers)
+        layout.addWidget(self.numbers)
         self._build_round_tabs()
         self.reset("speculative")
 
@@ -319,9 +323,30 @@ class StatsPanel(QFrame):
         """The adaptive policy's reason per drafter, when it last drafted, and its predictions in the tooltip."""
         self._form.setRowVisible(self.values["policy"], bool(beliefs))
         self.values["policy"].setText("\n".join(policy_line(b) for b in beliefs))
-        self.values["policy"].setToolTip("\n".join(
-            f"{drafter_label(b.drafter)}: " + ", ".join(f"K={k} {tps:.1f}" for k, tps in enumerate(b.predicted_tps)) + " tok/s predicted"
-            for b in beliefs if b.predicted_tps))
+        self.numbers.updateGeometry()  # as tall as its new lines, if the window has room
+        self.values["policy"].setToolTip(POLICY_UNITS + "\n\n" + "\n".join(
+            f"{drafter_label(b.drafter)}, tokens/s predicted drafting 0, 1, 2… tokens a round: "
+            + ", ".join(f"{tps:.1f}" for tps in b.predicted_tps) for b in beliefs if b.predicted_tps))
+
+
+class Scrolling(QScrollArea):
+    """The numbers under the plots: as tall as they are while the window has room (the plots give way first), and
+    scrolling down when it is too short for them (the Policy row's lines were cut off), never sideways: their
+    labels wrap to the panel's width."""
+
+    def __init__(self, page: QWidget) -> None:
+        super().__init__()
+        self.setWidget(page)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """Its page's height (a QScrollArea would cap it at a few lines), up to half the tab's: the plots keep the
+        other half."""
+        page, tab = self.widget(), self.parentWidget()
+        height = page.heightForWidth(self.viewport().width()) if page.hasHeightForWidth() else page.sizeHint().height()
+        return QSize(super().sizeHint().width(), min(height, tab.height() // 2) if tab is not None else height)
 
 
 def policy_line(belief: PolicyBelief) -> str:

@@ -65,6 +65,7 @@ class PairInfo:
     many Macs the target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence);
     `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
+    `drafters`: every single drafter the pair can draft with (lookup, the draft model, the target's heads...).
     """
 
     target: str
@@ -82,6 +83,7 @@ class PairInfo:
     layout: str = ""
     weights_gb: float = 0.0
     count_tokens: CountTokens | None = None
+    drafters: tuple[str, ...] = ("lookup",)
 
 
 @dataclass
@@ -280,6 +282,7 @@ class EngineWorker(QObject):
             layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
             count_tokens=token_counter(pair.tokenizer),
+            drafters=pair.drafter_names(),
         )
 
     @Slot()

@@ -8,7 +8,7 @@ model with none loaded) is the engine's to say when its side starts, in the one 
 
 from __future__ import annotations
 
-from .drafter_kinds import drafter_label, names
+from .drafter_kinds import KINDS, drafter_label, names
 from .errors import InvalidParameterError
 from .events import GenerationResult
 from .params import GenerationParams
@@ -22,6 +22,14 @@ COMPARABLE_LENGTHS = 2.0
 def sides() -> tuple[str, ...]:
     """What each side of a Compare can be: standard decoding, or speculation with any drafter."""
     return (STANDARD, *names())
+
+
+def runnable_sides(drafters: tuple[str, ...]) -> tuple[str, ...]:
+    """The sides a pair can run, given the single drafters it has (`ModelPair.drafter_names`): standard decoding,
+    Automatic, and every drafter whose parts are all among them (a Compare offering the MTP heads to a target
+    without any only leads to an error)."""
+    return (STANDARD, *(row.name for row in KINDS.values()
+                        if row.pairs_with == "any" or all(part in drafters for part in row.runs)))
 
 
 def side_label(side: str) -> str:

@@ -143,8 +143,16 @@ def kind(name: str) -> DrafterKind:
     return KINDS[base]
 
 
+# How a person reads the policy's finer names for a drafter's drafts (a lookup match's kind, the draft model on code).
+QUALIFIED_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches",
+                    "model:code": "draft model on code"}
+
+
 def drafter_label(name: str) -> str:
-    """A drafter's name as a person reads it ("mtp" -> "built-in MTP drafter"); a name no row has, as it is."""
+    """A drafter's name, or the policy's finer name for its drafts, as a person reads it ("mtp" -> "built-in MTP
+    drafter", "lookup+copying" -> "lookup while copying"); a name no row has, as it is."""
+    if name in QUALIFIED_LABELS:
+        return QUALIFIED_LABELS[name]
     return KINDS[name].label if name in KINDS else name
 
 

@@ -123,7 +123,7 @@ def _drafter(path: Path, config: dict[str, Any] | None) -> FolderKind | None:
     article = "an" if family.startswith(("EAGLE", "MTP")) else "a"
     origin = " (z-lab)" if family == "DFlash" else ""
     draftable = any(row.family == family for row in folder_kinds())  # SpecChat drafts with it given as the draft
-    pick = (f"and this folder as its draft (--draft {path})." if draftable
+    pick = ("and this folder as its draft." if draftable  # words the picker and the CLI share: no flag
             else f"{PICK_DRAFT}; SpecChat cannot draft with {family} drafters yet.")
     return FolderKind(
         f"{family} drafter",

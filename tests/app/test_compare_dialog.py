@@ -128,13 +128,14 @@ def test_the_user_picks_two_drafters_and_sees_them_side_by_side(make_window, qtb
     dialog.close()
 
 
-def test_a_side_the_pair_cannot_run_says_why_in_its_column(make_window, qtbot) -> None:
+def test_the_pickers_offer_only_the_drafters_the_pair_can_run(make_window, qtbot) -> None:
+    """Issue 32: Compare offered the MTP heads to a target that ships none, only to answer with an error naming
+    CLI flags ("--drafter model"); a pair with a draft model offers lookup, the draft model and both, not a head."""
     dialog = _open_compare(make_window, qtbot, max_tokens=20)
-    _pick_and_run(qtbot, dialog, "mtp", "model")
-    qtbot.waitUntil(lambda: "model" in dialog.results and dialog.run_button.isEnabled(), timeout=60_000)
-    refusal = dialog.speeds["mtp"].text()
-    assert "no built-in MTP head" in refusal and "\n" not in refusal and "Traceback" not in refusal
-    assert "mtp" not in dialog.results and dialog.speedup.text() == ""
+    for picker in dialog.pickers:
+        offered = [picker.itemData(i) for i in range(picker.count())]
+        assert offered == ["standard", "auto", "model", "lookup", "model+lookup"]
+    qtbot.waitUntil(dialog.run_button.isEnabled, timeout=60_000)
     dialog.close()
 
 

@@ -76,7 +76,7 @@ def test_the_card_predicts_each_drafter_from_published_acceptance_labelled_as_su
              + [replace(round_event(4 + i, 4, 2, 0.008, 0.012), drafter="eagle3") for i in range(4)])
     card.redraw()
     eagle3 = predicted_speedup(PUBLISHED["eagle3"], 0.008 / 4 / 0.010)  # c: 2 ms per draft token over 10 ms steps
-    assert f"EAGLE-3 drafter: <b>{eagle3:.2f}x</b> (published τ 2.77 at K = 7; c 0.20 from this answer)" in (
+    assert f"EAGLE-3 drafter: <b>{eagle3:.2f}x</b> (published τ 2.77 at K = 7; c = 0.20 target steps per token from this answer)" in (
         card.published.text())
     assert "EAGLE-3 drafter tokens cost 0.20 each, as measured in this answer" in card.gpu.text()
     assert "weights' share" not in card.gpu.text()  # it has no weights share of its own: it used to say 0.00
@@ -91,3 +91,12 @@ def test_the_y_label_is_never_given_a_scale_the_card_cuts_off(qtbot) -> None:
     card.plot.setYRange(0.0002, 0.0004, padding=0)
     QCoreApplication.processEvents()
     assert card.plot.getAxis("left").labelString().count("(") == 0
+
+
+def test_the_apple_section_says_a_block_drafters_cost_per_token_as_the_card_does() -> None:
+    """Issue 32: one DFlash answer showed "0.26 target steps per token" above and "c 1.03" (per block pass) here."""
+    from app.cost_card import describe_published
+    from engine.decoding.policy.apple_prediction import predictions
+
+    dflash = next(row for row in predictions({"dflash": 1.6}) if row.drafter == "dflash")
+    assert f"c = {1.6 / dflash.published.k:.2f} target steps per token from this answer" in describe_published([dflash])

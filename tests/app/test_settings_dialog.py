@@ -157,7 +157,6 @@ def test_a_saved_drafter_the_list_does_not_hold_opens_on_the_pairs_drafter(qtbot
     dialog = SettingsDialog(GenerationParams(drafter="dspark"), "", pair_drafter="dspark")
     qtbot.addWidget(dialog)
     assert dialog.drafter.currentText() == "DSpark drafter: this pair's draft" and dialog.params().drafter == "model"
-    assert dialog.drafter.itemText(3) == "Both: lookup first (with a draft model; this pair drafts with its DSpark drafter alone)"
     plain = SettingsDialog(GenerationParams(drafter="mtp"), "")
     qtbot.addWidget(plain)
     assert plain.drafter.currentText() == "Draft model"
@@ -170,3 +169,33 @@ def test_automatic_is_offered_first_and_is_the_default(qtbot, pair_drafter: str)
     assert dialog.drafter.itemData(0) == "auto" and dialog.drafter.currentText().startswith("Automatic: ")
     assert dialog.params().drafter == "auto" and dialog.history.isEnabled() and not dialog.drafter_note.isVisibleTo(dialog)
 
+
+
+def test_a_block_drafter_pair_offers_its_own_drafters_under_their_names_and_no_ssd(qtbot, isolated_home) -> None:
+    """Issue 32: a DFlash pair was offered "Both: lookup first" (lookup joins a draft model only) and its SSD switch
+    stayed enabled (SSD drafts ahead with a draft model). Settings saved then ("Drafts come from: Both") open on
+    the pair's own drafter."""
+    from app.settings import AppSettings
+    from engine.comparison import side_heading
+
+    AppSettings().save_params(GenerationParams(drafter="model+lookup", ssd=True))
+    dialog = SettingsDialog(AppSettings().params(), "", pair_drafter="dflash")
+    qtbot.addWidget(dialog)
+    offered = [dialog.drafter.itemData(i) for i in range(dialog.drafter.count())]
+    assert offered == ["auto", "model", "lookup"]
+    assert dialog.params().drafter == "model" and dialog.drafter.currentText().startswith("DFlash drafter")
+    for i, name in enumerate(offered):  # each entry starts with the name the toolbar and Compare give it
+        assert dialog.drafter.itemText(i).startswith(side_heading("dflash" if name == "model" else name))
+    assert not dialog.ssd.isEnabled() and "this pair drafts with its DFlash drafter" in dialog.ssd.toolTip()
+    assert dialog.ssd_note.isVisibleTo(dialog) and dialog.ssd_note.text() == dialog.ssd.toolTip()  # the reason, shown
+    assert not dialog.fanout.isEnabled()
+
+
+def test_ssd_applies_only_while_a_draft_model_drafts(qtbot) -> None:
+    dialog = SettingsDialog(GenerationParams(drafter="model", ssd=True), "", pair_drafter="model")
+    qtbot.addWidget(dialog)
+    assert dialog.ssd.isEnabled() and dialog.fanout.isEnabled() and not dialog.ssd_note.isVisibleTo(dialog)
+    dialog.drafter.setCurrentIndex(dialog.drafter.findData("lookup"))
+    assert not dialog.ssd.isEnabled() and "lookup drafts nothing ahead" in dialog.ssd.toolTip()
+    dialog.drafter.setCurrentIndex(dialog.drafter.findData("model+lookup"))
+    assert dialog.ssd.isEnabled() and dialog.drafter.currentText().startswith("Draft model + lookup")

@@ -25,7 +25,8 @@ def test_the_policy_row_says_why_and_when_it_last_drafted(qtbot) -> None:
         "draft model: K = 0: the best K (1) predicts 0.81x plain steps (last drafted 40 rounds ago)",
         "lookup: drafts K = 2: 2.10x plain steps predicted",
     ]
-    assert "draft model: K=0 10.0, K=1 8.1, K=2 7.2 tok/s predicted" in row.toolTip()
+    assert "draft model, tokens/s predicted drafting 0, 1, 2… tokens a round: 10.0, 8.1, 7.2" in row.toolTip()
+    assert "target steps per draft token" in row.toolTip()  # the one unit of a draft's cost, explained once
 
 
 def test_the_policy_row_names_a_hidden_state_drafter_as_people_read_it(qtbot) -> None:
@@ -34,6 +35,21 @@ def test_the_policy_row_names_a_hidden_state_drafter_as_people_read_it(qtbot) ->
     qtbot.addWidget(panel)
     finished(panel, [PolicyBelief("dspark", 0.5, 0.3, [10.0, 12.0], 1, "drafts K = 1: 1.20x plain steps predicted", 0, 9)])
     assert panel.values["policy"].text() == "DSpark drafter: drafts K = 1: 1.20x plain steps predicted"
+
+
+def test_the_policy_row_speaks_plain_words_and_is_never_cut_off(qtbot) -> None:
+    """Issue 32: it showed "lookup+copying: learning: ..." and its lines were cut off below the panel's bottom."""
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(320, 420)
+    panel.show()
+    reason = "drafts nothing: at best (3 tokens a round) 0.90x as fast as without drafting; tried now and then"
+    finished(panel, [PolicyBelief(name, 0.5, 0.3, [10.0, 9.0], 0, reason, 3, 40)
+                     for name in ("auto", "lookup+copying", "lookup+long", "model:code", "model")])
+    row = panel.values["policy"]
+    assert row.text().startswith("Automatic: ") and "\nlookup while copying: " in row.text() and "+" not in row.text()
+    qtbot.waitUntil(lambda: row.height() >= row.heightForWidth(row.width()))
+    assert row.width() <= panel.width()  # it wraps: no line runs off the panel's side
 
 
 def test_the_policy_row_is_hidden_without_an_adaptive_policy(qtbot) -> None:

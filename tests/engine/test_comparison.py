@@ -64,3 +64,11 @@ def test_compare_runs_up_to_the_last_question_or_the_typed_one() -> None:
     assert compare_messages(chat, "") == chat[:1]  # the answer after it would be compared against itself
     assert compare_messages(chat, "More?") == [*chat, {"role": "user", "content": "More?"}]
     assert chat == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]  # left as it was
+
+
+def test_only_the_drafters_a_pair_has_are_runnable_sides() -> None:
+    from engine.comparison import runnable_sides
+
+    assert runnable_sides(("lookup",)) == ("standard", "auto", "lookup")
+    assert runnable_sides(("lookup", "model")) == ("standard", "auto", "model", "lookup", "model+lookup")
+    assert runnable_sides(("lookup", "dflash")) == ("standard", "auto", "lookup", "dflash")

@@ -37,6 +37,7 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
 
 def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafter_label("mtp") == "built-in MTP drafter" and drafter_label("something-else") == "something-else"
+    assert drafter_label("lookup+copying") == "lookup while copying"  # the Policy row showed "lookup+copying"
     assert drafters_named({}, "dflash") == "DFlash drafter"
     assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "of drafted tokens: lookup 62%, draft model 38%"
 
@@ -153,7 +154,7 @@ def test_a_registered_kind_is_offered_and_named_everywhere(sketch, tiny_dirs) ->
     with pytest.raises(ApiError, match="'drafter' must be one of .*dspark, sketch, not 'hydra'"):
         request_params({"drafter": "hydra"}, GenerationParams())
     kind_line = foreign_kind(sketch)
-    assert kind_line.kind == "Sketch drafter" and drafts_with(kind_line.kind) and "--draft" in kind_line.message
+    assert kind_line.kind == "Sketch drafter" and drafts_with(kind_line.kind) and "as its draft." in kind_line.message
     assert drafter_for(str(sketch)) == "sketch" and check_draft(str(tiny_dirs[0]), str(sketch)).compatible
     assert "sketch" in sides() and side_label("sketch") == "Sketch drafter"
     stats = GenerationStats(drafted=4, accepted=2, drafted_by={"sketch": 4})

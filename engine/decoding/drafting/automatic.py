@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 _NO_MTP: WeakKeyDictionary[ModelPair, bool] = WeakKeyDictionary()  # targets whose MTP head failed to load
-# How a person reads the policy's finer names for a drafter (a lookup match's kind, the draft model on code).
-SOURCE_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches",
-                 "model:code": "draft model on code"}
 
 
 def hidden_drafter(pair: ModelPair) -> str | None:
@@ -212,8 +209,8 @@ def automatic_belief(policy: AdaptiveDraftLength, beliefs: list[PolicyBelief]) -
     chosen = max(paying, key=lambda b: b.predicted_tps[b.chosen_k])
     per_pass = expected_tokens(policy.acceptance_along(chosen.drafter, chosen.chosen_k), chosen.chosen_k)
     speedup = chosen.predicted_tps[chosen.chosen_k] / chosen.predicted_tps[0]
-    reason = (f"{source_label(chosen.drafter)} ({per_pass:.1f} tokens a pass at K = {chosen.chosen_k}, "
-              f"{speedup:.2f}x standard decoding predicted)")
+    reason = (f"{drafter_label(chosen.drafter)} ({per_pass:.1f} tokens a pass drafting {chosen.chosen_k} a round, "
+              f"{speedup:.2f}x as fast as without drafting)")
     return PolicyBelief(AUTO, chosen.acceptance, chosen.draft_cost_steps, chosen.predicted_tps, chosen.chosen_k, reason,
                         chosen.rounds_since_draft, chosen.verified_tokens)
 
@@ -221,9 +218,4 @@ def automatic_belief(policy: AdaptiveDraftLength, beliefs: list[PolicyBelief]) -
 def _best_of(belief: PolicyBelief) -> str:
     """'; the best, draft model, predicts 0.84x' for the drafter that came closest."""
     best = max(belief.predicted_tps[1:], default=0.0) / belief.predicted_tps[0]
-    return f"; the closest, {source_label(belief.drafter)}, predicts {best:.2f}x"
-
-
-def source_label(source: str) -> str:
-    """How a person reads the policy's name for a drafter ("lookup+copying" -> "lookup while copying")."""
-    return SOURCE_LABELS.get(source, drafter_label(source))
+    return f"; the closest, {drafter_label(belief.drafter)}, predicts {best:.2f}x"

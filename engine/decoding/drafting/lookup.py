@@ -27,6 +27,7 @@ SPEC_FACTOR = 2.0  # draft tokens per matched token (SuffixDecoding's max_spec_f
 MIN_PATH_SHARE = 0.1  # the least share of earlier occurrences agreeing with a whole draft
 MIN_PROMISING = 4  # a declined match at least this long leaves the next pass unqueued (see `idle`)
 LONG_MATCH = 8  # matches at least this long are drafted from under an estimate of their own
+OWN_SUPPORT = 2  # the answer's own tokens a history match must cover before the history drafts (see `_best_match`)
 # Lookup's acceptance depends on the evidence and is bursty: a long match (the answer is copying something) is
 # accepted far more often than a 2-gram that happens to recur, and once a copy is under way it tends to go on.
 # The policy keeps separate estimates for the three, so that a chat where short matches fail does not stop
@@ -113,6 +114,7 @@ class PromptLookupDrafter:
         self.policy = policy
         self.history = history
         self.index = NgramIndex()
+        self._prompt_length = 0  # where the answer's own tokens begin in the context
         self._copying = False
         self._declined = False  # it found a match worth drafting only without a queued pass
 
@@ -126,6 +128,7 @@ class PromptLookupDrafter:
         """Index a new generation's context (the prompt)."""
         self.index = NgramIndex()
         self.index.extend(context)
+        self._prompt_length = len(context)
         self._copying = self._declined = False
 
     def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
@@ -143,12 +146,18 @@ class PromptLookupDrafter:
         On a tie the context's latest occurrence wins (it is the most recent text) unless the history saw the
         match several times and mostly went on the same way: an edit asked for again in a new chat has the
         original text in its prompt once and the edited text in earlier answers several times.
+
+        The history is read only once its match covers OWN_SUPPORT of the answer's own tokens: at an answer's
+        opening the context ends in the chat template's "assistant" header, which every saved chat shares, so
+        the history would draft some other chat's opening ("The capital of France") for an unrelated question.
         """
         found = self.index.match(limit)
-        if self.history is not None:
+        own_tokens = len(context) - self._prompt_length
+        if self.history is not None and own_tokens >= OWN_SUPPORT:
             other = self.history.continuation(context, limit)
-            if other.match_length > found.match_length or (
-                other.match_length == found.match_length and other.occurrences >= 2 and other.confidence[:1] >= [0.5]
+            if other.match_length >= OWN_SUPPORT and (
+                other.match_length > found.match_length
+                or (other.match_length == found.match_length and other.occurrences >= 2 and other.confidence[:1] >= [0.5])
             ):
                 found = other
         if self._copying:

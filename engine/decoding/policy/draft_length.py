@@ -307,7 +307,7 @@ class AdaptiveDraftLength:
         verified = self._verified.get(source, 0)
         since = self._since_draft.get(source)
         if not self._verify or cost is None:
-            return PolicyBelief(source, a, None, [], self.first_draft, "learning: nothing measured yet", since, verified)
+            return PolicyBelief(source, a, None, [], self.first_draft, "still measuring: nothing timed yet", since, verified)
         base = self._line()[0]
         steady = RoundShape(per_pass=is_block(source))  # a steady run: no switch from plain steps to pay
         rates = self.acceptance_along(source, self.max_draft)
@@ -316,8 +316,7 @@ class AdaptiveDraftLength:
         best_possible = self._best(1.0, self.max_draft, cost, steady)[1]
         chosen = max(range(len(predicted)), key=predicted.__getitem__)
         chosen = chosen if predicted[chosen] >= MARGIN * predicted[0] else 0
-        unit = "a block pass" if is_block(source) else "a draft token"
-        reason = _reason(a, predicted, chosen, verified, f"{cost / base:.2f} steps {unit}", best_possible)
+        reason = _reason(a, predicted, chosen, verified, (cost / base, is_block(source)), best_possible)
         return PolicyBelief(source, a, cost / base, predicted, chosen, reason, since, verified)
 
     def measured(self) -> dict:
@@ -362,19 +361,26 @@ class AdaptiveDraftLength:
         self._probing = None
 
 
-def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost: str,
+def _reason(acceptance: float, predicted: list[float], chosen: int, verified: int, cost: tuple[float, bool],
             best_possible: float) -> str:
-    """One sentence on why the policy drafts K tokens, or none (`cost`: "0.30 steps a draft token";
-    `best_possible`: the best rate with every draft token accepted)."""
+    """One sentence, in the app's words, on why the policy drafts K tokens, or none (`cost`: target steps per draft
+    token, or per pass for a block drafter; `best_possible`: the best rate with every draft token accepted).
+
+    A cost is said per draft token whatever the drafter, as the cost card says it: a block drafter's pass cost is
+    spread over the tokens of the block it speaks of."""
     plain = predicted[0]
     if chosen:
-        return f"drafts K = {chosen}: {predicted[chosen] / plain:.2f}x plain steps predicted at {acceptance:.0%} acceptance"
+        return (f"drafts {chosen} token{'s' * (chosen != 1)} a round: {predicted[chosen] / plain:.2f}x as fast as without drafting, "
+                f"at {acceptance:.0%} acceptance")
+    steps, block = cost
     if best_possible < MARGIN * plain:
-        return (f"K = 0: even with every draft token accepted, drafting predicts at most {best_possible / plain:.2f}x "
-                f"plain steps (a draft cost of {cost}); not probed")
+        per_token = steps / (len(predicted) - 1) if block else steps  # its best case: a whole block accepted
+        return (f"drafts nothing: even with every draft accepted it would be at most {best_possible / plain:.2f}x as fast "
+                f"as without drafting (a draft token costs {per_token:.2f} target steps), so it is not tried")
     if verified < FIRST_EVIDENCE:
-        return (f"learning: {verified} of the first {FIRST_EVIDENCE} draft tokens verified; K = 0 until an acceptance "
-                f"it finds plausible would pay")
+        return (f"still measuring: {verified} of the first {FIRST_EVIDENCE} draft tokens checked; it drafts once "
+                f"drafting looks likely to pay")
     best = max(range(1, len(predicted)), key=predicted.__getitem__)
-    return (f"K = 0: the best K ({best}) predicts {predicted[best] / plain:.2f}x plain steps at {acceptance:.0%} "
-            f"acceptance and a draft cost of {cost}; probing now and then")
+    per_token = steps / best if block else steps
+    return (f"drafts nothing: at best ({best} tokens a round) {predicted[best] / plain:.2f}x as fast as without drafting, "
+            f"at {acceptance:.0%} acceptance and {per_token:.2f} target steps a draft token; tried now and then")

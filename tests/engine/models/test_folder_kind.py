@@ -32,7 +32,7 @@ def test_a_dflash_drafter_is_named_instead_of_a_model_args_traceback(tmp_path: P
     error = refusal(model_folders.dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16"))
     assert error.kind == "DFlash drafter"
     assert str(error).startswith("Qwen3-8B-DFlash-b16 is a DFlash drafter (z-lab), not a chat model: ")
-    assert "Pick its target model as the target, and this folder as its draft (--draft " in str(error)
+    assert "Pick its target model as the target, and this folder as its draft." in str(error) and "--draft" not in str(error)
 
 
 @pytest.mark.parametrize("packaging", ["deepseek", "specforge"])
@@ -44,13 +44,13 @@ def test_a_dspark_drafter_is_named_in_either_packaging(tmp_path: Path, packaging
         drafter = specforge_layout(drafter, tmp_path / "Qwen3.8-27B-DSpark")
     error = refusal(drafter)
     assert error.kind == "DSpark drafter" and f"{drafter.name} is a DSpark drafter, not a chat model" in str(error)
-    assert "Pick its target model as the target, and this folder as its draft (--draft " in str(error)
+    assert "Pick its target model as the target, and this folder as its draft." in str(error) and "--draft" not in str(error)
 
 
 def test_an_eagle3_drafter_in_the_speculators_format_names_its_target(tmp_path: Path) -> None:
     error = refusal(model_folders.eagle3_speculator(tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3"))
     assert error.kind == "EAGLE-3 drafter" and "is an EAGLE-3 drafter, not a chat model" in str(error)
-    assert "Pick meta-llama/Llama-3.1-8B-Instruct as the target, and this folder as its draft (--draft " in str(error)
+    assert "Pick meta-llama/Llama-3.1-8B-Instruct as the target, and this folder as its draft." in str(error) and "--draft" not in str(error)
 
 
 def test_an_eagle3_drafter_as_its_authors_publish_it(tmp_path: Path, tiny_dirs) -> None:
@@ -197,7 +197,7 @@ def test_a_folder_means_one_thing_to_the_picker_the_cli_the_server_and_the_loade
     assert loaded_as(folder, tiny_dirs[0], monkeypatch) == expected  # ModelPair.load: the CLI, the server, the app
     picker_kind = foreign_kind(folder)
     if expected != "model":
-        assert picker_kind is not None and "as its draft (--draft" in picker_kind.message  # offered as a draft
+        assert picker_kind is not None and "as its draft." in picker_kind.message  # the app's words, no CLI flag (issue 32)  # offered as a draft
 
 
 def test_a_dflash_version_specchat_cannot_run_is_refused_in_one_line_naming_it(tmp_path: Path, tiny_dirs) -> None:

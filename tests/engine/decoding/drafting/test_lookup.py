@@ -72,18 +72,36 @@ def test_the_drafter_reads_the_history_when_it_matches_longer() -> None:
     history.add([50, 51, 52, 53, 54, 55, 56, 57, 58, 59])  # an earlier chat
     drafter = PromptLookupDrafter(FixedDraftLength(4), history)
     context = [1, 2, 52, 53, 54, 55]
-    drafter.start(context)
+    drafter.start(context[:4])  # the answer has written 54, 55 so far
     draft = drafter.propose(context, 4)
     assert draft.tokens.tolist() == [56, 57, 58, 59] and draft.source == "lookup"  # a 4-token match: short
     # the context's own earlier occurrence wins a tie: it is the more recent text
     context = [52, 53, 54, 55, 9, 9, 52, 53, 54, 55]
-    drafter.start(context)
+    drafter.start(context[:-2])
     assert drafter.propose(context, 4).tokens.tolist()[:1] == [9]
     # unless the history saw the match several times going on the same way (an edit asked for again)
     history.add([60, 52, 53, 54, 55, 56, 57])
     history.add([61, 52, 53, 54, 55, 56, 58])
-    drafter.start(context)
+    drafter.start(context[:-2])
     assert drafter.propose(context, 4).tokens.tolist()[:1] == [56]
+
+
+def test_the_history_does_not_draft_an_answers_opening_from_another_chat() -> None:
+    """Every saved chat ends its prompt in the same template header ("<|im_start|>assistant\n"), so at an
+    answer's opening the history matches only that header and would draft another chat's answer ("The capital
+    of France") for an unrelated question; it drafts once the answer's own tokens match too."""
+    from engine.decoding.drafting.history_lookup import DraftHistory
+    from engine.decoding.drafting.lookup import OWN_SUPPORT
+
+    header = [7, 8, 9]  # the template's "assistant" header
+    history = DraftHistory()
+    history.add([1, 70, 71, 72] + header + [40, 41, 42, 43, 44])  # another chat: a question and its answer
+    drafter = PromptLookupDrafter(FixedDraftLength(4), history)
+    prompt = [1, 80, 81, 82] + header  # an unrelated question
+    drafter.start(prompt)
+    assert drafter.propose(prompt, 4) is NO_DRAFT
+    answer = [40, 41, 42][:OWN_SUPPORT]  # the answer happens to go the same way: now its own tokens support it
+    assert drafter.propose(prompt + answer, 4).tokens.tolist()[:1] == [40 + OWN_SUPPORT]
 
 
 def test_long_matches_are_drafted_under_their_own_estimate() -> None:

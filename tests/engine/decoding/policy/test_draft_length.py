@@ -243,15 +243,15 @@ def test_the_belief_says_what_the_policy_predicts_for_each_k_and_why_it_chose_k(
     policy = AdaptiveDraftLength(6)
     assert policy.beliefs() == []
     policy.observe(RoundCosts("model", 2, 0, 0.01, 0.06))
-    assert policy.belief("model").reason.startswith("learning: 2 of the first 12 draft tokens verified")
+    assert policy.belief("model").reason.startswith("still measuring: 2 of the first 12 draft tokens checked")
     feed(policy, 10, 4, 0, draft_s=0.01, verify={5: 0.09})  # never accepted
     given_up = policy.belief("model")
     assert given_up.chosen_k == 0 and len(given_up.predicted_tps) == 7 and given_up.rounds_since_draft == 0
     assert given_up.predicted_tps[0] == max(given_up.predicted_tps) and given_up.draft_cost_steps > 0
-    assert given_up.reason.startswith("K = 0: the best K (") and "probing now and then" in given_up.reason
+    assert given_up.reason.startswith("drafts nothing: at best (") and "tried now and then" in given_up.reason
     feed(policy, 40, 4, 4, draft_s=0.001, verify={5: 0.09})  # now always accepted, and cheap
     drafting = policy.belief("model")
-    assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts K = {drafting.chosen_k}: ")
+    assert drafting.chosen_k > 0 and drafting.reason.startswith(f"drafts {drafting.chosen_k} token")
     assert drafting.predicted_tps[drafting.chosen_k] == max(drafting.predicted_tps)
     assert [b.drafter for b in policy.beliefs()] == ["model"]
 
@@ -261,7 +261,7 @@ def test_a_drafter_that_could_never_pay_is_said_so_and_never_probed() -> None:
     policy = AdaptiveDraftLength(6)
     feed(policy, 3, 4, 4, draft_s=0.05, verify={5: 0.25})
     policy.observe(RoundCosts("none", 0, 0, 0.0, 0.05))
-    assert "even with every draft token accepted" in policy.belief("model").reason
+    assert "even with every draft accepted" in policy.belief("model").reason
     chosen = []
     for _ in range(2000):
         chosen.append(policy.choose("model", 6))
@@ -314,13 +314,16 @@ def test_a_block_drafter_verifies_as_far_as_its_block_is_accepted_by_position() 
     assert policy.choose("dflash", 15) == 6 and policy.belief("dflash").chosen_k == 6
 
 
-def test_a_block_drafters_cost_is_said_per_pass() -> None:
+def test_a_block_drafters_cost_is_said_per_draft_token_as_every_drafters() -> None:
+    """Issue 32: one DFlash answer gave its cost per pass here ("5.76 steps a block pass") and per token on the
+    cost card ("0.26 steps per token"); the Policy row now says it per draft token too."""
     flat = {w: 0.050 + 0.001 * (w - 1) for w in range(1, 17)}
     policy = AdaptiveDraftLength(15)
     block_rounds(policy, 30, 4, 0, pass_s=0.5, verify=flat)
     feed(policy, 9, 0, 0, draft_s=0.0, verify=flat)  # plain steps: one target step is 0.05 s
     belief = policy.belief("dflash")
-    assert belief.chosen_k == 0 and "a draft cost of 10.00 steps a block pass" in belief.reason
+    best = max(range(1, len(belief.predicted_tps)), key=belief.predicted_tps.__getitem__)
+    assert belief.chosen_k == 0 and f"{10.0 / best:.2f} target steps a draft token" in belief.reason
 
 
 def test_a_draft_token_is_worth_verifying_from_the_verify_slope_times_the_predicted_rate() -> None:
