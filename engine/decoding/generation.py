@@ -61,11 +61,11 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
         if loaded is not None:
             raise InvalidParameterError(
                 f"Speculative decoding with a draft model needs a draft model, and the draft loaded is "
-                f"{drafter_kinds.kind(loaded).needs}: draft with it (--drafter {loaded}), or load a draft model (--draft MODEL)."
+                f"{drafter_kinds.kind(loaded).needs}: draft with the {drafter_kinds.drafter_label(loaded)}, or load a draft model as the draft."
             )
         raise InvalidParameterError(
-            "Speculative decoding with a draft model needs a draft model: load one (--draft MODEL), "
-            "draft by prompt lookup instead (--drafter lookup), or use standard decoding (--mode standard)."
+            "Speculative decoding with a draft model needs a draft model: load one as the draft, draft with lookup "
+            "instead, or use standard decoding."
         )
     pair.require_speculation(_uses_draft(pair, params))
     pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (a folder's: none loaded)

@@ -192,13 +192,13 @@ class ModelPair:
     def drafter_state(self, kind: str) -> AttachedStates:
         """The side of the chat of a drafter that hears the target's hidden states: the target's own heads (MTP)
         loaded on first use, or one line saying why the target has none; a drafter folder's, or one line saying
-        what `--drafter kind` needs loaded."""
+        what the `kind` drafter needs loaded."""
         if kind not in self.drafters:
             row = drafter_kinds.kind(kind)
             if row.folder is not None:
                 raise InvalidParameterError(
-                    f"The {kind} drafter needs {row.needs}: pass its folder as the draft (--draft PATH, "
-                    f"{row.checkpoint} for this target), or pick another drafter."
+                    f"The {row.label} needs {row.needs}: load its folder as the draft ({row.checkpoint} for this "
+                    "target), or pick another drafter."
                 )
             self.drafters[kind] = round_side(kind).load_state(self.target, self.target_cache, None)
         return self.drafters[kind]

@@ -53,7 +53,7 @@ def load_mtp_head(path: Path, target: nn.Module, config: dict[str, Any]) -> MTPH
     if count <= 0:
         raise UnsupportedModelError(
             f"{folder_name(path)} has no built-in MTP head (its config declares no mtp_num_hidden_layers or "
-            "num_nextn_predict_layers). Draft with a draft model (--drafter model) or prompt lookup instead."
+            "num_nextn_predict_layers). Pick another drafter: a draft model, or lookup."
         )
     raw, sidecar = _raw_weights(path, config)
     weights, concat = _head_weights(raw, path, config, count)

@@ -380,7 +380,7 @@ def test_a_dspark_folder_given_as_the_draft_drafts_with_dspark(dflash_pairs, tmp
 def test_the_eagle3_drafter_without_an_eagle3_draft_is_one_line(tiny_dirs, capsys) -> None:
     code, _ = run(["generate", "--target", str(tiny_dirs[0]), "--prompt", "Hi", "--drafter", "eagle3"])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and "needs an EAGLE-3 drafter: pass its folder as the draft" in err
+    assert code == 1 and err.count("\n") == 1 and "needs an EAGLE-3 drafter: load its folder as the draft" in err
 
 
 def test_serve_keeps_its_prompt_cache_within_the_memory_asked_for(tiny_dirs, monkeypatch, capsys) -> None:

@@ -114,8 +114,10 @@ def test_an_empty_prompt_is_refused(tiny_pair: ModelPair) -> None:
 
 
 def test_speculation_with_a_draft_model_needs_one(tiny_target: LoadedModel) -> None:
-    with pytest.raises(InvalidParameterError, match="needs a draft model"):
+    """Said in words the app, the CLI and the server share: the app and Compare showed "(--draft MODEL)"."""
+    with pytest.raises(InvalidParameterError, match="needs a draft model: load one as the draft") as refused:
         generate(PROMPT, ModelPair(tiny_target), GREEDY.replace(drafter="model"))
+    assert "--" not in str(refused.value)
     # Prompt lookup needs no draft model.
     assert generate(PROMPT, ModelPair(tiny_target), GREEDY.replace(drafter="lookup", max_tokens=5)).tokens
 

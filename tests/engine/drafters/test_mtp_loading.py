@@ -73,7 +73,7 @@ def test_a_target_without_a_head_says_so(mtp_target) -> None:
     target = mtp_target("hybrid")
     config = json.loads(json.dumps(target.config))
     config["text_config"]["mtp_num_hidden_layers"] = 0
-    with pytest.raises(UnsupportedModelError, match="has no built-in MTP head.*--drafter model"):
+    with pytest.raises(UnsupportedModelError, match="has no built-in MTP head.*Pick another drafter: a draft model, or lookup"):
         load_mtp_head(mtp_target.folder("hybrid"), target.model, config)
 
 

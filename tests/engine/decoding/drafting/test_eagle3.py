@@ -60,12 +60,12 @@ def test_drafts_stay_inside_the_draft_vocabulary(eagle3_pair) -> None:
 
 
 def test_the_eagle3_drafter_without_a_drafter_loaded_is_refused_in_one_line(eagle3_pair) -> None:
-    with pytest.raises(InvalidParameterError, match="needs an EAGLE-3 drafter.*--draft PATH"):
+    with pytest.raises(InvalidParameterError, match="needs an EAGLE-3 drafter: load its folder as the draft"):
         generate("abc", ModelPair(eagle3_pair.target()), GREEDY)
 
 
 def test_the_draft_model_drafter_with_an_eagle3_draft_says_how_to_draft_with_it(eagle3_pair) -> None:
-    with pytest.raises(InvalidParameterError, match="the draft loaded is an EAGLE-3 drafter: draft with it .--drafter eagle3."):
+    with pytest.raises(InvalidParameterError, match="the draft loaded is an EAGLE-3 drafter: draft with the EAGLE-3 drafter"):
         generate("abc", eagle3_pair.pair(), GREEDY.replace(drafter="model"))
 
 

@@ -56,7 +56,7 @@ def test_the_adaptive_policy_keeps_the_output(kind: str, mtp_target) -> None:
 
 
 def test_a_target_without_an_mtp_head_is_refused_in_one_line(tiny_pair: ModelPair) -> None:
-    with pytest.raises(UnsupportedModelError, match="no built-in MTP head.*--drafter model"):
+    with pytest.raises(UnsupportedModelError, match="no built-in MTP head.*Pick another drafter"):
         generate("Hello", tiny_pair, GREEDY)
 
 
