@@ -130,7 +130,7 @@ def checked(tab) -> bool:
 def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
     make_window, qtbot, mtp_target, tiny_dirs
 ) -> None:
-    """Choosing "Built-in drafter (MTP heads)" loads no draft model and drafts with the target's own heads; a target
+    """Choosing "Built-in MTP drafter" (the registry's name, as in Settings, Compare and the stats line) loads no draft model and drafts with the target's own heads; a target
     whose config declares none does not offer it."""
     mtp = mtp_target.folder("hybrid").resolve()
     for model in (mtp, tiny_dirs[0]):
@@ -144,7 +144,7 @@ def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
     tab.targets.setCurrentRow(rows(tab)[str(mtp)])
     qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
     assert drafts_offered(tab)[:2] == ["", BUILT_IN_MTP] and tab.drafts.currentData() == BUILT_IN_MTP
-    assert tab.drafts.currentText() == "Built-in drafter (MTP heads)"
+    assert tab.drafts.currentText() == "Built-in MTP drafter"
     with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
         tab.use_local_button.click()
     assert window.session.pair.drafter == "mtp" and window.session.pair.draft_name is None
