@@ -8,7 +8,7 @@ model with none loaded) is the engine's to say when its side starts, in the one 
 
 from __future__ import annotations
 
-from .drafter_kinds import KINDS, drafter_label, names
+from .drafter_kinds import KINDS, drafter_label, heading, names
 from .errors import InvalidParameterError
 from .events import GenerationResult
 from .params import GenerationParams
@@ -38,9 +38,8 @@ def side_label(side: str) -> str:
 
 
 def side_heading(side: str) -> str:
-    """A side's label to start a sentence or head a column with ("Built-in MTP drafter": only its first letter raised)."""
-    label = side_label(side)
-    return label[:1].upper() + label[1:]
+    """A side's label to start a sentence or head a column with ("Built-in MTP drafter")."""
+    return heading(side_label(side))
 
 
 def side_params(params: GenerationParams, side: str) -> GenerationParams:

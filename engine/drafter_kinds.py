@@ -156,6 +156,12 @@ def drafter_label(name: str) -> str:
     return KINDS[name].label if name in KINDS else name
 
 
+def heading(label: str) -> str:
+    """A label to start a sentence, a list entry or a column with: only its first letter raised ("Built-in MTP
+    drafter", never str.capitalize's "Built-in mtp drafter")."""
+    return label[:1].upper() + label[1:]
+
+
 def drafters_named(drafted_by: dict[str, int], asked: str) -> str:
     """Who drafted an answer's tokens (`drafted_by`: draft tokens per drafter; `asked`: the drafter asked for, named
     when nothing was drafted): "built-in MTP drafter", or with several each one's share of the drafted tokens, said

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..drafter_kinds import KINDS, folder_kinds
+from ..drafter_kinds import KINDS, folder_kinds, heading
 from .folder_kind import drafter_kind, folder_name, read_json
 
 BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
-BUILT_IN_MTP_LABEL = KINDS["mtp"].label[:1].upper() + KINDS["mtp"].label[1:]  # the registry's name for it, as everywhere else
+BUILT_IN_MTP_LABEL = heading(KINDS["mtp"].label)  # the registry's name for it, as everywhere else
 
 
 def drafts_with(kind: str) -> bool:
