@@ -130,8 +130,8 @@ def checked(tab) -> bool:
 def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
     make_window, qtbot, mtp_target, tiny_dirs
 ) -> None:
-    """Choosing "Built-in MTP drafter" (the registry's name, as in Settings, Compare and the stats line) loads no draft model and drafts with the target's own heads; a target
-    whose config declares none does not offer it."""
+    """Choosing "Built-in MTP drafter" (the registry's name, as in Settings, Compare and the stats line) loads no
+    draft model and drafts with the target's own heads; a target whose config declares none does not offer it."""
     mtp = mtp_target.folder("hybrid").resolve()
     for model in (mtp, tiny_dirs[0]):
         remember_model(model)
