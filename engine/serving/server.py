@@ -34,6 +34,7 @@ from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
 from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice, PromptCount, QueueFull
+from .keepalive import KEEPALIVE, KEEPALIVE_S, PENDING, prefill_comment, waited
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
 from .reasoning_api import parse_openai
@@ -43,9 +44,6 @@ RETRY_AFTER_S = 2
 PIECES = (ReasoningPiece, TextPiece, ToolCall)
 Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
-KEEPALIVE_S = 10.0  # the longest silence on a stream: Claude Code drops a connection silent for 5 minutes
-KEEPALIVE = b": keep-alive\n\n"  # an SSE comment: every client's parser skips it
-PENDING = object()  # no event yet: the job waits in the queue or its prompt is being read
 
 
 @dataclass
@@ -270,14 +268,6 @@ async def _first_event(events: asyncio.Queue, request: Request, job: GenerationJ
     return event
 
 
-async def _waited(events: asyncio.Queue, interval: float) -> object:
-    """The job's next event, or PENDING after `interval` seconds without one (a keep-alive is due)."""
-    try:
-        return await asyncio.wait_for(events.get(), interval)
-    except TimeoutError:
-        return PENDING
-
-
 def _raise_failure(event: object) -> None:
     """An exception delivered instead of events, as the client's error."""
     if not isinstance(event, BaseException):
@@ -323,12 +313,14 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 api.notes.append(event.text)
             else:
                 yield KEEPALIVE
-            event = await _waited(events, state.keepalive_s)
+            event = await waited(events, state.keepalive_s)
         for frame in render.opening(event.total if isinstance(event, PrefillEvent) else 0):
             yield frame
         while not isinstance(event, GenerationResult):
             if event is PENDING:  # a long prefill, or a slow round
                 yield KEEPALIVE
+            if isinstance(event, PrefillEvent):
+                yield prefill_comment(event)
             if isinstance(event, BaseException):
                 finished = True
                 for frame in render.failure(_failure_error(event)):
@@ -338,7 +330,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 reply.add(event)
                 for frame in render.piece(event):
                     yield frame
-            event = await _waited(events, state.keepalive_s)
+            event = await waited(events, state.keepalive_s)
         finished = True
         reply.result = event
         for frame in render.closing(reply):
