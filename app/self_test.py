@@ -1,8 +1,8 @@
 """`specchat --self-test`: prove the app works end to end, without a screen or a download.
 
 It opens the real main window offscreen, loads a pair (tiny built-in random models unless --target is given),
-generates a short answer speculatively, checks that coloured tokens and statistics appeared, and asks the
-local server (OpenAI-compatible, on a free loopback port) for a short answer. It prints
+generates a short answer speculatively, checks that coloured tokens and statistics appeared, asks the
+local server (OpenAI-compatible, on a free loopback port) for a short answer, and calls an MCP tool. It prints
 one line and exits 0, or prints the reason and exits 1. Settings and conversations go to a temporary folder,
 never the user's. The packaged app runs it in CI, so a module or data file missing from the bundle fails there.
 """
@@ -66,6 +66,34 @@ def _check_server(window) -> str | None:  # MainWindow
         return f"the local server did not answer: {error}"
     finally:
         server.stop()
+
+
+def _check_mcp() -> str | None:
+    """Serve a one-tool MCP server over streamable HTTP on a free loopback port and call its tool through the app's
+    hub (the bundle must carry the `mcp` SDK; a frozen app cannot launch a Python stdio server, so HTTP it is)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from engine.mcp_tools.hub import McpHub
+    from engine.mcp_tools.servers_config import ServerConfig
+    from engine.serving.listener import RunningServer, bind
+
+    server = MCPServer("self-test")
+
+    @server.tool()
+    def add(a: int, b: int) -> str:
+        """Adds two integers."""
+        return str(a + b)
+
+    running = RunningServer(server.streamable_http_app(), bind("127.0.0.1", 0), lifespan=True)
+    running.start()
+    hub = McpHub([ServerConfig("self-test", url=f"http://127.0.0.1:{running.port}/mcp")], timeout=TIMEOUT_S)
+    try:
+        hub.start()
+        outcome = hub.call("add", {"a": 2, "b": 3})
+        return None if outcome.text == "5" and not outcome.is_error else f"the MCP tool answered {outcome.text!r}"
+    finally:
+        hub.close()
+        running.stop()
 
 
 def run_self_test(target: str | None = None, draft: str | None = None) -> int:
@@ -140,14 +168,14 @@ def _run(home: Path, target: str | None, draft: str | None, started: float) -> i
             print(f"self-test failed: {failures[0]}")
             return 1
         result = results[0]
-        reason = _check(window, result) or _check_server(window)
+        reason = _check(window, result) or _check_server(window) or _check_mcp()
         if reason:
             print(f"self-test failed: {reason}")
             return 1
         info = window.session.pair
         pair = info.target_name + (f" with draft {info.draft_name}" if info.draft_name else "")
         print(
-            f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown, the local server answered "
+            f"self-test passed: {pair}: {result.summary()}; coloured tokens and stats shown, the local server and an MCP tool answered "
             f"({time.monotonic() - started:.1f} s)"
         )
         return 0

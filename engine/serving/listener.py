@@ -49,11 +49,14 @@ def bind(host: str, port: int) -> socket.socket:
 class RunningServer:
     """uvicorn serving an app on a bound socket, in a thread of its own (the app) or the caller's (the CLI)."""
 
-    def __init__(self, app: Starlette, sock: socket.socket) -> None:
+    def __init__(self, app: Starlette, sock: socket.socket, lifespan: bool = False) -> None:
+        """`lifespan`: run the app's startup and shutdown (an MCP server's app starts its sessions' task group there;
+        SpecChat's own app has none)."""
         import uvicorn
 
         self.sock = sock
-        config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none", lifespan="off",
+        config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none",
+                                lifespan="on" if lifespan else "off",
                                 timeout_graceful_shutdown=2)
         self.server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -16,7 +16,8 @@ def test_the_self_test_passes_with_the_built_in_tiny_models(isolated_home) -> No
     done = self_test()
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("self-test passed: tiny-target with draft tiny-draft: ")
-    assert "drafted tokens accepted" in done.stdout and done.stdout.count("\n") == 1
+    assert "drafted tokens accepted" in done.stdout and "an MCP tool answered" in done.stdout
+    assert done.stdout.count("\n") == 1
     assert "Fatal" not in done.stderr and "Traceback" not in done.stderr
     assert not (isolated_home / "app-data" / "conversations.sqlite3").exists()  # the user's data is untouched
 
