@@ -24,7 +24,7 @@ from engine.attachments import CountTokens, token_counter
 from engine.errors import DistributedError, LoadCancelled, SpecChatError
 from engine.events import GenerationResult
 from engine.models.app_paths import data_dir
-from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
+from engine.models.draft_choice import drafter_for, shown_draft_name
 from engine.params import GenerationParams
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ class PairInfo:
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
-    the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
-    ("model", "mtp" for the target's own heads, "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
+    the target has no chat template (chats reach it as a transcript it continues). `drafter`: what is loaded as the
+    draft ("model", "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
     many Macs the target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence);
     `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
@@ -227,16 +227,15 @@ class EngineWorker(QObject):
         with `hosts` (an mlx.launch hostfile), the target across those Macs (the pair before is let go once the new
         one runs)."""
         from engine.conversations import saved_chats
+        from engine.decoding.drafting.automatic import hidden_drafter
         from engine.decoding.drafting.history_lookup import start_indexing
 
         with self._lock:
             self._load_id = load_id
         self._load_stage = ""
-        drafter = drafter_for(draft)
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
-            if drafter == "mtp":
-                pair.drafter_state("mtp")  # the head loads now: a target without one is refused here, not in the first answer
+            hidden_drafter(pair)  # the target's MTP heads load with it, not in the first answer (none, or dropped: nothing)
             if self._load_is_cancelled(keep=True):  # a cancel after the last stage's report still wins
                 if cluster is not None:
                     cluster.close()
@@ -256,11 +255,11 @@ class EngineWorker(QObject):
         from engine.decoding.pair import ModelPair
 
         if not hosts:
-            return ModelPair.load(target, draft_model(draft), progress=self._load_progress), None
+            return ModelPair.load(target, draft or None, progress=self._load_progress), None
         from engine.distributed.app_head import start_head
 
         self.load_progress.emit("Starting SpecChat on the other Macs", 0, 0)
-        cluster = start_head(Path(hosts), target, draft_model(draft))
+        cluster = start_head(Path(hosts), target, draft or None)
         return cluster.session.pair, cluster
 
     def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
