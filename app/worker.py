@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.attachments import CountTokens, token_counter
-from engine.errors import DistributedError, LoadCancelled, SpecChatError
+from engine.errors import DistributedError, LoadCancelled, SpecChatError, UnsupportedModelError
 from engine.events import GenerationResult
 from engine.models.app_paths import data_dir
 from engine.models.draft_choice import drafter_for, shown_draft_name
@@ -227,7 +227,6 @@ class EngineWorker(QObject):
         with `hosts` (an mlx.launch hostfile), the target across those Macs (the pair before is let go once the new
         one runs)."""
         from engine.conversations import saved_chats
-        from engine.decoding.drafting.automatic import hidden_drafter
         from engine.decoding.drafting.history_lookup import start_indexing
 
         with self._lock:
@@ -235,7 +234,7 @@ class EngineWorker(QObject):
         self._load_stage = ""
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
-            hidden_drafter(pair)  # the target's MTP heads load with it, not in the first answer (none, or dropped: nothing)
+            drafters = runnable_drafters(pair)
             if self._load_is_cancelled(keep=True):  # a cancel after the last stage's report still wins
                 if cluster is not None:
                     cluster.close()
@@ -249,7 +248,7 @@ class EngineWorker(QObject):
         self.release_cluster()
         self.pair, self.cluster = pair, cluster
         self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats, pair.idle)
-        self.load_finished.emit(self._describe(pair, target, draft))
+        self.load_finished.emit(self._describe(pair, target, draft, drafters))
 
     def _load_pair(self, target: str, draft: str, hosts: str):  # (ModelPair, AppHead | None)
         from engine.decoding.pair import ModelPair
@@ -262,7 +261,7 @@ class EngineWorker(QObject):
         cluster = start_head(Path(hosts), target, draft or None)
         return cluster.session.pair, cluster
 
-    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
+    def _describe(self, pair, target: str, draft: str, drafters: tuple[str, ...]) -> PairInfo:  # ModelPair
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -281,7 +280,7 @@ class EngineWorker(QObject):
             layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
             count_tokens=token_counter(pair.tokenizer),
-            drafters=pair.drafter_names(),
+            drafters=drafters,
         )
 
     @Slot()
@@ -364,6 +363,23 @@ class EngineWorker(QObject):
             except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
                 verdicts.append(DraftVerdict(name, False, readable_error(error)))
         self.drafts_check_finished.emit(target, verdicts)
+
+
+def runnable_drafters(pair) -> tuple[str, ...]:  # ModelPair
+    """Every single drafter the pair can draft with, the target's built-in heads loaded now (not in the first answer
+    that drafts with them); heads its config declares but its files lack (a conversion that dropped the mtp.* tensors)
+    are left out, so that the Drafter choice never offers a drafter that cannot run."""
+    from engine.drafter_kinds import kind
+
+    runnable = []
+    for name in pair.drafter_names():
+        if kind(name).pairs_with == "built-in":
+            try:
+                pair.drafter_state(name)
+            except UnsupportedModelError:
+                continue
+        runnable.append(name)
+    return tuple(runnable)
 
 
 def start_in_thread(worker: QObject, name: str) -> QThread:

@@ -76,3 +76,16 @@ def test_a_pin_the_pair_cannot_run_falls_back_to_automatic_with_one_line(make_wi
     line = "This pair cannot run the built-in MTP drafter chosen for it before: drafting with Automatic."
     assert line in window.statusBar().currentMessage()
     assert AppSettings().pinned_drafter(str(tiny_dirs[0]), str(tiny_dirs[1])) == "auto"  # said once, not every launch
+
+
+def test_a_target_whose_conversion_dropped_its_mtp_heads_loads_and_is_offered_no_mtp_drafter(make_window, mtp_target,
+                                                                                              tmp_path) -> None:
+    """Its config still declares the heads (mlx-lm's conversion drops the mtp.* tensors): offering the built-in MTP
+    drafter would only lead to an error in the first answer that chose it."""
+    import shutil
+
+    dropped = shutil.copytree(mtp_target.folder("hybrid-sidecar"), tmp_path / "dropped-heads")
+    (dropped / "mtp.safetensors").unlink()
+    window = make_window(pair=(str(dropped), ""), drafter="auto")
+    assert window.session.pair is not None and window.error_banner.isHidden()
+    assert offered(window) == ["auto", "lookup"]
