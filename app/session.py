@@ -1,7 +1,7 @@
 """The chat session: everything about chatting that is not a widget.
 
 It owns the two workers (engine and downloads) and their threads, the saved conversations and settings, the
-loaded pair, the generation settings with the speculative/standard mode, and the answer being generated: its
+loaded pair, the generation settings with the mode and the drafter chosen for the pair, and the answer being generated: its
 request id, where its events go (the chat or Compare), its text and token runs as they stream, and saving them
 after every batch, so that Stop, a crash or `kill -9` loses at most the round in flight. The window shows the
 session and forwards the user's actions to it; tests drive it without any widget.

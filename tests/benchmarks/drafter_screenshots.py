@@ -6,7 +6,8 @@ target with built-in MTP heads (what is loaded beside it: "No draft model"), at 
 The window is captured from the X display with ImageMagick's `import -window root` (the open list is a window of
 its own, which `QWidget.grab` leaves out), cropped to the main window; the picker with `QWidget.grab`. Tiny random
 models stand in for real ones (`engine/fixtures/`): the list and the picker show the same entries for any pair of
-the same kinds. Writes drafter-choice[-WxH][-dark].png and picker-no-draft[-WxH][-dark].png.
+the same kinds. Writes drafter-choice[-WxH][-dark].png (a target and its draft model),
+drafter-choice-mtp[-WxH][-dark].png (a target with MTP heads, alone) and picker-no-draft[-WxH][-dark].png.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def main(out: Path, width: int, height: int, dark: bool) -> int:
     combo.showPopup()
     pump(app, seconds=1.0)
     screen_crop(window, out / f"drafter-choice{suffix}.png")
+    combo.hidePopup()
+    window.session.load_pair(str(mtp), "")
+    pump(app, lambda: window.session.pair is not None and window.session.pair.target == str(mtp), 120)
+    combo.showPopup()
+    pump(app, seconds=1.0)
+    screen_crop(window, out / f"drafter-choice-mtp{suffix}.png")
     combo.hidePopup()
     window.open_picker()
     picker = window.picker
