@@ -55,8 +55,9 @@ class LoadStatus(QWidget):
         self.show()
 
     def show_loaded(self, info: PairInfo) -> None:
-        self._end(f"Loaded {self.session.describe_pair()}. {info.layout} "
-                  + (("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""), 10000)
+        warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
+        parts = (f"Loaded {self.session.describe_pair()}.", info.layout, self.session.drafter_note, warnings)
+        self._end(" ".join(filter(None, parts)), 10000)  # drafter_note: a drafter pinned for the pair set aside
 
     def show_failed(self, message: str) -> None:
         self._end("Could not load the models." + (" The models loaded before are still in use." if self.session.pair else ""), 10000)

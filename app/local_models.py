@@ -1,4 +1,6 @@
-"""The picker's "On this computer" tab: models on disk as targets, the drafts that share a target's tokenizer.
+"""The picker's "On this computer" tab: models on disk as targets, and what to load beside one: a draft model that
+shares its tokenizer, a drafter folder made for it, or nothing. Which drafter drafts is chosen in the toolbar
+(`drafter_choice.py`), among those the loaded pair has; lookup needs no model and is always among them.
 
 Models come from the HF cache, LM Studio's folder and the folders or GGUF files the user opened; one that is
 not a usable model is refused when opened, and one damaged since is listed as such, to be removed. Tokenizer
@@ -25,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from engine.errors import SpecChatError
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.models.draft_choice import BUILT_IN_MTP, BUILT_IN_MTP_LABEL, drafts_with, has_mtp_heads
+from engine.models.draft_choice import drafts_with, has_mtp_heads
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 from engine.models.vision import SEES_IMAGES
@@ -33,7 +35,7 @@ from engine.models.vision import SEES_IMAGES
 from .file_dialogs import open_file, open_folder
 from .worker import DraftVerdict
 
-NO_DRAFT = "None: lookup only (this chat and saved chats)"
+NO_DRAFT = "No draft model"
 TARGET_ITSELF = "the target itself (a draft must be a smaller, faster model)"
 SOURCES = {"hf-cache": "downloaded", "lm-studio": "LM Studio", "opened": "opened"}
 
@@ -105,7 +107,9 @@ class LocalModelsTab(QWidget):
         layout.addLayout(left, 3)
 
         right = QVBoxLayout()
-        right.addWidget(QLabel("Draft (a model with the target's tokenizer, or a drafter made for the target)"))
+        loaded_beside = QLabel("Draft (loaded beside the target: a model with its tokenizer, or a drafter made for it)")
+        loaded_beside.setWordWrap(True)
+        right.addWidget(loaded_beside)
         self.drafts = QComboBox()
         right.addWidget(self.drafts)
         self.draft_note = QLabel()
@@ -223,8 +227,13 @@ class LocalModelsTab(QWidget):
             self.draft_note.setText("Checking which drafts fit the target…")
             self.drafts_check_requested.emit(selected.name, candidates)
         else:
-            built_in = ", but its built-in MTP heads can" if self.drafts.findData(BUILT_IN_MTP) > 0 else ""
-            self.draft_note.setText(f"No other models on this computer to draft with{built_in}.")
+            self.draft_note.setText(f"No other models on this computer to draft with{self._heads_note(selected)}.")
+
+    @staticmethod
+    def _heads_note(target: LocalModel | None) -> str:
+        """For a target with built-in MTP heads, that they need nothing loaded beside it (they load with it)."""
+        has_heads = target is not None and target.path.is_dir() and has_mtp_heads(target.path)
+        return " (its built-in MTP drafter needs none: choose it as the Drafter in the toolbar)" if has_heads else ""
 
     @staticmethod
     def _can_draft(model: LocalModel) -> bool:
@@ -251,8 +260,6 @@ class LocalModelsTab(QWidget):
         self.drafts.clear()
         self.left_out.clear()
         self.drafts.addItem(NO_DRAFT, "")
-        if selected is not None and selected.path.is_dir() and has_mtp_heads(selected.path):
-            self.drafts.addItem(BUILT_IN_MTP_LABEL, BUILT_IN_MTP)
         for line, tooltip in self._left_out_lines(selected) if selected else []:
             item = QListWidgetItem(line)
             item.setToolTip(tooltip)
@@ -262,7 +269,7 @@ class LocalModelsTab(QWidget):
             if verdict.compatible:
                 kind = kinds.get(verdict.name, "")
                 self.drafts.addItem((f"{kind}: " if kind else "") + model_label(verdict.name), verdict.name)
-        self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a drafter when there is one
+        self.drafts.setCurrentIndex(min(1, self.drafts.count() - 1))  # a draft when there is one
         self._select_draft_in_use()
 
     def _select_draft_in_use(self) -> None:
@@ -285,7 +292,7 @@ class LocalModelsTab(QWidget):
         self._verdicts = list(verdicts)
         self._show_drafts()
         offered = self.drafts.count() - 1
-        self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}.")
+        self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}{self._heads_note(self._selected_local())}.")
 
     def open_folder(self) -> None:
         folder = open_folder(self, "Open a model folder")

@@ -80,7 +80,7 @@ class LocalServer(QObject):
         except SpecChatError as error:
             self.failed.emit(str(error).replace("with --port", "in the Port box"))
             return False
-        app = create_app(self.runner, self.session.effective_params, log=self._log)
+        app = create_app(self.runner, lambda: self.session.params, log=self._log)
         self.running = RunningServer(app, sock)
         self.running.start()
         self.state_changed.emit(self.address)

@@ -18,6 +18,7 @@ from engine.params import GenerationParams
 from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
 from .conversation_list import ConversationList
+from .drafter_choice import DrafterChoice
 from .load_status import LoadStatus
 from .local_server import LocalServer
 from .pair_picker import PairPickerDialog
@@ -102,12 +103,12 @@ class MainWindow(QMainWindow):
         self.load_status = LoadStatus(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
-        self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), self)
+        self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), DrafterChoice(self.session), self)
         self.addToolBar(self.toolbar)
         t = self.toolbar
         for signal, slot in ((t.models_action.triggered, self.open_picker), (t.speculative_action.toggled, self._mode_toggled),
                              (t.compare_action.triggered, self.compare), (t.markdown_action.toggled, self._markdown_toggled),
-                             (t.settings_action.triggered, self.open_settings),
+                             (t.settings_action.triggered, self.open_settings), (t.drafter.chosen, self._update_controls),
                              (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
             signal.connect(slot)
         # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, and Cmd+Q there.
@@ -360,11 +361,11 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Trace exported to {written}", 5000)
 
     def open_settings(self) -> None:
-        """Edit the settings as chosen, not as the loaded pair makes them run (no draft model: lookup)."""
+        """Edit the settings (the drafter is the toolbar's choice: SSD and the history switch follow it)."""
         info = self.session.pair
-        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self, has_draft=bool(info and info.draft),
+        dialog = SettingsDialog(self.session.params, self.session.system_prompt, self,
                                 can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts,
-                                pair_drafter=info.drafter if info else "", hostfile=self.session.across.hostfile)
+                                hostfile=self.session.across.hostfile)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
             self.session.across.choose(dialog.across_macs.hosts(), self.session.pair)

@@ -11,27 +11,13 @@ from engine.params import GenerationParams
 from .worker import PairInfo
 
 
-def next_drafter(chosen: str, pair_drafter: str) -> str:
-    """The drafter the next answer runs. Automatic when chosen (it drafts with whatever the pair has); lookup when it
-    is chosen or the pair has no drafter; else the pair's own: "draft model" in the settings means whatever the pair
-    drafts with (a draft model, with lookup first if chosen; the target's MTP heads; a DFlash, DSpark or EAGLE-3
-    folder)."""
-    if chosen == "auto":
-        return "auto"
-    if chosen == "lookup" or not pair_drafter:
-        return "lookup"
-    if pair_drafter == "model":
-        return chosen if chosen in ("model", "model+lookup") else "model"
-    return pair_drafter
-
-
 def pair_label(info: PairInfo | None, params: GenerationParams | None, loading: bool) -> str:
     """`params`: the settings the next answer will use (None when no pair is loaded)."""
     if info is None or params is None:
         return "Loading…" if loading else "No models loaded"
     draft = "draft" if info.drafter in ("", "model") else "drafter"
     names = info.target_name + (f" ← {draft} {info.draft_name}" if info.draft_name else "")
-    ssd = " (SSD)" if params.ssd and params.uses_draft_model else ""
+    ssd = " (SSD)" if params.ssd and params.drafter != "auto" and params.uses_draft_model else ""  # Automatic asks after
     how = "standard decoding" if params.mode == "standard" else f"speculative, {drafter_label(params.drafter)}{ssd}"
     lossy = f" · {lossy_label(params.lenience)}" if params.lossy else ""
     base = f" · {BASE_MODEL_NOTE}" if info.base_model else ""

@@ -158,7 +158,7 @@ class PairPickerDialog(QDialog):
         draft), select that pair, in the tab that lists it: the picker opens on the pair in use."""
         current = self.selected_status()
         self.statuses = pair_statuses()
-        listed = next((s.pair.id for s in self.statuses if in_use == (s.pair.target, s.pair.draft_choice)), None)
+        listed = next((s.pair.id for s in self.statuses if in_use == (s.pair.target, s.pair.draft)), None)
         selected = listed or (current.pair.id if current else default_pair().id)
         self.table.clear()
         for status in self.statuses:
@@ -247,7 +247,7 @@ class PairPickerDialog(QDialog):
         if status is None or not status.downloaded:
             return
         if confirm_fit(self, status.fit):
-            self._chosen(status.pair.target, status.pair.draft_choice)
+            self._chosen(status.pair.target, status.pair.draft)
 
     def _chosen(self, target: str, draft: str) -> None:
         self.pair_chosen.emit(target, draft)

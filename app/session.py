@@ -1,7 +1,7 @@
 """The chat session: everything about chatting that is not a widget.
 
 It owns the two workers (engine and downloads) and their threads, the saved conversations and settings, the
-loaded pair, the generation settings with the speculative/standard mode, and the answer being generated: its
+loaded pair, the generation settings with the mode and the drafter chosen for the pair, and the answer being generated: its
 request id, where its events go (the chat or Compare), its text and token runs as they stream, and saving them
 after every batch, so that Stop, a crash or `kill -9` loses at most the round in flight. The window shows the
 session and forwards the user's actions to it; tests drive it without any widget.
@@ -23,7 +23,7 @@ from engine.params import GenerationParams
 
 from .across_macs import AcrossMacs, loading_line
 from .download_worker import DownloadWorker
-from .pair_label import next_drafter, pair_label
+from .pair_label import pair_label
 from .settings import AppSettings
 from .streaming_answer import StreamingAnswer
 from .worker import EngineWorker, GenerationRequest, PairInfo, start_in_thread, stop_thread
@@ -87,6 +87,7 @@ class ChatSession(QObject):
         self.system_prompt = self.settings.system_prompt()
         self.new_chat_think: bool | None = None  # the Think switch of a chat not saved yet (None: the default)
         self.pair: PairInfo | None = None
+        self.drafter_note = ""  # why the drafter pinned for the pair just loaded was set aside ("": it was not)
         self.loading = self.cancelling_load = False  # cancelling: Cancel was clicked, the load ends at its next step
         self._loads = 0  # the loads asked for, numbered so that a cancel ends the one running and any queued
         self.answer: StreamingAnswer | None = None
@@ -129,14 +130,11 @@ class ChatSession(QObject):
         self.params = self.params.replace(mode=mode)
         self.settings.save_params(self.params)
 
-    def effective_params(self, mode: str | None = None) -> GenerationParams:
-        """What the next answer runs with: the chosen settings, drafting with the pair's own drafter (its draft
-        model, the target's MTP heads, a DFlash, DSpark or EAGLE-3 folder) or by lookup when it has none (the choice
-        itself is kept, for the next pair)."""
-        params = self.params.replace(mode=mode or self.params.mode)
-        if params.mode == "speculative" and self.pair is not None:
-            params = params.replace(drafter=next_drafter(params.drafter, self.pair.drafter))
-        return params
+    def choose_drafter(self, drafter: str) -> None:
+        """Draft with `drafter` ("auto": Automatic) from the next answer on; remembered for the loaded pair."""
+        self.params = self.params.replace(drafter=drafter)
+        if self.pair is not None:
+            self.settings.save_pinned_drafter(self.pair.target, self.pair.draft, drafter)
 
     def apply_settings(self, params: GenerationParams, system_prompt: str) -> None:
         """Use new settings from the next answer on, and remember them."""
@@ -147,7 +145,7 @@ class ChatSession(QObject):
 
     def describe_pair(self) -> str:
         """The loaded models and how the next answer will be decoded, for the window's label."""
-        return pair_label(self.pair, self.effective_params() if self.pair else None, self.loading)
+        return pair_label(self.pair, self.params if self.pair else None, self.loading)
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
         """A conversation as the engine reads it (answers that failed before any text are left out); an answer's
@@ -193,6 +191,8 @@ class ChatSession(QObject):
         if self._closed:
             return
         self.pair, self.loading, self.cancelling_load = info, False, False
+        drafter, self.drafter_note = self.settings.restored_drafter(info.target, info.draft, info.drafters)
+        self.params = self.params.replace(drafter=drafter)
         self.settings.save_pair(info.target, info.draft)
         self.pair_loaded.emit(info)
         self.across.loaded()
@@ -249,7 +249,7 @@ class ChatSession(QObject):
 
     def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST) -> None:
         """Answer the conversation's last user message (as a new branch under `parent_id` when given)."""
-        params = self.effective_params().replace(think=self.think_for(conversation_id))
+        params = self.params.replace(think=self.think_for(conversation_id))
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params)
@@ -286,7 +286,7 @@ class ChatSession(QObject):
 
     def compare_sides(self) -> tuple[str, str]:
         """What a Compare runs unless the user picks otherwise: standard decoding against the next answer's drafter."""
-        return STANDARD, self.effective_params("speculative").drafter
+        return STANDARD, self.params.drafter
 
     def compare(self, conversation_id: int | None, messages: list[dict[str, str]],
                 sides: tuple[str, str] | None = None) -> dict[str, int]:

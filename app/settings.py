@@ -1,12 +1,16 @@
-"""What SpecChat remembers across launches: generation settings, the chosen pair, view options.
+"""What SpecChat remembers across launches: generation settings, the chosen pair and the drafter chosen for each
+pair, view options.
 
 Stored with QSettings in an INI file in the app-data folder (so tests can point $SPECCHAT_HOME elsewhere).
 """
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import QSettings
 
+from engine.drafter_kinds import choices, drafter_label
 from engine.models.app_paths import data_dir
 from engine.params import GenerationParams
 
@@ -15,7 +19,6 @@ SAVED_PARAMS = {
     "num_draft": int,
     "adaptive": bool,
     "max_draft": int,
-    "drafter": str,
     "mode": str,
     "temperature": float,
     "top_p": float,
@@ -30,12 +33,20 @@ SAVED_PARAMS = {
     "history": bool,
     "think": bool,  # the default of each chat's Think switch
 }
-# Set once settings are saved by a version that offers Automatic: from then on a saved "model" is a pinned choice.
-AUTOMATIC_OFFERED = "generation/automatic_offered"
+# The drafter chosen for each pair (the toolbar's Drafter choice), by "target\ndraft", as JSON: a pair never pinned
+# drafts with Automatic. The drafter saved once for every pair ("generation/drafter") is no longer read.
+PINNED_DRAFTERS = "pair/drafters"
+AUTOMATIC = "auto"  # the drafter of a pair never pinned
+# The draft an older SpecChat saved for "the target's own MTP heads": they load with the target, nothing beside it.
+OLD_MTP_DRAFT = "built-in:mtp"
 
 
 def _as_bool(value: object) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+
+
+def _pair_key(target: str, draft: str | None) -> str:
+    return f"{target}\n{draft or ''}"
 
 
 class AppSettings:
@@ -54,8 +65,8 @@ class AppSettings:
         values = {}
         for name, kind in SAVED_PARAMS.items():
             raw = self.store.value(f"generation/{name}")
-            if raw is None or (name == "drafter" and raw == "model" and self.store.value(AUTOMATIC_OFFERED) is None):
-                continue  # "model" saved before Automatic was offered is the old default, not a choice: Automatic now
+            if raw is None:
+                continue
             try:
                 values[name] = _as_bool(raw) if kind is bool else kind(raw)  # type: ignore[operator]  # kinds are int, float, str
             except (TypeError, ValueError):
@@ -69,7 +80,6 @@ class AppSettings:
         for name in SAVED_PARAMS:
             value = getattr(params, name)
             self.store.setValue(f"generation/{name}", 0 if value is None else value)
-        self.store.setValue(AUTOMATIC_OFFERED, True)
         self.store.sync()
 
     def system_prompt(self) -> str:
@@ -84,12 +94,43 @@ class AppSettings:
         target = self.store.value("pair/target")
         if not target:
             return None
-        return str(target), str(self.store.value("pair/draft", "") or "")
+        draft = str(self.store.value("pair/draft", "") or "")
+        return str(target), "" if draft == OLD_MTP_DRAFT else draft
 
     def save_pair(self, target: str, draft: str | None) -> None:
         self.store.setValue("pair/target", target)
         self.store.setValue("pair/draft", draft or "")
         self.store.sync()
+
+    def pinned_drafter(self, target: str, draft: str | None) -> str:
+        """The drafter chosen for the pair (`drafter_kinds` name); "auto" for a pair never pinned."""
+        return self._pins().get(_pair_key(target, draft), AUTOMATIC)
+
+    def save_pinned_drafter(self, target: str, draft: str | None, drafter: str) -> None:
+        """Remember the drafter chosen for the pair; Automatic, the default, is remembered by forgetting the pin."""
+        pins = self._pins()
+        pins.pop(_pair_key(target, draft), None)
+        if drafter != AUTOMATIC:
+            pins[_pair_key(target, draft)] = drafter
+        self.store.setValue(PINNED_DRAFTERS, json.dumps(pins))
+        self.store.sync()
+
+    def restored_drafter(self, target: str, draft: str | None, drafters: tuple[str, ...]) -> tuple[str, str]:
+        """The drafter a pair just loaded drafts with (`drafters`: the single ones it has): the one pinned for it, or
+        Automatic; and, when its pin was set aside (and forgotten) because the pair cannot run it (a drafter folder
+        changed on disk, a hand-edited file), the line that says so ("" otherwise)."""
+        pinned = self.pinned_drafter(target, draft)
+        if pinned in choices(drafters):
+            return pinned, ""
+        self.save_pinned_drafter(target, draft, AUTOMATIC)
+        return AUTOMATIC, f"This pair cannot run the {drafter_label(pinned)} chosen for it before: drafting with Automatic."
+
+    def _pins(self) -> dict[str, str]:
+        try:
+            pins = json.loads(str(self.store.value(PINNED_DRAFTERS, "{}")))
+        except ValueError:
+            return {}  # a hand-edited file: every pair on Automatic
+        return {str(k): str(v) for k, v in pins.items()} if isinstance(pins, dict) else {}
 
     def show_markdown(self) -> bool:
         return _as_bool(self.store.value("view/markdown", True))

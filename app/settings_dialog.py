@@ -1,5 +1,6 @@
 """The settings a user can change: draft length, adaptive speculation, sampling, length, system prompt, and whether
-the target runs across Macs (an mlx.launch hostfile)."""
+the target runs across Macs (an mlx.launch hostfile). Which drafter drafts is not here but the toolbar's Drafter
+choice (`drafter_choice.py`); SSD and the history switch follow it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.comparison import side_heading
 from engine.distributed.hostfile import read_hostfile
 from engine.drafter_kinds import drafter_label
 from engine.errors import DistributedError, InvalidParameterError
@@ -31,9 +31,6 @@ from engine.params import RANGES, GenerationParams
 from .file_dialogs import open_file
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
-AUTOMATIC = ("Automatic: each round the fastest of this pair's drafters, as measured here (or none)", "auto")
-LOOKUP = ("Lookup: this chat and your saved chats (no draft model)", "lookup")
-DRAFTERS = [AUTOMATIC, ("Draft model", "model"), LOOKUP, ("Draft model + lookup: lookup first", "model+lookup")]
 SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes of each verify are made during it; a "
                "guessed outcome starts the next round with its draft ready. Adaptive keeps it only where it measures "
                "faster. Exact: answers are the target's either way.")
@@ -41,24 +38,16 @@ UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 ERROR_RED = "#b00020"
 
 
-def drafter_choices(pair_drafter: str) -> list[tuple[str, str]]:
-    """The drafters the loaded pair can run, each under the registry's label (`drafter_kinds`), as the toolbar and
-    Compare name them. "model" means the pair's own drafter (what the next answer drafts with:
-    app/pair_label.next_drafter), so for a pair whose draft is a drafter (a DFlash, DSpark or EAGLE-3 folder, the
-    target's MTP heads) that entry names it, and "Draft model + lookup" is not offered: lookup joins a draft model
-    only. A saved choice not listed opens on the pair's own drafter."""
-    if pair_drafter in ("", "model"):
-        return DRAFTERS
-    return [AUTOMATIC, (f"{side_heading(pair_drafter)}: this pair's draft", "model"), LOOKUP]
-
-
-def ssd_reason(pair_drafter: str, chosen: str) -> str:
-    """Why SSD does not apply to the pair and drafter chosen ("" when it does): it drafts ahead with a draft model."""
-    if chosen == "lookup":
+def ssd_reason(drafter: str) -> str:
+    """Why SSD does not apply to the drafter chosen in the toolbar ("" when it does): it drafts ahead with a draft model,
+    and Automatic asks each round's drafter for its draft after the verdict."""
+    if drafter in ("model", "model+lookup"):
+        return ""
+    if drafter == "auto":
+        return "SSD drafts ahead with a draft model chosen as the Drafter: Automatic asks each round's drafter after the verdict."
+    if drafter == "lookup":
         return "SSD drafts ahead with a draft model: lookup drafts nothing ahead."
-    if pair_drafter not in ("", "model"):
-        return f"SSD drafts ahead with a draft model: this pair drafts with its {drafter_label(pair_drafter)}."
-    return ""
+    return f"SSD drafts ahead with a draft model: the Drafter chosen is the {drafter_label(drafter)}."
 
 
 def note(text: str) -> QLabel:
@@ -151,8 +140,8 @@ class AcrossMacsField(QWidget):
 class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
-    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None, has_draft: bool = True,
-                 can_switch_thinking: bool = False, hosts: str = "", pair_drafter: str = "", hostfile: str = "") -> None:
+    def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None,
+                 can_switch_thinking: bool = False, hosts: str = "", hostfile: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -161,11 +150,6 @@ class SettingsDialog(QDialog):
         self.adaptive = QCheckBox("Adaptive: choose each round's draft length (0 when speculation loses)")
         self.adaptive.setChecked(params.adaptive)
         self.max_draft = whole_number_box("max_draft", params.max_draft)
-        self.drafter = QComboBox()
-        for label, value in drafter_choices(pair_drafter):
-            self.drafter.addItem(label, value)
-        index = self.drafter.findData(params.drafter)
-        self.drafter.setCurrentIndex(index if index >= 0 else self.drafter.findData("model"))  # not listed ("dspark"): the pair's
         self._build_sampling_fields(params)
         self._build_speculation_extras(params)
         self.system_prompt = QPlainTextEdit(system_prompt)
@@ -174,15 +158,11 @@ class SettingsDialog(QDialog):
         form.addRow("Draft length (K)", self.num_draft)
         form.addRow("", self.adaptive)
         form.addRow("Longest adaptive draft", self.max_draft)
-        form.addRow("Drafts come from", self.drafter)
         form.addRow("", self.history)
         form.addRow("", self.ssd)
         form.addRow("SSD fan-out", self.fanout)
         self.ssd_note = note("")
         form.addRow("", self.ssd_note)
-        self.drafter_note = note("No draft model is loaded: answers draft by lookup (this chat and your saved chats) "
-                                 "until a pair with a draft model is.")
-        form.addRow("", self.drafter_note)
         form.addRow("Temperature (0 = greedy)", self.temperature)
         form.addRow("Top-p", self.top_p)
         form.addRow("Top-k (0 = off)", self.top_k)
@@ -207,8 +187,7 @@ class SettingsDialog(QDialog):
         form.addRow(self._buttons())
         self.adaptive.toggled.connect(self._adaptive_toggled)
         self._adaptive_toggled(params.adaptive)
-        self.drafter.currentIndexChanged.connect(lambda _i: self._show_drafter_note(has_draft, pair_drafter))
-        self._show_drafter_note(has_draft, pair_drafter)
+        self._follow_drafter(params)
 
     def _buttons(self) -> QDialogButtonBox:
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -256,13 +235,11 @@ class SettingsDialog(QDialog):
         self.max_draft.setEnabled(adaptive)
         self.num_draft.setEnabled(not adaptive)
 
-    def _show_drafter_note(self, has_draft: bool, pair_drafter: str) -> None:
-        """Say when lookup stands in for a missing draft model; the history switch only matters with lookup, SSD only
-        with a draft model (disabled, with the reason on hover, otherwise)."""
-        chosen = self.drafter.currentData()
-        self.drafter_note.setVisible(not has_draft and chosen not in ("lookup", "auto"))
-        self.history.setEnabled(chosen in ("lookup", "model+lookup", "auto") or not has_draft)
-        reason = ssd_reason(pair_drafter, chosen)
+    def _follow_drafter(self, params: GenerationParams) -> None:
+        """The history switch only matters when lookup drafts, SSD only with a draft model chosen as the Drafter
+        (disabled, with the reason on hover and below, otherwise)."""
+        self.history.setEnabled(params.looks_up)
+        reason = ssd_reason(params.drafter)
         self.ssd.setEnabled(not reason)
         self.fanout.setEnabled(not reason and self.ssd.isChecked())
         self.ssd.setToolTip(reason or SSD_MEANING)
@@ -274,7 +251,6 @@ class SettingsDialog(QDialog):
             num_draft=self.num_draft.value(),
             adaptive=self.adaptive.isChecked(),
             max_draft=self.max_draft.value(),
-            drafter=self.drafter.currentData(),
             temperature=self.temperature.value(),
             top_p=self.top_p.value(),
             top_k=self.top_k.value(),

@@ -1,5 +1,5 @@
-"""The window's toolbar: choose models, switch speculative/standard, Compare, Markdown, settings, the local server,
-and the pair shown.
+"""The window's toolbar: choose models, switch speculative/standard, the drafter, Compare, Markdown, settings, the
+local server, and the pair shown.
 
 Only the controls live here; what they do is the main window's (which forwards to the session).
 """
@@ -18,15 +18,18 @@ class MainToolbar(QToolBar):
     Args:
         speculative: the mode switch starts on (speculative) or off (standard).
         markdown: the Markdown switch starts on.
+        drafter: the drafter choice (`drafter_choice.DrafterChoice`), beside the mode switch.
     """
 
-    def __init__(self, speculative: bool, markdown: bool, parent: QWidget | None = None) -> None:
+    def __init__(self, speculative: bool, markdown: bool, drafter: QWidget, parent: QWidget | None = None) -> None:
         super().__init__("Main", parent)
         self.setMovable(False)
         self.models_action = self._action("Models…", "Choose models (Ctrl+K)")
         self.speculative_action = self._action("Speculative", "On: speculative decoding. Off: standard decoding (the target alone).")
         self.speculative_action.setCheckable(True)
         self.speculative_action.setChecked(speculative)
+        self.drafter = drafter
+        self.addWidget(drafter)
         self.compare_action = self._action("Compare", "Run the last prompt two ways (standard or a drafter each side), from an empty prompt cache, and compare")
         self.markdown_action = self._action("Markdown", "Show finished answers as Markdown (off: keep the coloured tokens)")
         self.markdown_action.setCheckable(True)

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.attachments import CountTokens, token_counter
-from engine.errors import DistributedError, LoadCancelled, SpecChatError
+from engine.errors import DistributedError, LoadCancelled, SpecChatError, UnsupportedModelError
 from engine.events import GenerationResult
 from engine.models.app_paths import data_dir
-from engine.models.draft_choice import draft_model, drafter_for, shown_draft_name
+from engine.models.draft_choice import drafter_for, shown_draft_name
 from engine.params import GenerationParams
 
 if TYPE_CHECKING:
@@ -60,8 +60,8 @@ class PairInfo:
     `draft_weight_share` is the draft's weights' size over the target's (0 without a draft): what a draft step
     costs on a memory-bound GPU, in target steps, for the cost card's Apple prediction. `thinks`: the target
     writes reasoning between think markers; `can_switch_thinking`: its template can turn that off. `base_model`:
-    the target has no chat template (chats reach it as a transcript it continues). `drafter`: what the draft runs
-    ("model", "mtp" for the target's own heads, "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
+    the target has no chat template (chats reach it as a transcript it continues). `drafter`: what is loaded as the
+    draft ("model", "dflash", "dspark", "eagle3"; "" without a draft). `macs`: how
     many Macs the target runs across (1: this one alone), `layout` which Mac runs which layers (a sentence);
     `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
@@ -232,11 +232,9 @@ class EngineWorker(QObject):
         with self._lock:
             self._load_id = load_id
         self._load_stage = ""
-        drafter = drafter_for(draft)
         try:
             pair, cluster = self._load_pair(target, draft, hosts)
-            if drafter == "mtp":
-                pair.drafter_state("mtp")  # the head loads now: a target without one is refused here, not in the first answer
+            drafters = runnable_drafters(pair)
             if self._load_is_cancelled(keep=True):  # a cancel after the last stage's report still wins
                 if cluster is not None:
                     cluster.close()
@@ -250,20 +248,20 @@ class EngineWorker(QObject):
         self.release_cluster()
         self.pair, self.cluster = pair, cluster
         self.history_indexing = start_indexing(pair.history, pair.target.path, saved_chats, pair.idle)
-        self.load_finished.emit(self._describe(pair, target, draft))
+        self.load_finished.emit(self._describe(pair, target, draft, drafters))
 
     def _load_pair(self, target: str, draft: str, hosts: str):  # (ModelPair, AppHead | None)
         from engine.decoding.pair import ModelPair
 
         if not hosts:
-            return ModelPair.load(target, draft_model(draft), progress=self._load_progress), None
+            return ModelPair.load(target, draft or None, progress=self._load_progress), None
         from engine.distributed.app_head import start_head
 
         self.load_progress.emit("Starting SpecChat on the other Macs", 0, 0)
-        cluster = start_head(Path(hosts), target, draft_model(draft))
+        cluster = start_head(Path(hosts), target, draft or None)
         return cluster.session.pair, cluster
 
-    def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
+    def _describe(self, pair, target: str, draft: str, drafters: tuple[str, ...]) -> PairInfo:  # ModelPair
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -282,7 +280,7 @@ class EngineWorker(QObject):
             layout=self.cluster.session.describe().replace("the", "The", 1) + "." if self.cluster else "",
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
             count_tokens=token_counter(pair.tokenizer),
-            drafters=pair.drafter_names(),
+            drafters=drafters,
         )
 
     @Slot()
@@ -365,6 +363,23 @@ class EngineWorker(QObject):
             except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
                 verdicts.append(DraftVerdict(name, False, readable_error(error)))
         self.drafts_check_finished.emit(target, verdicts)
+
+
+def runnable_drafters(pair) -> tuple[str, ...]:  # ModelPair
+    """Every single drafter the pair can draft with, the target's built-in heads loaded now (not in the first answer
+    that drafts with them); heads its config declares but its files lack (a conversion that dropped the mtp.* tensors)
+    are left out, so that the Drafter choice never offers a drafter that cannot run."""
+    from engine.drafter_kinds import kind
+
+    runnable = []
+    for name in pair.drafter_names():
+        if kind(name).pairs_with == "built-in":
+            try:
+                pair.drafter_state(name)
+            except UnsupportedModelError:
+                continue
+        runnable.append(name)
+    return tuple(runnable)
 
 
 def start_in_thread(worker: QObject, name: str) -> QThread:

@@ -8,7 +8,7 @@ model with none loaded) is the engine's to say when its side starts, in the one 
 
 from __future__ import annotations
 
-from .drafter_kinds import KINDS, drafter_label, heading, names
+from .drafter_kinds import choices, drafter_label, heading, names
 from .errors import InvalidParameterError
 from .events import GenerationResult
 from .params import GenerationParams
@@ -25,11 +25,10 @@ def sides() -> tuple[str, ...]:
 
 
 def runnable_sides(drafters: tuple[str, ...]) -> tuple[str, ...]:
-    """The sides a pair can run, given the single drafters it has (`ModelPair.drafter_names`): standard decoding,
-    Automatic, and every drafter whose parts are all among them (a Compare offering the MTP heads to a target
-    without any only leads to an error)."""
-    return (STANDARD, *(row.name for row in KINDS.values()
-                        if row.pairs_with == "any" or all(part in drafters for part in row.runs)))
+    """The sides a pair can run, given the single drafters it has (`ModelPair.drafter_names`): standard decoding and
+    the drafter choices it can run (`drafter_kinds.choices`: a Compare offering the MTP heads to a target without any
+    only leads to an error)."""
+    return (STANDARD, *choices(drafters))
 
 
 def side_label(side: str) -> str:

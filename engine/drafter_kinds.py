@@ -62,6 +62,7 @@ class DrafterKind:
         name: what `--drafter`, the server's `drafter` field and the settings call it, and the policy's name for
             its drafts ("dflash"; the policy may add a qualifier: "model:code", "lookup+copying").
         label: how a person reads it (the stats line, the toolbar, Compare).
+        about: what it is, in a sentence, for a person choosing it (the toolbar's Drafter choice shows it on hover).
         parts: for a combination, the kinds it runs in drafting order; () for a kind of its own.
         family: the family its folders belong to, as the picker names them ("DFlash": "DFlash drafter"); "" when it
             has no folder.
@@ -81,6 +82,7 @@ class DrafterKind:
 
     name: str
     label: str
+    about: str = ""
     parts: tuple[str, ...] = ()
     family: str = ""
     folder: FolderMarks | None = None
@@ -102,25 +104,33 @@ class DrafterKind:
 KINDS: dict[str, DrafterKind] = {row.name: row for row in (
     # Automatic: each round, every drafter the pair has competes (`decoding/drafting/automatic.py` asks `candidates`); its parts
     # are the two any pair may have, so that settings ask for lookup and the draft model where it chooses.
-    DrafterKind("auto", "Automatic", parts=("lookup", "model"), persistent=False, pairs_with="any"),
-    DrafterKind("model", "draft model", pairs_with="tokenizer"),
-    DrafterKind("lookup", "lookup", persistent=False, pairs_with="any"),
-    DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer"),
+    DrafterKind("auto", "Automatic", parts=("lookup", "model"), persistent=False, pairs_with="any",
+                about="Each round, the drafter this pair has that is predicted fastest on this machine, or none"),
+    DrafterKind("model", "draft model", pairs_with="tokenizer",
+                about="The small model loaded beside the target drafts every round"),
+    DrafterKind("lookup", "lookup", persistent=False, pairs_with="any",
+                about="Copies what followed the same words earlier in this chat or your saved chats (no model)"),
+    DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer",
+                about="Lookup first; the draft model drafts when lookup finds nothing"),
     DrafterKind("mtp", "built-in MTP drafter", target_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
-                pairs_with="built-in", round="engine.decoding.drafting.mtp"),
+                pairs_with="built-in", round="engine.decoding.drafting.mtp",
+                about="The multi-token-prediction heads shipped in the target's own weights"),
     DrafterKind("eagle3", "EAGLE-3 drafter", family="EAGLE-3",
                 folder=FolderMarks(architectures=("eagle3",), speculators_types=("eagle3",), keys=("draft_vocab_size",)),
                 needs="an EAGLE-3 drafter", checkpoint="a speculators-format EAGLE-3 checkpoint",
-                network="engine.drafters.eagle3", round="engine.decoding.drafting.eagle3"),
+                network="engine.drafters.eagle3", round="engine.decoding.drafting.eagle3",
+                about="The EAGLE-3 drafter folder loaded beside the target, reading its hidden states"),
     DrafterKind("dflash", "DFlash drafter", family="DFlash",
                 folder=FolderMarks(architectures=("dflash",), keys=("dflash_config",)), block=True,
                 needs="a DFlash drafter", checkpoint="a z-lab DFlash or DFlash2 checkpoint",
-                network="engine.drafters.dflash", round="engine.decoding.drafting.dflash"),
+                network="engine.drafters.dflash", round="engine.decoding.drafting.dflash",
+                about="The DFlash drafter folder loaded beside the target: a block of tokens in one pass"),
     DrafterKind("dspark", "DSpark drafter", family="DSpark",
                 folder=FolderMarks(architectures=("dspark",), speculators_types=("dspark",),
                                    tags=(("dflash_config", "projector_type", "dspark"),)), block=True,
                 needs="a DSpark drafter", checkpoint="a DeepSeek DSpark checkpoint",
-                network="engine.drafters.dspark", round="engine.decoding.drafting.dspark"),
+                network="engine.drafters.dspark", round="engine.decoding.drafting.dspark",
+                about="The DSpark drafter folder loaded beside the target: a block of tokens in one pass"),
 )}
 
 
@@ -209,6 +219,12 @@ def candidates(loaded: tuple[str, ...], has_draft_model: bool, target_config: di
         if has:
             found.append(row.name)
     return tuple(found)
+
+
+def choices(drafters: tuple[str, ...]) -> tuple[str, ...]:
+    """The choices a pair with these single drafters (`candidates`) can run, in the registry's order: Automatic and
+    lookup always, and every other whose parts are all among them (the toolbar's Drafter choice, Compare's sides)."""
+    return tuple(row.name for row in KINDS.values() if row.pairs_with == "any" or all(p in drafters for p in row.runs))
 
 
 def _row_of(source: str) -> DrafterKind | None:

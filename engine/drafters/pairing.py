@@ -20,18 +20,16 @@ from typing import Any
 from ..drafter_kinds import kind
 from ..errors import SpecChatError
 from ..models.compatibility import PairCheck, check_pair
-from ..models.draft_choice import BUILT_IN_MTP, draft_folder, folder_drafter, has_mtp_heads
+from ..models.draft_choice import draft_folder, folder_drafter
 from ..models.folder_kind import folder_name, read_json
 
 
 def check_draft(target: str, draft: str) -> PairCheck:
-    """The verdict on `draft` (a model, a drafter folder or BUILT_IN_MTP) for `target`, both by name."""
+    """The verdict on `draft` (a model or a drafter folder) for `target`, both by name."""
     from ..models.loading import looks_like_path, resolve_model_path
 
     target_path = resolve_model_path(target)
     target_name = folder_name(target_path) if looks_like_path(target) else target
-    if draft == BUILT_IN_MTP:
-        return _mtp_check(target_path, target_name)
     folder = draft_folder(draft)
     drafter = folder_drafter(folder)
     if folder is None or drafter is None:
@@ -84,12 +82,3 @@ def _cost_check(target_path: Path, draft_path: Path) -> PairCheck:
             f"as costly as the target or more ({_shown_count(draft)} parameters a token against the target's "
             f"{_shown_count(target)}): a draft must be a smaller, faster model"])
     return PairCheck(compatible=True)
-
-
-def _mtp_check(target_path: Path, target_name: str) -> PairCheck:
-    if has_mtp_heads(target_path):
-        return PairCheck(compatible=True)
-    return PairCheck(compatible=False, reasons=[
-        f"{target_name.rstrip('/').split('/')[-1]} has no built-in MTP heads (its config declares no "
-        "mtp_num_hidden_layers or num_nextn_predict_layers); pick a draft model or lookup instead"
-    ])

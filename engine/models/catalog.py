@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .app_paths import RESOURCES
-from .draft_choice import BUILT_IN_MTP, pair_drafters
+from .draft_choice import pair_drafters
 from .memory import Fit, check_fit
 
 CATALOG_PATH = RESOURCES / "pairs.json"
@@ -48,11 +48,6 @@ class RecommendedPair:
     @property
     def download_gb(self) -> float:
         return self.draft_size_gb + self.target_size_gb
-
-    @property
-    def draft_choice(self) -> str:
-        """What the pair loads as its draft: the draft repo, or the target's own MTP heads."""
-        return self.draft or BUILT_IN_MTP
 
     @property
     def drafter_name(self) -> str:

@@ -1,11 +1,10 @@
 """What a chosen draft is, told from JSON before anything loads: a draft model, a drafter folder (DFlash, DSpark, EAGLE-3)
-that reads the target's hidden states, the target's own built-in MTP heads, or nothing.
+that reads the target's hidden states, or nothing; and whether a target has built-in MTP heads of its own.
 
-The picker, the saved pair and the worker pass a pair around as two strings (target, draft). A drafter that is
-not a separate model still has to travel in the draft's place, so the target's MTP heads are named by
-`BUILT_IN_MTP`, and a drafter folder by its path or repo id as any draft is. `drafter_for` says which of the
-engine's drafters (engine/drafter_kinds.py) such a draft runs. JSON only, no MLX: the picker asks on the GUI
-thread.
+The picker, the saved pair and the worker pass a pair around as two strings (target, draft): what is loaded. The
+target's own MTP heads are part of the target, loaded with it, so they never travel as a draft; which drafter
+drafts is chosen apart from what is loaded (the app's Drafter choice, `--drafter`). `drafter_for` says which of the
+engine's drafters (engine/drafter_kinds.py) a draft is. JSON only, no MLX: the picker asks on the GUI thread.
 """
 
 from __future__ import annotations
@@ -13,11 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..drafter_kinds import KINDS, folder_kinds, heading
+from ..drafter_kinds import KINDS, folder_kinds
 from .folder_kind import drafter_kind, folder_name, read_json
-
-BUILT_IN_MTP = "built-in:mtp"  # the draft that names the target's own MTP heads (no draft model is loaded)
-BUILT_IN_MTP_LABEL = heading(KINDS["mtp"].label)  # the registry's name for it, as everywhere else
 
 
 def drafts_with(kind: str) -> bool:
@@ -66,20 +62,13 @@ def folder_drafter(folder: Path | None) -> str | None:
 
 
 def drafter_for(draft: str | None) -> str:
-    """The drafter a chosen draft runs: "mtp", "dflash", "dspark", "eagle3", "model" (a draft model), "" (no draft)."""
+    """The drafter a chosen draft is: "dflash", "dspark", "eagle3" (a drafter folder), "model" (a draft model), ""
+    (no draft)."""
     if not draft:
         return ""
-    if draft == BUILT_IN_MTP:
-        return "mtp"
     return folder_drafter(draft_folder(draft)) or "model"
 
 
-def draft_model(draft: str | None) -> str | None:
-    """What to load in the draft's place: the draft as it is, None for the target's own heads or no draft."""
-    return None if not draft or draft == BUILT_IN_MTP else draft
-
-
 def shown_draft_name(draft: str | None) -> str | None:
-    """How a window names a draft that is no draft model: a drafter folder or repo by its name, the target's own
-    heads by none (the drafter's name says it)."""
-    return None if not draft or draft == BUILT_IN_MTP else folder_name(Path(draft).expanduser())
+    """How a window names a draft that is no draft model: a drafter folder or repo by its name (None: no draft)."""
+    return folder_name(Path(draft).expanduser()) if draft else None

@@ -14,7 +14,8 @@ from app.settings import AppSettings
 from engine.events import RoundEvent
 from engine.params import GenerationParams
 
-# Greedy, fixed K, the draft model: answers mix accepted, corrected and bonus tokens, and repeat exactly.
+# Greedy, fixed K, the draft model (pinned for the window's pair): answers mix accepted, corrected and bonus tokens,
+# and repeat exactly.
 FIXED_GREEDY = dict(drafter="model", temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
 
@@ -41,7 +42,10 @@ def make_window(qtbot, isolated_home: Path, tiny_dirs):
         elif pair:
             settings.save_pair(*pair)
         if not keep_settings:
-            settings.save_params(GenerationParams.preset("default").replace(**{**FIXED_GREEDY, **generation}))
+            params = GenerationParams.preset("default").replace(**{**FIXED_GREEDY, **generation})
+            settings.save_params(params)
+            if settings.pair():
+                settings.save_pinned_drafter(*settings.pair(), params.drafter)  # the toolbar's choice, for this pair
         window = MainWindow(open_picker_if_needed=open_picker)
         window.ask_before_quitting = False  # tests that quit mid-answer say so; test_main_window checks the warning
         qtbot.addWidget(window)
@@ -54,6 +58,15 @@ def make_window(qtbot, isolated_home: Path, tiny_dirs):
     for window in windows:
         window.close()
         assert window.session.engine_thread.isFinished() and window.session.download_thread.isFinished()
+
+
+def choose_drafter(window: MainWindow, drafter: str) -> None:
+    """Pick a drafter in the toolbar's Drafter choice, as a click on its entry does."""
+    combo = window.toolbar.drafter.combo
+    index = combo.findData(drafter)
+    assert index >= 0, f"{drafter} is not offered: {[combo.itemData(i) for i in range(combo.count())]}"
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
 
 
 def send_and_wait(qtbot, window: MainWindow, text: str, timeout: int = 60_000):

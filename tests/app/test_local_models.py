@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from app.local_models import model_label
+from app.local_models import NO_DRAFT, model_label
+from engine.drafter_kinds import drafter_label, heading
 from engine.events import RoundEvent
-from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import _remembered_file, remember_model, remembered_models
-from tests.app.conftest import send_and_wait
+from tests.app.conftest import choose_drafter, send_and_wait
 
 
 def damaged_copy(source: Path, out: Path) -> Path:
@@ -100,7 +100,7 @@ def test_a_drafter_is_kept_when_opened_listed_with_what_it_is_and_named_in_the_b
     lines = [line for line in left_out if "DFlash" in line]
     assert len(lines) == 2 and all("is a DFlash drafter and cannot draft for tiny-target: its vocabulary has 384 "
                                    "tokens where the drafter has 151936" in line for line in lines), lines
-    assert drafts_offered(tab) == [""]  # lookup only: the drafter is not offered
+    assert drafts_offered(tab) == [""]  # no draft model: the drafter is not offered
 
 
 def test_a_base_model_is_named_as_one_in_the_picker_and_above_the_chat(make_window, qtbot, tmp_path: Path) -> None:
@@ -127,28 +127,30 @@ def checked(tab) -> bool:
     return "Checking" not in tab.draft_note.text()
 
 
-def test_a_target_with_mtp_heads_offers_its_built_in_drafter_and_runs_it(
+def test_a_target_with_mtp_heads_loads_alone_and_its_built_in_drafter_is_chosen_in_the_toolbar(
     make_window, qtbot, mtp_target, tiny_dirs
 ) -> None:
-    """Choosing "Built-in MTP drafter" (the registry's name, as in Settings, Compare and the stats line) loads no
-    draft model and drafts with the target's own heads; a target whose config declares none does not offer it."""
+    """The picker chooses what is loaded, not who drafts (issue 32): it offered "Built-in MTP drafter" as a draft,
+    which loaded nothing. For a target with MTP heads it offers "No draft model" and says its heads need none; the
+    heads load with the target, and the toolbar's Drafter choice offers them under the registry's name; chosen, they
+    draft the answer."""
     mtp = mtp_target.folder("hybrid").resolve()
     for model in (mtp, tiny_dirs[0]):
         remember_model(model)
     window = make_window(pair=None)
     tab = window.picker.on_disk
     window.picker.refresh()
-    tab.targets.setCurrentRow(rows(tab)[str(tiny_dirs[0].resolve())])
-    qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
-    assert BUILT_IN_MTP not in drafts_offered(tab)
     tab.targets.setCurrentRow(rows(tab)[str(mtp)])
     qtbot.waitUntil(lambda: checked(tab), timeout=30_000)
-    assert drafts_offered(tab)[:2] == ["", BUILT_IN_MTP] and tab.drafts.currentData() == BUILT_IN_MTP
-    assert tab.drafts.currentText() == "Built-in MTP drafter"
+    assert [tab.drafts.itemText(i) for i in range(tab.drafts.count())] == [NO_DRAFT] == ["No draft model"]
+    assert not any("MTP" in tab.drafts.itemText(i) or "lookup" in tab.drafts.itemText(i) for i in range(tab.drafts.count()))
+    assert "built-in MTP drafter needs none" in tab.draft_note.text()
     with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
         tab.use_local_button.click()
-    assert window.session.pair.drafter == "mtp" and window.session.pair.draft_name is None
-    assert window.session.settings.pair() == (str(mtp), BUILT_IN_MTP)
+    assert window.session.pair.draft is None and window.session.settings.pair() == (str(mtp), "")
+    assert window.session.params.drafter == "auto" and "mtp" in window.session.pair.drafters
+    assert window.toolbar.drafter.combo.findText(heading(drafter_label("mtp"))) >= 0
+    choose_drafter(window, "mtp")
     assert window.toolbar.pair_label.text() == f"{mtp.name} · speculative, built-in MTP drafter"
     rounds: list[str] = []
     window.session.answer_events.connect(
@@ -184,16 +186,17 @@ def test_an_eagle3_folder_is_offered_for_its_target_and_refused_for_another_with
     with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
         tab.use_local_button.click()
     assert window.session.pair.drafter == "eagle3"
+    choose_drafter(window, "eagle3")
     assert window.toolbar.pair_label.text() == f"tiny-eagle3-target ← drafter {drafter.name} · speculative, EAGLE-3 drafter"
 
 
 @pytest.mark.parametrize("family", ["DFlash", "DSpark"])
 def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_rounds(
-    make_window, qtbot, monkeypatch, tiny_dirs, tmp_path: Path, family: str
+    make_window, qtbot, tiny_dirs, tmp_path: Path, family: str
 ) -> None:
     """A DFlash or DSpark folder: offered for the target it fits (led by its kind), refused for another with its
-    own check's reason, loaded as the pair's drafter, named by the toolbar and the stats line, drafting the
-    answer's rounds, named in the settings and offered by Compare."""
+    own check's reason, loaded as the pair's drafter, offered by the toolbar's Drafter choice, named by the pair line
+    and the stats line, drafting the answer's rounds once chosen, and offered by Compare."""
     from engine.fixtures.tiny_dflash import build_dflash_pair
     from engine.fixtures.tiny_dspark import build_dspark_pair
 
@@ -216,6 +219,7 @@ def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_r
         tab.use_local_button.click()
     drafter_kind = family.lower()
     assert window.session.pair.drafter == drafter_kind
+    assert_the_toolbar_offers(window, drafter_kind, f"{family} drafter")
     assert window.toolbar.pair_label.text() == f"{target.name} ← drafter {drafter.name} · speculative, {family} drafter"
     rounds: list[str] = []
     window.session.answer_events.connect(
@@ -223,26 +227,24 @@ def test_a_block_drafter_folder_is_offered_for_its_target_and_answers_with_its_r
     result = send_and_wait(qtbot, window, "abcabd")
     assert drafter_kind in rounds and set(rounds) <= {drafter_kind, "none"}
     assert f"({family} drafter)" in result.summary()
-    assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter_kind, f"{family} drafter")
+    assert_compare_offers(window, drafter_kind)
 
 
-def assert_settings_and_compare_offer(window, qtbot, monkeypatch, drafter: str, label: str) -> None:
-    """The settings name the pair's drafter where "Draft model" stood, after Automatic (choosing it runs that drafter); Compare
-    offers it on each side, runs it against standard decoding at first, and its side is drafted by it."""
-    dialogs = []
-    monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: dialogs.append(self) or 0)
-    window.open_settings()
-    entries = [dialogs[0].drafter.itemText(i) for i in range(dialogs[0].drafter.count())]
-    assert entries[0].startswith("Automatic") and entries[1] == f"{label}: this pair's draft"
-    assert dialogs[0].drafter.currentData() == "model"  # the window's settings pin the pair's draft
+def assert_the_toolbar_offers(window, drafter: str, label: str) -> None:
+    """The toolbar's Drafter choice offers the pair's drafter under its registry label, after Automatic (the default,
+    never pinned); chosen, the next answer drafts with it."""
+    combo = window.toolbar.drafter.combo
+    entries = [combo.itemText(i) for i in range(combo.count())]
+    assert entries[0] == "Automatic" and label in entries and combo.currentData() == "auto"
+    choose_drafter(window, drafter)
+    assert window.session.params.drafter == drafter
+
+
+def assert_compare_offers(window, drafter: str) -> None:
+    """Compare offers the drafter on each side and runs it against standard decoding at first."""
     window.compare()
     dialog = window.compare_dialog
     assert all(picker.findData(drafter) >= 0 for picker in dialog.pickers) and dialog.sides == ("standard", drafter)
-    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
-    assert dialog.results["standard"].tokens == dialog.results[drafter].tokens
-    assert set(dialog.drafters[drafter]) - {"none"} == {drafter}
-    assert f"Drafted by {label} in " in dialog.speeds[drafter].text()
-    dialog.close()
 
 
 def test_a_draft_as_costly_as_the_target_is_never_offered_but_listed_with_the_reason(make_window, qtbot, tiny_dirs) -> None:

@@ -99,7 +99,7 @@ def hold_a_server_job(window) -> tuple[threading.Event, threading.Event]:
         held.set()
         release.wait(60)
 
-    params = window.session.effective_params().replace(max_tokens=4)
+    params = window.session.params.replace(max_tokens=4)
     window.server_dialog.server.runner.submit(GenerationJob("The sea", False, params, deliver))
     return held, release
 

@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt
 
 from app.palette import ghost_colour, origin_colour
 from app.round_timeline import time_colours
-from engine.events import RoundEvent, TokenEvent
+from engine.events import TokenEvent
 from engine.params import GenerationParams
-from tests.app.conftest import send_and_wait, start_long_answer, stream_in_a_second_chat
+from tests.app.conftest import choose_drafter, send_and_wait, start_long_answer, stream_in_a_second_chat
 
 
 def colour_runs(view) -> list[tuple[str, str]]:
@@ -273,27 +273,7 @@ def test_switching_pairs_while_generating_cancels_the_answer_first(make_window, 
     window.session.load_pair(str(tiny_dirs[0]), "")
     qtbot.waitUntil(lambda: bool(finished and loaded), timeout=60_000)
     assert finished[0].finish_reason == "cancelled" and len(finished[0].tokens) < 900
-    assert window.session.pair.draft is None and window.toolbar.pair_label.text() == "tiny-target · speculative, lookup"
-
-
-def test_settings_opened_without_a_draft_model_keep_the_chosen_drafter(make_window, qtbot, tiny_dirs, monkeypatch) -> None:
-    """With no draft model loaded answers draft by prompt lookup, but the choice of the draft model is kept for
-    the next pair that has one (opening Settings used to save "lookup" for good)."""
-    window = make_window(pair=(str(tiny_dirs[0]), ""))
-    assert window.session.pair is not None and window.session.pair.draft is None
-    assert window.session.params.drafter == "model"
-    assert window.session.effective_params().drafter == "lookup"
-    monkeypatch.setattr("app.main_window.SettingsDialog.exec", lambda self: 1)  # OK without changes
-    window.open_settings()
-    assert window.session.params.drafter == "model"
-    assert window.session.settings.params().drafter == "model"
-    with qtbot.waitSignal(window.session.pair_loaded, timeout=30_000):
-        window.session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
-    drafters: list[str] = []
-    window.session.answer_events.connect(lambda answer, events: drafters.extend(e.drafter for e in events if isinstance(e, RoundEvent)))
-    send_and_wait(qtbot, window, "Hello")
-    assert "model" in drafters
-    assert window.session.effective_params().drafter == "model"
+    assert window.session.pair.draft is None and window.toolbar.pair_label.text() == "tiny-target · speculative, Automatic"
 
 
 def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None:
@@ -303,10 +283,13 @@ def test_the_pair_label_says_how_the_next_answer_is_decoded(make_window) -> None
     window.toolbar.speculative_action.setChecked(False)
     assert window.toolbar.pair_label.text().endswith("· standard decoding")
     window.toolbar.speculative_action.setChecked(True)
-    window.apply_settings(window.session.params.replace(drafter="lookup"), "")
+    choose_drafter(window, "lookup")
     assert window.toolbar.pair_label.text().endswith("· speculative, lookup")
-    window.apply_settings(window.session.params.replace(drafter="model", ssd=True), "")
+    choose_drafter(window, "model")
+    window.apply_settings(window.session.params.replace(ssd=True), "")
     assert window.toolbar.pair_label.text().endswith("· speculative, draft model (SSD)")
+    choose_drafter(window, "auto")
+    assert window.toolbar.pair_label.text().endswith("· speculative, Automatic")  # Automatic runs no SSD
 
 
 def test_the_stats_panel_shows_ssd_figures_only_when_ssd_pre_drafted(make_window, qtbot) -> None:
@@ -563,20 +546,14 @@ def test_tokens_per_pass_is_not_shown_when_nothing_is_drafted(make_window, qtbot
     assert window.stats.values["per_pass"].text() == f"{result.stats.tokens_per_pass:.2f}"
 
 
-def test_settings_say_when_the_draft_model_is_missing_and_k_yields_to_adaptive(make_window, qtbot, tiny_dirs) -> None:
+def test_settings_let_k_yield_to_adaptive(qtbot) -> None:
     from app.settings_dialog import SettingsDialog
 
-    params = GenerationParams(adaptive=True, drafter="model")
-    without = SettingsDialog(params, "", has_draft=False)
-    qtbot.addWidget(without)
-    assert not without.drafter_note.isHidden() and not without.num_draft.isEnabled() and without.max_draft.isEnabled()
-    without.adaptive.setChecked(False)
-    assert without.num_draft.isEnabled() and not without.max_draft.isEnabled()
-    without.drafter.setCurrentIndex(without.drafter.findData("lookup"))  # prompt lookup: nothing missing
-    assert without.drafter_note.isHidden()
-    with_draft = SettingsDialog(params, "", has_draft=True)
-    qtbot.addWidget(with_draft)
-    assert with_draft.drafter_note.isHidden()
+    dialog = SettingsDialog(GenerationParams(adaptive=True, drafter="model"), "")
+    qtbot.addWidget(dialog)
+    assert not dialog.num_draft.isEnabled() and dialog.max_draft.isEnabled()
+    dialog.adaptive.setChecked(False)
+    assert dialog.num_draft.isEnabled() and not dialog.max_draft.isEnabled()
 
 
 def test_compare_halves_and_plot_axes_stay_aligned(make_window, qtbot) -> None:

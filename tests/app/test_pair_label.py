@@ -1,29 +1,14 @@
-"""The toolbar's pair line names the drafter the next answer runs, and "draft model" in the settings runs the
-pair's own drafter: its draft model, the target's MTP heads, or a DFlash or EAGLE-3 folder."""
+"""The toolbar's pair line names the drafter the next answer runs, by the registry's label."""
 
 from __future__ import annotations
 
-import pytest
-
-from app.pair_label import next_drafter, pair_label
+from app.pair_label import pair_label
 from app.worker import PairInfo
 from engine.params import GenerationParams
 
 
 def info(drafter: str, draft_name: str | None) -> PairInfo:
     return PairInfo(target="t", draft=None, target_name="Qwen3.6-27B", draft_name=draft_name, drafter=drafter)
-
-
-@pytest.mark.parametrize("chosen, pair_drafter, runs", [
-    ("model", "mtp", "mtp"), ("model+lookup", "mtp", "mtp"), ("model", "eagle3", "eagle3"), ("model", "dflash", "dflash"),
-    ("model+lookup", "dspark", "dspark"),
-    ("model", "model", "model"), ("model+lookup", "model", "model+lookup"), ("mtp", "model", "model"),
-    ("lookup", "mtp", "lookup"), ("model", "", "lookup"), ("eagle3", "", "lookup"),
-    ("auto", "", "auto"), ("auto", "model", "auto"), ("auto", "mtp", "auto"), ("auto", "dspark", "auto"),
-])
-def test_the_next_answer_drafts_with_the_pairs_own_drafter_unless_lookup_is_chosen(
-        chosen: str, pair_drafter: str, runs: str) -> None:
-    assert next_drafter(chosen, pair_drafter) == runs
 
 
 def test_the_line_names_each_drafter() -> None:
@@ -36,3 +21,10 @@ def test_the_line_names_each_drafter() -> None:
         "Qwen3.6-27B ← draft Qwen3-0.6B · speculative, draft model")
     assert pair_label(info("model", "Qwen3-0.6B"), params, False) == (
         "Qwen3.6-27B ← draft Qwen3-0.6B · speculative, Automatic")
+
+
+def test_ssd_is_named_only_where_it_runs() -> None:
+    """SSD pre-drafts with a draft model chosen as the drafter; Automatic asks each round's drafter after the verdict."""
+    params = GenerationParams(ssd=True)
+    assert pair_label(info("model", "Qwen3-0.6B"), params.replace(drafter="model+lookup"), False).endswith("lookup (SSD)")
+    assert pair_label(info("model", "Qwen3-0.6B"), params, False).endswith("speculative, Automatic")

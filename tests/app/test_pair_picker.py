@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from engine.models.catalog import default_pair, recommended_pairs
-from engine.models.draft_choice import BUILT_IN_MTP
 from engine.models.model_store import remember_model
 
 
@@ -99,7 +98,7 @@ def test_a_downloaded_pair_can_be_used(make_window, qtbot, catalog_hub) -> None:
 def test_a_built_in_drafter_pair_downloads_its_target_alone_and_drafts_with_its_heads(
         make_window, qtbot, fake_hub, mtp_target) -> None:
     """The catalog's MTP row: one repo to download (no draft), its drafter named in the list, and "Use this pair"
-    loads the target with its own MTP heads as the drafter."""
+    loads the target alone, its own MTP heads among its drafters (Automatic, the default, drafts with them)."""
     pair = next(p for p in recommended_pairs() if p.drafter == "mtp")
     fake_hub.add_folder(pair.target, mtp_target.folder("hybrid-sidecar"))
     window = make_window(pair=None)
@@ -113,8 +112,9 @@ def test_a_built_in_drafter_pair_downloads_its_target_alone_and_drafts_with_its_
     qtbot.waitUntil(lambda: picker.selected_status().downloaded, timeout=30_000)
     with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
         picker.use_button.click()
-    assert window.session.pair.drafter == "mtp" and window.session.settings.pair() == (pair.target, BUILT_IN_MTP)
-    assert window.toolbar.pair_label.text().endswith("· speculative, built-in MTP drafter")
+    assert window.session.pair.draft is None and window.session.settings.pair() == (pair.target, "")
+    assert "mtp" in window.session.pair.drafters and window.toolbar.drafter.combo.findData("mtp") >= 0
+    assert window.toolbar.pair_label.text().endswith("· speculative, Automatic")  # the default: it drafts with the heads
 
 
 def test_only_compatible_drafts_are_offered_with_reasons_for_the_rest(make_window, qtbot, isolated_home, tiny_dirs, other_tokenizer_model) -> None:
@@ -244,7 +244,7 @@ def test_a_catalog_pair_in_use_is_preselected_in_the_recommended_list(make_windo
     window = make_window(pair=None)
     pair = next(p for p in recommended_pairs() if p.id != default_pair().id)
     window.picker.tabs.setCurrentIndex(1)
-    window.picker.refresh((pair.target, pair.draft_choice))
+    window.picker.refresh((pair.target, pair.draft))
     assert window.picker.selected_status().pair.id == pair.id and window.picker.tabs.currentIndex() == 0
 
 

@@ -19,6 +19,7 @@ GREEDY = GenerationParams(drafter="model", temperature=0.0, top_p=1.0, adaptive=
 def session(qtbot, isolated_home, tiny_dirs):
     settings = AppSettings()
     settings.save_params(GREEDY)
+    settings.save_pinned_drafter(str(tiny_dirs[0]), str(tiny_dirs[1]), GREEDY.drafter)
     session = ChatSession()
     with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
         session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
@@ -97,14 +98,20 @@ def test_stop_ends_the_answer_and_a_stale_request_is_ignored(qtbot, session: Cha
     assert late == [] and session.store.messages(conversation)[-1].finish == "cancelled"
 
 
-def test_the_mode_is_remembered_and_lookup_stands_in_for_a_missing_draft(qtbot, session: ChatSession, tiny_dirs) -> None:
+def test_the_mode_is_remembered_and_the_drafter_is_the_one_chosen_for_the_pair(qtbot, session: ChatSession,
+                                                                              tiny_dirs) -> None:
     session.set_mode("standard")
-    assert AppSettings().params().mode == "standard" and session.effective_params().mode == "standard"
+    assert AppSettings().params().mode == "standard" and session.params.mode == "standard"
     session.set_mode("speculative")
+    assert session.params.drafter == "model"  # pinned for the fixture's pair
     with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
         session.load_pair(str(tiny_dirs[0]), "")
-    assert session.effective_params().drafter == "lookup"
-    assert session.params.drafter == "model" and AppSettings().params().drafter == "model"
+    assert session.params.drafter == "auto" and session.drafter_note == ""  # never pinned: Automatic, nothing to say
+    session.choose_drafter("lookup")
+    assert AppSettings().pinned_drafter(str(tiny_dirs[0]), "") == "lookup"
+    with qtbot.waitSignal(session.pair_loaded, timeout=30_000):
+        session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
+    assert session.params.drafter == "model"
 
 
 def test_kill_9_mid_answer_loses_nothing_that_was_shown(tiny_dirs, tmp_path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QComboBox, QDialog, QFormLayout
 
-from app.settings_dialog import SettingsDialog
+from app.settings_dialog import SSD_MEANING, SettingsDialog, ssd_reason
 from engine.params import RANGES, GenerationParams
 
 
@@ -74,14 +74,15 @@ def test_ssd_and_its_fanout_are_edited_and_remembered(qtbot, isolated_home) -> N
 def test_drafting_from_saved_chats_is_switched_with_lookup_and_remembered(qtbot, isolated_home) -> None:
     from app.settings import AppSettings
 
-    dialog = SettingsDialog(GenerationParams(drafter="model"), "", has_draft=True)
+    dialog = SettingsDialog(GenerationParams(drafter="model"), "")
     qtbot.addWidget(dialog)
     assert dialog.history.isChecked() and not dialog.history.isEnabled()  # a draft model alone never looks up
-    dialog.drafter.setCurrentIndex(dialog.drafter.findData("model+lookup"))
+    dialog = SettingsDialog(GenerationParams(drafter="model+lookup"), "")
+    qtbot.addWidget(dialog)
     assert dialog.history.isEnabled()
     dialog.history.setChecked(False)
     AppSettings().save_params(dialog.params())
-    assert AppSettings().params().history is False and AppSettings().params().drafter == "model+lookup"
+    assert AppSettings().params().history is False
 
 
 def test_the_think_default_is_shown_for_a_model_that_can_switch_and_remembered(qtbot, isolated_home) -> None:
@@ -151,51 +152,29 @@ def test_the_dialog_shows_the_hostfile_in_use(qtbot) -> None:
     assert dialog.across_macs.switch.isChecked() and dialog.across_macs.hosts() == "/Users/me/hosts.json"
 
 
-def test_a_saved_drafter_the_list_does_not_hold_opens_on_the_pairs_drafter(qtbot) -> None:
-    """Settings saved with a drafter of DRAFTERS that the list has no entry for ("dspark": a hand-edited file, or a
-    drafter the list names through the pair) raised ValueError when the dialog opened; it shows the pair's entry."""
-    dialog = SettingsDialog(GenerationParams(drafter="dspark"), "", pair_drafter="dspark")
+@pytest.mark.parametrize("drafter", ["auto", "model", "lookup", "model+lookup", "mtp", "dflash"])
+def test_the_dialog_chooses_no_drafter_and_passes_the_toolbars_choice_through(qtbot, drafter: str) -> None:
+    """The drafter is chosen in one place, the toolbar (issue 32): Settings had "Drafts come from" too."""
+    dialog = SettingsDialog(GenerationParams(drafter=drafter), "")
     qtbot.addWidget(dialog)
-    assert dialog.drafter.currentText() == "DSpark drafter: this pair's draft" and dialog.params().drafter == "model"
-    plain = SettingsDialog(GenerationParams(drafter="mtp"), "")
-    qtbot.addWidget(plain)
-    assert plain.drafter.currentText() == "Draft model"
+    rows = [dialog.layout().itemAt(i, QFormLayout.ItemRole.LabelRole) for i in range(dialog.layout().rowCount())]
+    assert "Drafts come from" not in [row.widget().text() for row in rows if row is not None and row.widget()]
+    assert not any(box.findData(drafter) >= 0 for box in dialog.findChildren(QComboBox))
+    assert dialog.params().drafter == drafter
 
 
-@pytest.mark.parametrize("pair_drafter", ["", "model", "dspark"])
-def test_automatic_is_offered_first_and_is_the_default(qtbot, pair_drafter: str) -> None:
-    dialog = SettingsDialog(GenerationParams(), "", pair_drafter=pair_drafter, has_draft=False)
+@pytest.mark.parametrize("drafter, applies", [("model", True), ("model+lookup", True), ("auto", False), ("lookup", False),
+                                              ("mtp", False), ("dflash", False)])
+def test_ssd_applies_only_while_a_draft_model_chosen_as_the_drafter_drafts(qtbot, drafter: str, applies: bool) -> None:
+    """SSD drafts ahead with a draft model: the switch follows the toolbar's drafter, and says why when it does not
+    apply (a DFlash pair's switch stayed enabled, issue 32; Automatic asks each round's drafter after the verdict)."""
+    dialog = SettingsDialog(GenerationParams(drafter=drafter, ssd=True), "")
     qtbot.addWidget(dialog)
-    assert dialog.drafter.itemData(0) == "auto" and dialog.drafter.currentText().startswith("Automatic: ")
-    assert dialog.params().drafter == "auto" and dialog.history.isEnabled() and not dialog.drafter_note.isVisibleTo(dialog)
+    assert dialog.ssd.isEnabled() == applies and dialog.fanout.isEnabled() == applies
+    assert dialog.ssd_note.isVisibleTo(dialog) != applies and dialog.ssd_note.text() == ssd_reason(drafter)
+    assert dialog.ssd.toolTip() == (SSD_MEANING if applies else ssd_reason(drafter))
 
 
-
-def test_a_block_drafter_pair_offers_its_own_drafters_under_their_names_and_no_ssd(qtbot, isolated_home) -> None:
-    """Issue 32: a DFlash pair was offered "Both: lookup first" (lookup joins a draft model only) and its SSD switch
-    stayed enabled (SSD drafts ahead with a draft model). Settings saved then ("Drafts come from: Both") open on
-    the pair's own drafter."""
-    from app.settings import AppSettings
-    from engine.comparison import side_heading
-
-    AppSettings().save_params(GenerationParams(drafter="model+lookup", ssd=True))
-    dialog = SettingsDialog(AppSettings().params(), "", pair_drafter="dflash")
-    qtbot.addWidget(dialog)
-    offered = [dialog.drafter.itemData(i) for i in range(dialog.drafter.count())]
-    assert offered == ["auto", "model", "lookup"]
-    assert dialog.params().drafter == "model" and dialog.drafter.currentText().startswith("DFlash drafter")
-    for i, name in enumerate(offered):  # each entry starts with the name the toolbar and Compare give it
-        assert dialog.drafter.itemText(i).startswith(side_heading("dflash" if name == "model" else name))
-    assert not dialog.ssd.isEnabled() and "this pair drafts with its DFlash drafter" in dialog.ssd.toolTip()
-    assert dialog.ssd_note.isVisibleTo(dialog) and dialog.ssd_note.text() == dialog.ssd.toolTip()  # the reason, shown
-    assert not dialog.fanout.isEnabled()
-
-
-def test_ssd_applies_only_while_a_draft_model_drafts(qtbot) -> None:
-    dialog = SettingsDialog(GenerationParams(drafter="model", ssd=True), "", pair_drafter="model")
-    qtbot.addWidget(dialog)
-    assert dialog.ssd.isEnabled() and dialog.fanout.isEnabled() and not dialog.ssd_note.isVisibleTo(dialog)
-    dialog.drafter.setCurrentIndex(dialog.drafter.findData("lookup"))
-    assert not dialog.ssd.isEnabled() and "lookup drafts nothing ahead" in dialog.ssd.toolTip()
-    dialog.drafter.setCurrentIndex(dialog.drafter.findData("model+lookup"))
-    assert dialog.ssd.isEnabled() and dialog.drafter.currentText().startswith("Draft model + lookup")
+def test_the_reason_ssd_does_not_apply_names_the_drafter_as_the_toolbar_does() -> None:
+    assert ssd_reason("dflash").endswith("the Drafter chosen is the DFlash drafter.")
+    assert "lookup drafts nothing ahead" in ssd_reason("lookup") and "Automatic" in ssd_reason("auto")

@@ -1,4 +1,5 @@
-"""The toolbar's pair line (issue 32): in view at 900x600, cut with "…" and whole on hover."""
+"""The toolbar at 900x600 (issue 32): every control in view, none behind "»"; the pair line cut with "…" and whole
+on hover."""
 
 from __future__ import annotations
 
@@ -17,3 +18,15 @@ def test_the_pair_line_stays_in_view_in_a_900_by_600_window(make_window, qtbot) 
     assert label.elided().endswith("…") and label.elided() != LONG and label.toolTip() == LONG
     window.resize(1600, 1000)
     qtbot.waitUntil(lambda: label.elided() == LONG)
+
+
+def test_nothing_hides_behind_the_toolbars_overflow_in_a_900_by_600_window(make_window, qtbot) -> None:
+    """Issue 32: at 900 px wide the pair line hid behind "»"; the Drafter choice joined the toolbar since."""
+    window = make_window()
+    window.show()
+    window.resize(900, 600)
+    qtbot.waitUntil(lambda: window.width() == 900)
+    toolbar = window.toolbar
+    for action in toolbar.actions():
+        qtbot.waitUntil(lambda action=action: toolbar.widgetForAction(action).isVisible())
+    assert toolbar.drafter.combo.isVisible() and toolbar.drafter.combo.currentText() == "Draft model"

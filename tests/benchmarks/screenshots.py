@@ -87,11 +87,17 @@ def dark_palette() -> QPalette:
     return palette
 
 
-def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
+def application(dark: bool) -> QApplication:
+    """The app, in the dark palette when asked (Fusion: the style that follows a palette everywhere)."""
     app = QApplication(sys.argv[:1])
     if dark:
         app.setStyle("Fusion")
         app.setPalette(dark_palette())
+    return app
+
+
+def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
+    app = application(dark)
     from app.main_window import MainWindow
     from engine.params import GenerationParams
 
@@ -115,7 +121,8 @@ def take(target: str, draft: str, out: Path, dark: bool = False) -> int:
 
     window.session.load_pair(target, "")
     pump(app, lambda: window.session.pair is not None and not window.session.pair.draft, 120)
-    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, drafter="lookup", max_tokens=160), "")
+    window.apply_settings(GenerationParams(temperature=0.0, top_p=1.0, max_tokens=160), "")
+    window.session.choose_drafter("lookup")
     window.new_conversation()
     window.input.setPlainText(EDIT_PROMPT)
     window.compare()

@@ -42,6 +42,14 @@ def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "of drafted tokens: lookup 62%, draft model 38%"
 
 
+def test_the_choices_a_pair_can_run_are_automatic_and_lookup_then_those_its_drafters_make() -> None:
+    """What the app's Drafter choice and Compare offer: a combination only when the pair has every part of it."""
+    assert drafter_kinds.choices(("lookup",)) == ("auto", "lookup")
+    assert drafter_kinds.choices(("lookup", "model")) == ("auto", "model", "lookup", "model+lookup")
+    assert drafter_kinds.choices(("lookup", "dflash")) == ("auto", "lookup", "dflash")
+    assert all(row.about for row in drafter_kinds.KINDS.values())  # each says what it is, on hover
+
+
 def test_every_choice_is_a_valid_setting_and_nothing_else_is() -> None:
     for name in names():
         assert GenerationParams(drafter=name).drafter == name
@@ -116,7 +124,7 @@ def round_drafter(state, warper, policy):
 SKETCH = drafter_kinds.DrafterKind(
     "sketch", "Sketch drafter", family="Sketch", folder=drafter_kinds.FolderMarks(architectures=("sketchdraft",)),
     needs="a Sketch drafter", checkpoint="a Sketch checkpoint", network="sketch_kind.network",
-    round="sketch_kind.round",
+    round="sketch_kind.round", about="A Sketch drafter folder loaded beside the target",
 )
 
 
@@ -138,7 +146,7 @@ def sketch(tmp_path, monkeypatch):
 
 def test_a_registered_kind_is_offered_and_named_everywhere(sketch, tiny_dirs) -> None:
     """`--drafter`, the server's `drafter` field, the picker (its label, what the folder drafts as, whether it fits),
-    Compare and the stats line: all from the row, no other file touched."""
+    Compare, the app's Drafter choice and the stats line: all from the row, no other file touched."""
     from engine.cli.main import build_parser
     from engine.comparison import side_label, sides
     from engine.drafters.pairing import check_draft
@@ -160,6 +168,8 @@ def test_a_registered_kind_is_offered_and_named_everywhere(sketch, tiny_dirs) ->
     stats = GenerationStats(drafted=4, accepted=2, drafted_by={"sketch": 4})
     line = GenerationResult("text", [1], ["target"], "speculative", "stop", stats, drafter="sketch").summary()
     assert "(Sketch drafter)" in line
+    assert drafter_kinds.choices(("lookup", "sketch"))[-1] == "sketch"  # the app's Drafter choice, for a pair with it
+    assert "sketch" not in drafter_kinds.choices(("lookup", "model"))
 
 
 def test_a_registered_kind_loads_from_its_folder_and_drafts_through_its_round(sketch, tiny_dirs) -> None:

@@ -13,7 +13,6 @@ from engine.drafters.pairing import check_draft, parameters_per_token
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
-from engine.models.draft_choice import BUILT_IN_MTP
 
 
 def without_weights(folder: Path, into: Path) -> Path:
@@ -68,12 +67,6 @@ def test_a_dspark_head_this_network_does_not_compute_is_refused_before_loading(t
     refused = check_draft(str(target), str(drafter))
     assert not refused.compatible and refused.reasons[0].startswith(
         "dspark_gemma is a DSpark drafter SpecChat cannot run yet: a rnn Markov head")
-
-
-def test_built_in_mtp_is_there_only_for_a_target_whose_config_declares_heads(mtp_target, tiny_dirs) -> None:
-    assert check_draft(str(mtp_target.folder("hybrid")), BUILT_IN_MTP).compatible
-    refused = check_draft(str(tiny_dirs[0]), BUILT_IN_MTP)
-    assert not refused.compatible and refused.reasons[0].startswith("tiny-target has no built-in MTP heads")
 
 
 def test_a_draft_model_is_still_judged_by_its_tokenizer(tiny_dirs) -> None:

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from engine.models.catalog import RecommendedPair, default_pair, pair_statuses, recommended_pairs
-from engine.models.draft_choice import BUILT_IN_MTP
 
 
 def test_the_catalog_holds_seed_000s_pairs_and_current_ones() -> None:
@@ -49,7 +48,7 @@ def test_current_pairs_of_each_drafter_kind_parse_and_name_their_drafter() -> No
     pairs = {p.drafter: p for p in recommended_pairs()}
     assert set(pairs) == {"model", "mtp", "dflash", "eagle3"}
     mtp, dflash, eagle3 = pairs["mtp"], pairs["dflash"], pairs["eagle3"]
-    assert mtp.draft == "" and mtp.draft_choice == BUILT_IN_MTP and mtp.repos == (mtp.target,)
+    assert mtp.draft == "" and mtp.repos == (mtp.target,)  # the heads load with the target: nothing beside it
     assert mtp.short_label.endswith("(built-in MTP)") and mtp.label.endswith("(built-in MTP drafter)")
     assert dflash.draft.startswith("z-lab/") and "Qwen3" in dflash.target and dflash.drafter_name == "DFlash drafter"
     assert eagle3.draft.endswith(".eagle3") and "Llama-3.1-8B" in eagle3.target and eagle3.drafter_name == "EAGLE-3 drafter"
