@@ -185,7 +185,7 @@ def answer_room(context_length: int, max_tokens: int) -> int:
     return min(max_tokens, context_length // 2)
 
 
-def check_fits(attachment: Attachment, attached: Iterable[Attachment], context_length: int, max_tokens: int,
+def check_fits(attachment: Attachment, attached: Iterable[Attached], context_length: int, max_tokens: int,
                model: str) -> None:
     """Refuse `attachment` when beside those already `attached` it leaves the context no `room` for the question
     and the answer, with the numbers. The way out is each front end's to offer (the window asks whether to send it

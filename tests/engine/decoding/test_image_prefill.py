@@ -114,7 +114,7 @@ def test_the_stream_says_how_many_tokens_each_image_became_before_the_prefill(vi
                                                                               vision_images: list[Path]) -> None:
     """One ImagesRead, before any other event, its counts the image tokens the prompt holds, in order (each image its own size)."""
     from engine.decoding.generation import generate_stream
-    from engine.events import ImagesRead, PrefillEvent
+    from engine.events import ImagesRead
 
     events = list(generate_stream(vision_pair, QUESTION, GREEDY.replace(max_tokens=2), images=vision_images))
     read = [e for e in events if isinstance(e, ImagesRead)]
