@@ -233,28 +233,27 @@ class AttachmentsBar(QWidget):
         self.setVisible(bool(self.attached))
         self._mark_unseen()
 
-    def _mark_unseen(self, *_: object) -> None:
-        """Mark the images the loaded target cannot see, and say what to do in one line over the box."""
+    def _mark_unseen(self, *_: object, refused: bool = False) -> None:
+        """Mark the images the loaded target cannot see, and say what to do in one line over the box (in bold when
+        a Send was just refused for them)."""
         note = unseen_note(self.session.pair, self.images())
         for index in range(self.chips.count() - 1):
             shown = self._chip_at(index)
             if shown.objectName() == "imageThumbnail":
                 mark_unseen(shown, bool(note))
         self.unseen.setText(note)
-        self.unseen.setStyleSheet(f"color: {notice_colour(self.palette()).name()};")
+        self.unseen.setStyleSheet(f"color: {notice_colour(self.palette()).name()};" + (" font-weight: bold;" if refused else ""))
         self.unseen.setVisible(bool(note))
 
     def images(self) -> list[ChatImage]:
         return [attachment for attachment in self.attached if isinstance(attachment, ChatImage)]
 
     def refuses_unseen_images(self) -> bool:
-        """Refuse to send images to a target that reads only text, saying so in the error banner. Nothing is
-        dropped: the images stay attached, and the note over the box says what to do."""
+        """Refuse to send images to a target that reads only text: the note over the box, which says what to do,
+        turns bold (the error banner would say it twice). Nothing is dropped: the text and images stay."""
         self.reader.finish()
-        note = unseen_note(self.session.pair, self.images())
-        if note:
-            self.show_error(note)
-        return bool(note)
+        self._mark_unseen(refused=True)
+        return bool(self.unseen.text())
 
     def _refuse(self, too_big: AttachmentTooLarge) -> None:
         """The numbers, and the choice: send it cut to fit (its first lines), or not at all."""

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QBuffer, QIODevice, QMimeData, QObject, Qt
 from PySide6.QtGui import QImage, QPixmap, QTextCharFormat, QTextCursor, QTextFormat
-from PySide6.QtWidgets import QFrame, QLabel, QTextBrowser, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QTextBrowser, QToolButton, QVBoxLayout, QWidget
 
 from engine.chat_images import ChatImage, image_span, read_chat_image
 from engine.events import ImagesRead
@@ -26,7 +26,8 @@ from .palette import ghost_colour, notice_colour
 
 THUMBNAIL_SIDE = 72
 IMAGE_PROPERTY = QTextFormat.Property.UserProperty + 5  # a collapsed image span: the image's index in its message
-UNSEEN = f"This model cannot see images: load a vision model such as {SEEING_EXAMPLES}, or remove the image."
+# One line over the message box: the first of the engine's examples (the server's refusal names them all).
+UNSEEN = f"This model cannot see images: load a vision model such as {SEEING_EXAMPLES.partition(' or ')[0]}, or remove the image."
 THUMBNAIL_STYLE = ("QFrame#imageThumbnail { border: %s; border-radius: 6px; background: palette(base); }"
                    " QLabel { font-size: 11px; }")
 
@@ -61,15 +62,18 @@ def thumbnail(image: ChatImage, removable: bool = False) -> QFrame:
     layout.addWidget(picture)
     caption = QLabel(image.label())
     caption.setObjectName("chipLabel")
-    layout.addWidget(caption)
+    row = QHBoxLayout()
+    row.setContentsMargins(0, 0, 0, 0)
+    row.addWidget(caption)
+    layout.addLayout(row)
     frame.setToolTip(f"{image.label()} (kept in the chat)")
-    if removable:
-        remove = QToolButton(frame)
+    if removable:  # beside the caption, never over the picture (where a light image hid it in dark mode)
+        remove = QToolButton()
         remove.setText("✕")
         remove.setObjectName("removeAttachment")
         remove.setAutoRaise(True)
         remove.setToolTip(f"Take {image.name} off this message")
-        remove.move(2, 2)
+        row.addWidget(remove)
     mark_unseen(frame, False)
     return frame
 
@@ -150,10 +154,12 @@ class ImageTokens(QObject):
 
     def _on_events(self, answer, events: list[object]) -> None:  # StreamingAnswer
         read = next((event for event in events if isinstance(event, ImagesRead)), None)
+        if read is None:  # every batch but the first of an answer about images
+            return
         store = self.session.store
-        question_id = store.parent_of(answer.message_id) if read is not None else None
+        question_id = store.parent_of(answer.message_id)
         question = next((m for m in store.messages(answer.conversation_id) if m.id == question_id), None)
-        if read is None or question is None or not question.images:
+        if question is None or not question.images:
             return
         counts = iter(read.tokens[-len(question.images):])
         attachments = [replace(a, tokens=next(counts)) if isinstance(a, ChatImage) else a for a in question.attachments]

@@ -241,7 +241,7 @@ class MainWindow(QMainWindow):
         if self.session.pair is None or self.session.loading:
             self.show_error("No models are loaded yet: choose a pair with Models… (or wait for the loading to finish).")
             return
-        if self.attachments.refuses_unseen_images():  # said in the error banner; the message and images stay in the box
+        if self.attachments.refuses_unseen_images():  # said over the box; the message and its images stay there
             return
         self.hide_error()
         self.input.clear()

@@ -127,9 +127,21 @@ def test_a_text_only_target_marks_the_image_and_says_it_cannot_see_it_instead_of
     assert [frame.property("unseen") for frame in thumbnails(bar)] == [True]
     window.input.setPlainText(QUESTION)
     window.input.submitted.emit()
-    assert window.error_banner.text() == UNSEEN and not window.error_banner.isHidden()
+    assert "font-weight: bold" in bar.unseen.styleSheet() and window.error_banner.isHidden()
     assert window.input.toPlainText() == QUESTION and len(bar.attached) == 1 and window.conversation_id is None
     assert window.session.store.conversations() == [] and not window.session.busy
     bar.findChild(QFrame, "imageThumbnail").findChild(object, "removeAttachment").click()
     assert bar.attached == [] and bar.unseen.isHidden()
     send_and_wait(qtbot, window, QUESTION)  # without the image, the text goes
+
+
+def test_loading_a_vision_model_takes_the_mark_off_and_the_image_goes(make_window, qtbot, vision_dir: Path,
+                                                                      vision_images: list[Path]) -> None:
+    window = make_window()
+    attach_images(qtbot, window, vision_images[0])
+    assert not window.attachments.unseen.isHidden()
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        window.session.load_pair(str(vision_dir), "")
+    assert window.attachments.unseen.isHidden() and [f.property("unseen") for f in thumbnails(window.attachments)] == [False]
+    send_and_wait(qtbot, window, QUESTION)
+    assert [i.name for i in window.session.store.messages(window.conversation_id)[0].images] == ["image-0.png"]
