@@ -145,3 +145,18 @@ def test_loading_a_vision_model_takes_the_mark_off_and_the_image_goes(make_windo
     assert window.attachments.unseen.isHidden() and [f.property("unseen") for f in thumbnails(window.attachments)] == [False]
     send_and_wait(qtbot, window, QUESTION)
     assert [i.name for i in window.session.store.messages(window.conversation_id)[0].images] == ["image-0.png"]
+
+
+def test_a_chat_with_images_continued_on_a_text_only_target_says_so_and_loses_nothing(make_window, qtbot,
+                                                                                     vision_dir: Path, tiny_dirs,
+                                                                                     vision_images: list[Path]) -> None:
+    window = make_window(pair=(str(vision_dir), ""), max_tokens=8)
+    first = ask_with_images(qtbot, window, [vision_images[0]])
+    with qtbot.waitSignal(window.session.pair_loaded, timeout=60_000):
+        window.session.load_pair(str(tiny_dirs[0]), str(tiny_dirs[1]))
+    with qtbot.waitSignal(window.session.answer_failed, timeout=60_000):
+        window.chat.messages[-1].regenerate_button.click()
+    assert window.error_banner.text().startswith("tiny-target cannot see images; pick a vision model such as")
+    question, answer = window.session.store.messages(window.conversation_id)
+    assert [i.data for i in question.images] == [vision_images[0].read_bytes()] and answer.content == first.text
+    assert captions(window.chat.messages[0]) == ["image-0.png · 100×80"]
