@@ -1,5 +1,5 @@
-"""Reading attached files off the GUI thread: a 100-page PDF takes seconds to extract and count, and the window
-must not freeze meanwhile.
+"""Reading attached files off the GUI thread: a 100-page PDF takes seconds to extract and count (a large photo to
+decode and downscale), and the window must not freeze meanwhile.
 
 One thread reads the files in the order given (a pool of one), and hands each result to the GUI thread through
 queued signals. The reader's signals reach bound methods of QObjects living on the GUI thread only: PySide6 would
@@ -13,6 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Signal
 
 from engine.attachments import CountTokens, read_attachment
+from engine.chat_images import is_image_file, read_chat_image
 
 from .worker import readable_error
 
@@ -31,7 +32,7 @@ class _ReadFile(QRunnable):
 
     def run(self) -> None:
         try:
-            attachment = read_attachment(self.path, self.count_tokens)
+            attachment = read_chat_image(self.path) if is_image_file(self.path) else read_attachment(self.path, self.count_tokens)
         except BaseException as error:  # noqa: BLE001 - reported in the window, never raised into Qt
             self.results.failed.emit(readable_error(error))
         else:
@@ -39,7 +40,7 @@ class _ReadFile(QRunnable):
 
 
 class AttachmentReader(QObject):
-    """Reads files into Attachments on a thread of its own, one at a time, in order.
+    """Reads files into Attachments (images into ChatImages) on a thread of its own, one at a time, in order.
 
     Signals (emitted on the GUI thread):
         read(Attachment): a file was read (and counted, when a tokenizer was given).

@@ -1,4 +1,5 @@
-"""Files attached to the message being typed: the paperclip, drag and drop and paste onto the message box, and chips.
+"""Files and images attached to the message being typed: the paperclip, drag and drop and paste onto the message
+box, and chips (thumbnails for images: `image_attachments.py`).
 
 Each file is read through `engine.attachments` (text, code, Markdown, CSV, JSON, PDF) off the GUI thread
 (`attachment_reader.py`: a long PDF takes seconds), counted in the loaded target's tokens, and shown as a chip (name, size, tokens) with a ✕ to take it off. A file that cannot be attached
@@ -25,20 +26,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.attachments import KINDS, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated, with_attachments
+from engine.attachments import KINDS, Attached, Attachment, AttachmentError, AttachmentTooLarge, check_fits, truncated, with_attachments
+from engine.chat_images import IMAGE_KINDS, ChatImage
+from engine.errors import SpecChatError
 from engine.models.app_paths import RESOURCES
 
 from .attachment_reader import AttachmentReader
 from .flow_layout import flow_row
+from .image_attachments import SentImages, mark_unseen, pasted_image, thumbnail, unseen_note
+from .palette import notice_colour
 
 PAPERCLIP = RESOURCES / "paperclip.svg"
-FILE_FILTER = "Text, code and documents (*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql);;All files (*)"
+FILE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.heic *.heif *.gif *.bmp);;Text, code and documents (*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql);;All files (*)"
 CHIP_STYLE = ("QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 9px; background: palette(base); }"
               " QLabel { font-size: 11px; }")
 
 
-def chip(attachment: Attachment, removable: bool = False) -> QFrame:
-    """A file as a small rounded label: name, size and tokens, the full text's first lines as its tooltip."""
+def chip(attachment: Attached, removable: bool = False) -> QFrame:
+    """A file as a small rounded label: name, size and tokens, the full text's first lines as its tooltip (an image
+    as its thumbnail)."""
+    if isinstance(attachment, ChatImage):
+        return thumbnail(attachment, removable)
     frame = QFrame()
     frame.setObjectName("attachmentChip")
     frame.setStyleSheet(CHIP_STYLE)
@@ -61,12 +69,21 @@ def chip(attachment: Attachment, removable: bool = False) -> QFrame:
     return frame
 
 
-def show_chips(message: QWidget, attachments: Iterable[Attachment]) -> None:
-    """Show a sent question's files under its header (nothing for a message without any)."""
-    chips: list[QWidget] = [chip(attachment) for attachment in attachments]
+def show_chips(message: QWidget, attachments: Iterable[Attached]) -> None:
+    """Show a sent question's files under its header, its images over them (nothing for a message without any)."""
+    attachments = list(attachments)
+    chips: list[QWidget] = [chip(attachment) for attachment in attachments if isinstance(attachment, Attachment)]
+    images = [attachment for attachment in attachments if isinstance(attachment, ChatImage)]
     layout = message.layout()
     if chips and isinstance(layout, QBoxLayout):
         layout.insertWidget(1, flow_row(chips))
+    if images and isinstance(layout, QBoxLayout):
+        layout.insertWidget(1, SentImages(images, message.body))  # type: ignore[attr-defined]  # a MessageWidget
+
+
+def carries_attachments(mime: QMimeData) -> bool:
+    """Whether a drop or a paste carries files, or an image as pixels (text alone is typed)."""
+    return bool(local_files(mime)) or mime.hasImage()
 
 
 def local_files(mime: QMimeData) -> list[Path]:
@@ -75,8 +92,9 @@ def local_files(mime: QMimeData) -> list[Path]:
 
 
 class AttachmentsBar(QWidget):
-    """The chips of the files attached to the message being typed (a row over the message box, hidden while there
-    are none), and the paperclip the window puts beside the box.
+    """The chips of the files and images attached to the message being typed (a row over the message box, hidden while
+    there are none), the paperclip the window puts beside the box, and the note over the box when the loaded target
+    cannot see the images attached (`unseen`).
 
     Args:
         session: the chat session (the loaded pair's tokenizer, context and the answer's token budget).
@@ -94,7 +112,7 @@ class AttachmentsBar(QWidget):
         super().__init__(parent)
         self.session = session
         self.show_error = show_error
-        self.attached: list[Attachment] = []
+        self.attached: list[Attached] = []
         self.refusal: QMessageBox | None = None
         self.waiting: list[Attachment] = []  # files read while the refusal dialog asks about another
         self.problems: list[str] = []  # why files could not be read, shown once the reader is idle
@@ -102,37 +120,58 @@ class AttachmentsBar(QWidget):
         self.reader.read.connect(self._on_read)
         self.reader.failed.connect(self._on_failed)
         self.reader.idle.connect(self._show_problems)
-        self.sent: tuple[str, tuple[Attachment, ...]] = ("", ())  # the last question sent and its files
+        self.sent: tuple[str, tuple[Attached, ...]] = ("", ())  # the last question sent and its files
         self.paperclip = QToolButton()
         self.paperclip.setIcon(QIcon(str(PAPERCLIP)))
         self.paperclip.setObjectName("paperclip")
-        self.paperclip.setToolTip(f"Attach files: {KINDS} (or drop them on the message box, or paste them)")
+        self.paperclip.setToolTip(f"Attach files: {KINDS}, or {IMAGE_KINDS} (or drop them on the message box, or "
+                                  "paste them)")
         self.paperclip.clicked.connect(self.choose_files)
         self.chips = QHBoxLayout(self)
         self.chips.setContentsMargins(0, 0, 0, 0)
         self.chips.addStretch()
         self.setVisible(False)
+        self.unseen = QLabel()
+        self.unseen.setObjectName("unseenImagesNote")
+        self.unseen.setWordWrap(True)
+        self.unseen.setVisible(False)
+        session.pair_loaded.connect(self._mark_unseen)
         message_box.viewport().setAcceptDrops(True)
         message_box.viewport().installEventFilter(self)
         message_box.installEventFilter(self)
         session.prompt_rejected.connect(self._restore_rejected)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        """Files dropped on the message box, or pasted into it, are attached; text goes on as text."""
+        """Files dropped on the message box, or pasted into it, are attached, and so are images as pixels (a
+        screenshot); text goes on as text."""
         kind = event.type()
-        if isinstance(event, QDragMoveEvent | QDragEnterEvent) and local_files(event.mimeData()):
+        if isinstance(event, QDragMoveEvent | QDragEnterEvent) and carries_attachments(event.mimeData()):
             event.acceptProposedAction()
             return True
-        if isinstance(event, QDropEvent) and kind == QEvent.Type.Drop and local_files(event.mimeData()):
+        if isinstance(event, QDropEvent) and kind == QEvent.Type.Drop and carries_attachments(event.mimeData()):
             event.acceptProposedAction()
-            self.attach_files(local_files(event.mimeData()))
+            self.attach_mime(event.mimeData())
             return True
         if kind == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.matches(QKeySequence.StandardKey.Paste):
-            files = local_files(QGuiApplication.clipboard().mimeData())
-            if files:
-                self.attach_files(files)
+            mime = QGuiApplication.clipboard().mimeData()
+            if carries_attachments(mime):
+                self.attach_mime(mime)
                 return True
         return super().eventFilter(watched, event)
+
+    def attach_mime(self, mime: QMimeData) -> None:
+        """Attach what a drop or a paste carries: its local files, or else the image it holds as pixels."""
+        files = local_files(mime)
+        if files:
+            self.attach_files(files)
+            return
+        try:
+            image = pasted_image(mime)
+        except SpecChatError as error:
+            self.show_error(str(error))
+            return
+        if image is not None:
+            self.add(image)
 
     def choose_files(self) -> None:
         """The paperclip: pick files in the system's dialog."""
@@ -170,8 +209,8 @@ class AttachmentsBar(QWidget):
             self.show_error(" ".join(self.problems))
             self.problems = []
 
-    def add(self, attachment: Attachment) -> None:
-        """Show a file read already (a truncated one, one given back with a refused question) as attached."""
+    def add(self, attachment: Attached) -> None:
+        """Show a file or image read already (a truncated one, one given back with a refused question) as attached."""
         self.attached.append(attachment)
         shown = chip(attachment, removable=True)
         remove = shown.findChild(QToolButton, "removeAttachment")
@@ -179,6 +218,7 @@ class AttachmentsBar(QWidget):
         remove.clicked.connect(lambda: self._remove(attachment, shown))
         self.chips.insertWidget(self.chips.count() - 1, shown)
         self.setVisible(bool(self.attached))
+        self._mark_unseen()
 
     def _chip_at(self, index: int) -> QWidget:
         item = self.chips.itemAt(index)
@@ -186,11 +226,34 @@ class AttachmentsBar(QWidget):
         assert shown is not None  # one chip per attached file, in order
         return shown
 
-    def _remove(self, attachment: Attachment, shown: QWidget) -> None:
+    def _remove(self, attachment: Attached, shown: QWidget) -> None:
         self.attached.remove(attachment)
         self.chips.removeWidget(shown)
         shown.deleteLater()
         self.setVisible(bool(self.attached))
+        self._mark_unseen()
+
+    def _mark_unseen(self, *_: object, refused: bool = False) -> None:
+        """Mark the images the loaded target cannot see, and say what to do in one line over the box (in bold when
+        a Send was just refused for them)."""
+        note = unseen_note(self.session.pair, self.images())
+        for index in range(self.chips.count() - 1):
+            shown = self._chip_at(index)
+            if shown.objectName() == "imageThumbnail":
+                mark_unseen(shown, bool(note))
+        self.unseen.setText(note)
+        self.unseen.setStyleSheet(f"color: {notice_colour(self.palette()).name()};" + (" font-weight: bold;" if refused else ""))
+        self.unseen.setVisible(bool(note))
+
+    def images(self) -> list[ChatImage]:
+        return [attachment for attachment in self.attached if isinstance(attachment, ChatImage)]
+
+    def refuses_unseen_images(self) -> bool:
+        """Refuse to send images to a target that reads only text: the note over the box, which says what to do,
+        turns bold (the error banner would say it twice). Nothing is dropped: the text and images stay."""
+        self.reader.finish()
+        self._mark_unseen(refused=True)
+        return bool(self.unseen.text())
 
     def _refuse(self, too_big: AttachmentTooLarge) -> None:
         """The numbers, and the choice: send it cut to fit (its first lines), or not at all."""
@@ -219,7 +282,7 @@ class AttachmentsBar(QWidget):
         self.reader.finish()
         return with_attachments(typed, self.attached) if typed else ""
 
-    def take(self, shown_on: QWidget, text: str) -> tuple[Attachment, ...]:
+    def take(self, shown_on: QWidget, text: str) -> tuple[Attached, ...]:
         """The files for the message being sent (`text`), shown as chips on it (`shown_on`); the bar is empty after it."""
         self.reader.finish()
         taken = tuple(self.attached)

@@ -11,6 +11,7 @@ from .attachments_bar import AttachmentsBar
 from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
+from .image_attachments import ImageTokens
 
 
 class ChatInput(QPlainTextEdit):
@@ -42,7 +43,9 @@ class ChatColumn(QWidget):
         error_banner: what went wrong and what to do (hidden when nothing did).
         undo_banner: deletes messages and offers Undo.
         input, send_button: the message box and Send (Stop while an answer is generated).
-        attachments: the files attached to the message being typed (their chips over the box, its paperclip).
+        attachments: the files and images attached to the message being typed (their chips over the box, its
+            paperclip, the note when the model cannot see the images).
+        image_tokens: saves the tokens each sent image became, for its span in the question.
         input_row: the row they are in (the window adds the Think switch).
     """
 
@@ -57,7 +60,8 @@ class ChatColumn(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         self.attachments = AttachmentsBar(session, self.input, self.show_error)
-        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments):
+        self.image_tokens = ImageTokens(session, self.chat, self)
+        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments, self.attachments.unseen):
             layout.addWidget(widget)
         self.input_row = QHBoxLayout()
         self.input_row.addWidget(self.attachments.paperclip)

@@ -229,10 +229,8 @@ class MainWindow(QMainWindow):
     # --- generating --------------------------------------------------------------------------------------
 
     def _send_or_stop(self) -> None:
-        if self.session.busy:
-            self.stop()
-        else:
-            self.send()
+        """The Send button's one job at a time: Stop while an answer runs."""
+        self.stop() if self.session.busy else self.send()
 
     def send(self) -> None:
         """Send the typed message (Enter or the Send button)."""
@@ -241,6 +239,8 @@ class MainWindow(QMainWindow):
             return
         if self.session.pair is None or self.session.loading:
             self.show_error("No models are loaded yet: choose a pair with Models… (or wait for the loading to finish).")
+            return
+        if self.attachments.refuses_unseen_images():  # said over the box; the message and its images stay there
             return
         self.hide_error()
         self.input.clear()

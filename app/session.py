@@ -152,7 +152,7 @@ class ChatSession(QObject):
         reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
         if conversation_id is None:
             return []
-        return [{"role": m.role, "content": m.prompt_text, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
+        return [{"role": m.role, "content": m.prompt_content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
                 for m in self.store.messages(conversation_id) if m.content or m.role == "user"]
 
     def compare_messages(self, conversation_id: int | None, typed: str) -> list[dict[str, str]]:

@@ -66,6 +66,7 @@ class PairInfo:
     `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
     `drafters`: every single drafter the pair can draft with (lookup, the draft model, the target's heads...).
+    `sees_images`: the target has a vision tower (engine/models/vision.py) and reads the images of a message.
     """
 
     target: str
@@ -84,6 +85,7 @@ class PairInfo:
     weights_gb: float = 0.0
     count_tokens: CountTokens | None = None
     drafters: tuple[str, ...] = ("lookup",)
+    sees_images: bool = False
 
 
 @dataclass
@@ -281,6 +283,7 @@ class EngineWorker(QObject):
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
             count_tokens=token_counter(pair.tokenizer),
             drafters=drafters,
+            sees_images=pair.target.sight is not None,
         )
 
     @Slot()

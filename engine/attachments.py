@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .chat_images import IMAGE_SIGNATURES, IMAGE_SUFFIXES, ChatImage
 from .errors import SpecChatError
 
 CountTokens = Callable[[str], int]
@@ -26,8 +27,6 @@ KINDS = "text, code, Markdown, CSV, JSON or PDF files"
 MAX_BYTES = 64 * 1024 * 1024  # past this no model's context holds the text; refused before reading it all
 SNIFF_BYTES = 8192  # a NUL byte in the first 8 KB marks a binary file, as git and grep decide it
 UNTAGGED = ("", ".txt", ".pdf")  # files whose fence gets no language (the suffix names it for the others: py, csv...)
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".heic", ".heif", ".bmp", ".tif", ".tiff")
-IMAGE_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")  # images under another name, too
 QUESTION_ROOM = 64  # tokens kept for the question typed beside the files (a line or two)
 
 
@@ -90,6 +89,14 @@ class Attachment:
         return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
+Attached = Attachment | ChatImage  # what a message carries beside its text: files' texts and images
+
+
+def attached_from_record(record: dict[str, Any]) -> Attached:
+    """A saved file or image (records without a kind are files: chats saved before images)."""
+    return ChatImage.from_record(record) if record.get("kind") == "image" else Attachment.from_record(record)
+
+
 def size_label(size: int) -> str:
     """A file size for people: bytes, KB or MB."""
     if size < 1024:
@@ -133,8 +140,8 @@ def counted(attachment: Attachment, count_tokens: CountTokens) -> Attachment:
 
 def _plain_text(name: str, data: bytes) -> str:
     if Path(name).suffix.lower() in IMAGE_SUFFIXES or data.startswith(IMAGE_SIGNATURES):
-        raise AttachmentError(f"{name} is an image, and SpecChat reads only the text of files: attach {KINDS}, or "
-                              "describe the image in words.")
+        raise AttachmentError(f"{name} is an image, and files are read as text: give it as an image (--image) to a "
+                              "vision model, or describe the image in words.")
     if b"\x00" in data[:SNIFF_BYTES]:
         raise AttachmentError(f"{name} is not a text file (it holds binary data): attach {KINDS}, or save its "
                               "content as text first.")
@@ -178,7 +185,7 @@ def answer_room(context_length: int, max_tokens: int) -> int:
     return min(max_tokens, context_length // 2)
 
 
-def check_fits(attachment: Attachment, attached: Iterable[Attachment], context_length: int, max_tokens: int,
+def check_fits(attachment: Attachment, attached: Iterable[Attached], context_length: int, max_tokens: int,
                model: str) -> None:
     """Refuse `attachment` when beside those already `attached` it leaves the context no `room` for the question
     and the answer, with the numbers. The way out is each front end's to offer (the window asks whether to send it
@@ -217,7 +224,8 @@ def truncated(attachment: Attachment, limit: int, count_tokens: CountTokens) -> 
     return counted(cut(low), count_tokens)
 
 
-def with_attachments(text: str, attachments: Iterable[Attachment]) -> str:
-    """A user message as the model reads it: each attached file's block, then what the user typed."""
-    blocks = [attachment.block() for attachment in attachments]
+def with_attachments(text: str, attachments: Iterable[Attached]) -> str:
+    """A user message's text as the model reads it: each attached file's block, then what the user typed (its images
+    go apart, as parts: `engine.chat_images.message_content`)."""
+    blocks = [attachment.block() for attachment in attachments if isinstance(attachment, Attachment)]
     return "\n\n".join([*blocks, text]) if blocks else text

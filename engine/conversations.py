@@ -24,8 +24,10 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .attachments import Attachment, with_attachments
+from .attachments import Attached, attached_from_record, with_attachments
+from .chat_images import ChatImage, message_content
 from .conversation_schema import prepare_tables
 from .conversation_title import follow_first_question
 from .database_file import degraded_message, open_for_reading, open_for_writing, read_into_memory, write_refusal
@@ -53,7 +55,7 @@ class StoredMessage:
         branch, branches: which of its siblings it is (from 1) and how many there are.
         reasoning: a thinking model's reasoning before the answer ("" for none).
         reasoning_s: how long it thought, in seconds.
-        attachments: for questions, the files attached to it (their text, as sent).
+        attachments: for questions, the files (their text, as sent) and images (their bytes) attached to it.
     """
 
     id: int
@@ -68,12 +70,21 @@ class StoredMessage:
     branches: int = 1
     reasoning: str = ""
     reasoning_s: float = 0.0
-    attachments: list[Attachment] = field(default_factory=list)
+    attachments: list[Attached] = field(default_factory=list)
 
     @property
     def prompt_text(self) -> str:
-        """The message as the model reads it: a question's attached files before its text."""
+        """The message's text as the model reads it: a question's attached files before its text."""
         return with_attachments(self.content, self.attachments)
+
+    @property
+    def images(self) -> list[ChatImage]:
+        return [a for a in self.attachments if isinstance(a, ChatImage)]
+
+    @property
+    def prompt_content(self) -> str | list[dict[str, Any]]:
+        """The message as the engine reads it: its text, its images (if any) as parts before it."""
+        return message_content(self.prompt_text, self.images)
 
 
 @dataclass
@@ -200,7 +211,7 @@ class ConversationStore:
         return _shown_thread(self.db, conversation_id)
 
     def add_message(self, conversation_id: int, role: str, content: str, parent_id: int | None = AFTER_LAST,
-                    attachments: tuple[Attachment, ...] = ()) -> int:
+                    attachments: tuple[Attached, ...] = ()) -> int:
         """Add a message (with its attached files) under `parent_id` (None: a first message; by default after the
         thread's last) and show it.
 
@@ -264,6 +275,11 @@ class ConversationStore:
             touching=row[0] if row else None,
         )
 
+    def set_attachments(self, message_id: int, attachments: list[Attached]) -> None:
+        """Save a question's files and images again (its images' token counts, once a vision target read them)."""
+        self._write("UPDATE messages SET attachments = ? WHERE id = ?",
+                    (json.dumps([a.record() for a in attachments], ensure_ascii=False), message_id))
+
     def delete_message(self, message_id: int) -> None:
         """Delete a message and everything after it on its branch; a sibling, if any, is shown instead."""
         row = self.db.execute("SELECT conversation_id, parent_id, selected, content FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -315,7 +331,7 @@ def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMe
         row = siblings[index]
         thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
                                     json.loads(row[7]), index + 1, len(siblings), row[8], row[9],
-                                    [Attachment.from_record(a) for a in json.loads(row[10])]))
+                                    [attached_from_record(a) for a in json.loads(row[10])]))
         parent = row[0]
     return thread
 

@@ -1,6 +1,7 @@
 """The event stream between the engine and its consumers (CLI, GUI, benchmark).
 
-A generation yields, in order: `PrefillEvent`s while the prompt is processed, then for each round the
+A generation yields, in order: for a prompt with images, one `ImagesRead`; `PrefillEvent`s while the prompt is
+processed, then for each round the
 `TokenEvent`s it emitted followed by its `RoundEvent`, and last one `GenerationResult`. Standard decoding
 uses the same types (every token has origin "target" and every round drafts nothing), so a view needs no
 second code path for the speculative/standard toggle.
@@ -32,6 +33,14 @@ class PrefillEvent:
     processed: int
     total: int
     model: str = "target"
+
+
+@dataclass(frozen=True)
+class ImagesRead:
+    """A vision target's prompt holds images: the tokens each one became, in the prompt's order (the views show each
+    as one collapsed span of that many tokens)."""
+
+    tokens: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -370,4 +379,4 @@ class GenerationResult:
         }
 
 
-Event = PrefillEvent | TokenEvent | RoundEvent | GenerationResult
+Event = ImagesRead | PrefillEvent | TokenEvent | RoundEvent | GenerationResult

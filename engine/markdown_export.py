@@ -6,9 +6,12 @@ every message after it into the code. Its fence is closed where the answer ends.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
 from typing import Protocol
+
+from .chat_images import ChatImage
 
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -20,6 +23,10 @@ class Message(Protocol):
     @property
     def prompt_text(self) -> str:
         """The message as the model read it (a question's attached files included)."""
+
+    @property
+    def images(self) -> list[ChatImage]:
+        """A question's images."""
 
 
 def closed_fences(text: str) -> str:
@@ -37,11 +44,17 @@ def closed_fences(text: str) -> str:
     return f"{text}\n{open_fence}" if open_fence else text
 
 
+def image_markdown(image: ChatImage) -> str:
+    """An image inline, as a data URL: the exported file holds it, as the chat does (no path that may move)."""
+    kind = "jpeg" if image.data.startswith(b"\xff\xd8") else "webp" if image.data[8:12] == b"WEBP" else "png"
+    return f"![{image.name}](data:image/{kind};base64,{base64.b64encode(image.data).decode('ascii')})\n"
+
+
 def conversation_markdown(title: str, messages: Iterable[Message]) -> str:
     lines = [f"# {title}", ""]
     for message in messages:
         speaker = "You" if message.role == "user" else "Assistant"
-        lines += [f"**{speaker}:**", "", closed_fences(message.prompt_text.rstrip()), ""]
+        lines += [f"**{speaker}:**", "", *map(image_markdown, message.images), closed_fences(message.prompt_text.rstrip()), ""]
         if message.summary:
             lines += [f"*{message.summary}*", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -17,7 +17,7 @@ import mlx.core as mx
 
 from .. import drafter_kinds
 from ..errors import InvalidParameterError, PromptError
-from ..events import Event, GenerationResult, GenerationStats, PrefillEvent
+from ..events import Event, GenerationResult, GenerationStats, ImagesRead, PrefillEvent
 from ..images import ImageSource
 from ..params import GenerationParams
 from .answer import Answer
@@ -188,9 +188,11 @@ def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Eve
 
 def _prefill(
     pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel, vision: ImagePrompt | None = None
-) -> Generator[PrefillEvent, None, bool]:
+) -> Generator[ImagesRead | PrefillEvent, None, bool]:
     """Prefill the prompt into the models that will read it, chunk by chunk (a vision target's images first, in one
     pass); returns whether it finished."""
+    if vision is not None:
+        yield ImagesRead(vision.counts)
     prefill_images(pair.target, pair.target_cache, vision, prompt_ids)
     for name, cache in _caches_to_prefill(pair, params, prompt_ids):
         for processed, total in cache.catch_up_steps(prompt_ids):

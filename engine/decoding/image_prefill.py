@@ -38,6 +38,7 @@ class ImagePrompt:
     digest: str
     first: int  # index of the first image token
     last: int  # index of the last image token
+    counts: tuple[int, ...]  # the tokens each image became, in order
 
 
 def with_images(prompt: str | Sequence[Message], images: Sequence[ImageSource]) -> tuple[str | list[Message], list[ImageSource]]:
@@ -73,15 +74,18 @@ def image_prompt(target: LoadedModel, ids: list[int], sources: Sequence[ImageSou
     if len(at) != len(images):
         raise InvalidParameterError(f"The prompt places {len(at)} images but {len(images)} were given.")
     expanded: list[int] = []
+    counts: list[int] = []
     previous = 0
     for position, image in zip(at, images):
-        expanded += ids[previous:position] + _tokens_of(sight, image)
+        tokens = _tokens_of(sight, image)
+        expanded += ids[previous:position] + tokens
+        counts.append(len(tokens))
         previous = position + 1
     expanded += ids[previous:]
     inputs = dict(sight.processor(text=[_token(sight) * len(images)], images=images, padding=False))
     inputs = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
     marks = [i for i, t in enumerate(expanded) if t == sight.image_token_id]
-    return ImagePrompt(expanded, inputs, fingerprint(images), marks[0], marks[-1])
+    return ImagePrompt(expanded, inputs, fingerprint(images), marks[0], marks[-1], tuple(counts))
 
 
 def _token(sight: Sight) -> str:

@@ -102,13 +102,13 @@ def test_files_dropped_or_pasted_on_the_message_box_are_attached_and_text_is_sti
     assert window.input.toPlainText() == "just words" and len(window.attachments.attached) == 2
 
 
-def test_a_file_that_is_not_text_is_named_in_the_error_banner(make_window, qtbot, tmp_path: Path) -> None:
+def test_a_file_that_cannot_be_read_is_named_in_the_error_banner(make_window, qtbot, tmp_path: Path) -> None:
     window = make_window()
     image = tmp_path / "photo.png"
     image.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     attach(qtbot, window.attachments, image)
     assert window.attachments.attached == [] and not window.error_banner.isHidden()
-    assert window.error_banner.text().startswith("photo.png is an image, and SpecChat reads only the text of files")
+    assert window.error_banner.text().startswith("photo.png cannot be read as an image: attach PNG, JPEG or WebP")
 
 
 @pytest.mark.parametrize("send_cut", [False, True])

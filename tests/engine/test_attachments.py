@@ -82,7 +82,7 @@ def test_a_damaged_pdf_is_refused_with_what_to_do(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name, data, problem", [
-    ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"photo.png is an image, and SpecChat reads only the text of files"),
+    ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"photo.png is an image, and files are read as text: give it as an image \(--image\)"),
     ("scan.dat", b"\xff\xd8\xff\xe0\x00\x10JFIF", "scan.dat is an image"),
     ("model.bin", b"\x01\x02\x00\x03", r"model.bin is not a text file \(it holds binary data\): attach text"),
     ("latin1.txt", "café".encode("latin-1"), r"latin1.txt is not UTF-8 text .*: save it as UTF-8"),

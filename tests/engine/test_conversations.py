@@ -5,9 +5,11 @@ nor crashing the app."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from engine.attachments import Attachment, with_attachments
+from engine.chat_images import ChatImage
 from engine.conversation_title import automatic_title
 from engine.conversations import ConversationStore, saved_chats
 from tests.data_folders import crashed_wal_database, read_only, saved_chats_at, snapshot, turned_read_only_mid_run
@@ -280,3 +282,22 @@ def test_deleting_the_first_question_shown_retitles_the_chat_after_the_one_shown
     store.rename(chat, "Apple frameworks")
     store.delete_message(edited)
     assert store.title(chat) == "Apple frameworks"
+
+
+def test_a_question_keeps_its_images_bytes_beside_its_files_through_reopening(tmp_path: Path) -> None:
+    """Images are saved inside the chat (never a path), in order among the files; a question's content for the
+    engine holds them as parts before its text; a token count saved later reopens with it; the export inlines them."""
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Look")
+    image = ChatImage("cat.png", b"\x89PNG pixels", 4, 3, 120)
+    attached = (Attachment("notes.md", "# Notes", 7, tokens=5), image)
+    question_id = store.add_message(chat, "user", "What is this?", attachments=attached)
+    store.set_attachments(question_id, [attached[0], replace(image, tokens=12)])
+    store.close()
+    question = ConversationStore(tmp_path / "c.sqlite3").messages(chat)[0]
+    assert question.attachments == [attached[0], replace(image, tokens=12)] and question.images[0].data == image.data
+    assert question.prompt_text == with_attachments("What is this?", attached[:1])
+    assert question.prompt_content == [{"type": "image", "image": image.data},
+                                       {"type": "text", "text": question.prompt_text}]
+    markdown = ConversationStore(tmp_path / "c.sqlite3").export_markdown(chat)
+    assert "**You:**\n\n![cat.png](data:image/png;base64,iVBORyBwaXhlbHM=)\n\nnotes.md" in markdown

@@ -108,3 +108,18 @@ def test_sampled_speculation_about_an_image_follows_the_target(vision_pair: Mode
     stat, df = chi_square(Counter(a.tokens[0] for a in answers), dict(enumerate(law)), len(answers))
     print(f"chi-square {stat:.1f} at {df} degrees of freedom (critical {chi_square_critical(df):.1f})")
     assert stat < chi_square_critical(df), (stat, df)
+
+
+def test_the_stream_says_how_many_tokens_each_image_became_before_the_prefill(vision_pair: ModelPair,
+                                                                              vision_images: list[Path]) -> None:
+    """One ImagesRead, before any other event, its counts the image tokens the prompt holds, in order (each image its own size)."""
+    from engine.decoding.generation import generate_stream
+    from engine.events import ImagesRead
+
+    events = list(generate_stream(vision_pair, QUESTION, GREEDY.replace(max_tokens=2), images=vision_images))
+    read = [e for e in events if isinstance(e, ImagesRead)]
+    assert len(read) == 1 and events[0] is read[0]
+    prompt = image_prompt(vision_pair.target, vision_pair.prompt_ids(with_images(QUESTION, vision_images)[0]),
+                          vision_images)
+    assert read[0].tokens == prompt.counts and sum(prompt.counts) == prompt.ids.count(vision_pair.target.sight.image_token_id)
+    assert prompt.counts[0] != prompt.counts[1]
