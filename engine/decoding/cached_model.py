@@ -28,7 +28,7 @@ import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 
 from . import caches
-from .hidden_states import HiddenStateListener, forward_with_taps
+from .hidden_states import HiddenStateListener, run_with_taps
 
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 
@@ -204,29 +204,32 @@ class CachedModel:
 
     def _run(self, inputs: mx.array, ids: list[int] | None) -> mx.array:
         """One pass over `inputs` after the cached positions, heard by the listener; records their ids."""
+        return self._pass(lambda: self.model(inputs[None], cache=self.cache), inputs.shape[0], ids)[0]
+
+    def _pass(self, run: Callable[[], mx.array], length: int, ids: list[int] | None) -> mx.array:
+        """`run()`, a pass over `length` positions after the cached ones, heard by the listener; records their ids
+        (None: pending until `resolve`)."""
         position = len(self.tokens) + self._pending
         self.passes += 1
         if self.listener is None:
-            logits = self.model(inputs[None], cache=self.cache)
-            states: list[mx.array] = []
+            logits, states = run(), []
         else:
-            logits, states = forward_with_taps(self.model, inputs[None], self.cache, self.listener.taps)
+            logits, states = run_with_taps(self.model, run, self.listener.taps)
         if ids is None:
-            self._pending += inputs.shape[0]
+            self._pending += length
         else:
             self.tokens.extend(ids)
         if self.listener is not None:
             self.listener.heard(position, [s[0] for s in states])
-        return logits[0]
+        return logits
 
     def feed(self, ids: list[int], run: Callable[[], mx.array]) -> mx.array:
         """A pass the caller runs on this cache itself (a vision target's image embeddings, which are no ids),
-        recorded as the positions of `ids`; no listener hears it."""
+        recorded as the positions of `ids` and heard by the listener like any other (a drafter that reads the
+        target's hidden states sees the image through them)."""
         assert not self._pending, "resolve() the pending tokens before feeding"
-        self.passes += 1
-        logits = run()
-        mx.eval([c.state for c in self.cache])
-        self.tokens.extend(ids)
+        logits = self._pass(run, len(ids), ids)
+        mx.eval([c.state for c in self.cache], self.listener.state if self.listener else [])
         return logits
 
     def fork(self, length: int) -> CachedModel | None:

@@ -116,7 +116,7 @@ def prefill_images(target: LoadedModel, cache: CachedModel, prompt: ImagePrompt 
     features = target.sight.model.get_input_embeddings(mx.array([ids[:end]]), **prompt.inputs)
     positions = getattr(features, "position_ids", None)
     kwargs = {"position_ids": positions[..., start:end]} if positions is not None else {}
-    cache.feed(ids[start:end], lambda: view.language(mx.array([ids[start:end]]), inputs_embeds=features.inputs_embeds[:, start:end],
+    cache.feed(ids[start:end], lambda: view.language_model(mx.array([ids[start:end]]), inputs_embeds=features.inputs_embeds[:, start:end],
                                                       cache=cache.cache, **kwargs).logits[0])
     deltas = getattr(features, "rope_deltas", None)
     view.shift = Shift(prompt.first, int(deltas.reshape(-1)[0].item()) if deltas is not None else 0, prompt.digest)

@@ -65,23 +65,23 @@ class LanguageView(nn.Module):
 
     def __init__(self, vlm: nn.Module) -> None:
         super().__init__()
-        self.language = vlm.language_model
+        self.language_model = vlm.language_model
         self.shift: Shift | None = None
 
     @property
     def layers(self) -> list[nn.Module]:
-        return self.language.model.layers
+        return self.language_model.model.layers
 
     @property
     def args(self) -> Any:
-        return getattr(self.language, "args", None)
+        return getattr(self.language_model, "args", None)
 
     @property
     def uses_mrope(self) -> bool:
-        return hasattr(self.language, "get_rope_index")
+        return hasattr(self.language_model, "get_rope_index")
 
     def make_cache(self) -> list[Any]:
-        make = getattr(self.language, "make_cache", None)
+        make = getattr(self.language_model, "make_cache", None)
         if callable(make):
             return make()
         from mlx_lm.models.cache import KVCache
@@ -91,7 +91,7 @@ class LanguageView(nn.Module):
     def __call__(self, inputs: mx.array, cache: list[Any] | None = None, **kwargs: Any) -> mx.array:
         if self.uses_mrope and "position_ids" not in kwargs:
             kwargs["position_ids"] = self.positions(_offset(cache), inputs.shape[-1])
-        return self.language(inputs, cache=cache, **kwargs).logits
+        return self.language_model(inputs, cache=cache, **kwargs).logits
 
     def positions(self, offset: int, length: int) -> mx.array:
         """mrope position ids (3, 1, length) of text tokens at cache offsets offset.. (shifted after the images)."""
