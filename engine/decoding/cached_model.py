@@ -27,8 +27,8 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 
-from . import caches
 from ..models.vision import ImageKey, Shift
+from . import caches
 from .hidden_states import HiddenStateListener, run_with_taps
 
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
@@ -227,8 +227,9 @@ class CachedModel:
         (None: pending until `resolve`)."""
         position = len(self.tokens) + self._pending
         self.passes += 1
+        states: list[mx.array] = []
         if self.listener is None:
-            logits, states = run(), []
+            logits = run()
         else:
             logits, states = run_with_taps(self.model, run, self.listener.taps)
         if ids is None:

@@ -307,9 +307,9 @@ def generate_stream(
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
-    images = vision.key if vision is not None else None
-    _recall_prefix(pair, params, prompt_ids, images)
-    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, images))
+    image_key = vision.key if vision is not None else None
+    _recall_prefix(pair, params, prompt_ids, image_key)
+    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, image_key))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
                     network=pair.network_clock())
