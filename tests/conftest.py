@@ -267,3 +267,14 @@ def vision_images(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         paths.append(root / f"image-{seed}.png")
         Image.fromarray(pixels).save(paths[-1])
     return paths
+
+
+@pytest.fixture(scope="session")
+def vision_image_twin(vision_images: list[Path]) -> Path:
+    """An image the size of the first of `vision_images` with other pixels: a prompt about it has the same ids."""
+    import numpy as np
+    from PIL import Image
+
+    path = vision_images[0].with_name("image-twin.png")
+    Image.fromarray((np.random.RandomState(7).rand(80, 100, 3) * 255).astype("uint8")).save(path)
+    return path

@@ -27,8 +27,9 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx_lm.models.cache import KVCache
 
+from ..models.vision import ImageKey, Shift
 from . import caches
-from .hidden_states import HiddenStateListener, forward_with_taps
+from .hidden_states import HiddenStateListener, run_with_taps
 
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 
@@ -70,6 +71,9 @@ class CachedModel:
         rewinds: how rewinds went, by kind ("dropped", "restored", "reset"), for tests and the benchmark.
         listener: who hears the hidden states of every pass (None: nobody; passes run as plain model calls).
         passes: forward passes run so far (a listener attached later can tell whether it missed some).
+        images: the images the cache holds, and how positions shift after them (a vision target's; None: the ids
+            say all the cache holds). Two images take the same ids, so what the cache shares with a prompt
+            depends on them too (`shared_with`); they go with the cache's contents (rewinds, forks, adoptions).
     """
 
     def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None) -> None:
@@ -89,6 +93,7 @@ class CachedModel:
         bits = self.kv_bits if self._kv_group else None
         self.cache = caches.make_cache(self.model, bits, self._kv_group or None)
         self.tokens: list[int] = []
+        self.images: Shift | None = None
         self._pending = 0
         self._turns: list[Checkpoint] = []
         self._round: Checkpoint | None = None
@@ -153,10 +158,20 @@ class CachedModel:
 
     def _truncate(self, length: int, kind: str) -> None:
         del self.tokens[length:]
+        if self.images is not None and length <= self.images.start:
+            self.images = None
         self._turns = [c for c in self._turns if c.position <= length]
         if self._round is not None and self._round.position > length:
             self._round = None
         self.rewinds[kind] += 1
+
+    def shared_with(self, ids: list[int], images: ImageKey | None = None) -> int:
+        """How many first positions of a prompt (`ids`, showing `images`) the cache holds as the prompt's own pass
+        would compute them: the ids in common, and positions from the cache's images on only if they are the same."""
+        shared = common_prefix_length(self.tokens, ids)
+        if self.images is not None and self.images.key != images:
+            shared = min(shared, self.images.start)
+        return shared
 
     def catch_up(self, context: list[int], max_tail: int = 1) -> list[int]:
         """Make the cache hold all of `context` but a short tail, and return that tail (1 to `max_tail` ids).
@@ -204,29 +219,34 @@ class CachedModel:
 
     def _run(self, inputs: mx.array, ids: list[int] | None) -> mx.array:
         """One pass over `inputs` after the cached positions, heard by the listener; records their ids."""
+        shift = {"shift": self.images} if self.images is not None else {}  # only a vision target's cache holds images
+        return self._pass(lambda: self.model(inputs[None], cache=self.cache, **shift), inputs.shape[0], ids)[0]
+
+    def _pass(self, run: Callable[[], mx.array], length: int, ids: list[int] | None) -> mx.array:
+        """`run()`, a pass over `length` positions after the cached ones, heard by the listener; records their ids
+        (None: pending until `resolve`)."""
         position = len(self.tokens) + self._pending
         self.passes += 1
+        states: list[mx.array] = []
         if self.listener is None:
-            logits = self.model(inputs[None], cache=self.cache)
-            states: list[mx.array] = []
+            logits = run()
         else:
-            logits, states = forward_with_taps(self.model, inputs[None], self.cache, self.listener.taps)
+            logits, states = run_with_taps(self.model, run, self.listener.taps)
         if ids is None:
-            self._pending += inputs.shape[0]
+            self._pending += length
         else:
             self.tokens.extend(ids)
         if self.listener is not None:
             self.listener.heard(position, [s[0] for s in states])
-        return logits[0]
+        return logits
 
     def feed(self, ids: list[int], run: Callable[[], mx.array]) -> mx.array:
         """A pass the caller runs on this cache itself (a vision target's image embeddings, which are no ids),
-        recorded as the positions of `ids`; no listener hears it."""
+        recorded as the positions of `ids` and heard by the listener like any other (a drafter that reads the
+        target's hidden states sees the image through them)."""
         assert not self._pending, "resolve() the pending tokens before feeding"
-        self.passes += 1
-        logits = run()
-        mx.eval([c.state for c in self.cache])
-        self.tokens.extend(ids)
+        logits = self._pass(run, len(ids), ids)
+        mx.eval([c.state for c in self.cache], self.listener.state if self.listener else [])
         return logits
 
     def fork(self, length: int) -> CachedModel | None:
@@ -248,7 +268,7 @@ class CachedModel:
 
     def adopt(self, twin: CachedModel) -> None:
         """Take a twin's cache and ids as this one's (an SSD hit: the pre-draft's context is the real one)."""
-        self.cache, self.tokens, self._pending = twin.cache, twin.tokens, twin._pending
+        self.cache, self.tokens, self._pending, self.images = twin.cache, twin.tokens, twin._pending, twin.images
         self._turns, self._round = [], None
 
     def discard_pending(self) -> None:

@@ -19,9 +19,10 @@ from .. import drafter_kinds
 from ..errors import InvalidParameterError, PromptError
 from ..events import Event, GenerationResult, GenerationStats, ImagesRead, PrefillEvent
 from ..images import ImageSource
+from ..models.vision import ImageKey
 from ..params import GenerationParams
 from .answer import Answer
-from .cached_model import CachedModel, common_prefix_length
+from .cached_model import CachedModel
 from .constraint import Constraint, constraint_for
 from .drafting.automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
 from .drafting.draft_model import DraftModelDrafter
@@ -261,12 +262,13 @@ def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
         pair.discard_pending()
 
 
-def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> None:
-    """Take back a shelved prefix the prompt starts with (`prompt_cache.py`); not for a target across Macs, whose
-    other Macs hold their layers' caches, which the head cannot shelve or take back; nor for a vision target, whose
-    shelved images the ids alone cannot tell apart."""
-    if pair.network_clock() is None and pair.target.sight is None:  # a vision target's cached images are its own
-        pair.prompt_cache.recall([cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)], prompt_ids)
+def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int], images: ImageKey | None) -> None:
+    """Take back a shelved prefix the prompt starts with (`prompt_cache.py`; past an image only for the same
+    images); not for a target across Macs, whose other Macs hold their layers' caches, which the head cannot shelve
+    or take back."""
+    if pair.network_clock() is None:
+        caches = [cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)]
+        pair.prompt_cache.recall(caches, prompt_ids, images)
 
 
 def generate_stream(
@@ -307,8 +309,9 @@ def generate_stream(
     warper = Warper(params, pair.vocab_width)
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
-    _recall_prefix(pair, params, prompt_ids)
-    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, common_prefix_length(pair.target_cache.tokens, prompt_ids))
+    image_key = vision.key if vision is not None else None
+    _recall_prefix(pair, params, prompt_ids, image_key)
+    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, image_key))
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
                     network=pair.network_clock())

@@ -13,6 +13,9 @@ The API (another drafter plugs in here; `taps` is what it declares it needs):
     logits, states = forward_with_taps(model, inputs, cache, taps)
     # inputs (B, L) ids; logits (B, L, V) exactly as model(inputs, cache=cache) returns them;
     # states: one (B, L, H) array per tap, in the order of `taps`, lazy like the logits.
+    logits, states = run_with_taps(model, run, taps)
+    # any pass through the model's layers, as `run()` makes it (a vision target's prefill feeds the image's
+    # embeddings rather than ids): its logits, and the same states
 
     LayerTap(i)                  the output of decoder layer i (DFlash taps these; -1 is the last layer)
     LayerTap(i, "input")         the input of decoder layer i (EAGLE-3; layer 0's input is the embeddings)
@@ -28,7 +31,7 @@ below `CachedModel`; what a drafter keeps of what it heard is `drafting/drafter_
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -78,10 +81,15 @@ class HiddenStateListener(Protocol):
 
 def forward_with_taps(model: nn.Module, inputs: mx.array, cache: Any, taps: Sequence[LayerTap]) -> tuple[mx.array, list[mx.array]]:
     """`model(inputs, cache=cache)`, and the hidden states `taps` name, from the same pass (see the module doc)."""
+    return run_with_taps(model, lambda: model(inputs, cache=cache), taps)
+
+
+def run_with_taps(model: nn.Module, run: Callable[[], mx.array], taps: Sequence[LayerTap]) -> tuple[mx.array, list[mx.array]]:
+    """What `run()` returns (a pass through `model`'s layers), and the hidden states `taps` name, from that pass."""
     layers = decoder_layers(model)
     sources = [_source(model, layers, tap) for tap in taps]
     with _recording([module for module, _ in sources]) as seen:
-        logits = model(inputs, cache=cache)
+        logits = run()
     return logits, [seen[id(module)][side] for module, side in sources]
 
 

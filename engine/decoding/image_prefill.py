@@ -9,8 +9,9 @@ the image tokens' places and go through the language model into the target's cac
 A draft model and lookup read the same ids: to them an image is a run of image tokens, the same for every image,
 which costs acceptance but never exactness, since the target verifies every token.
 
-Two images render to the same ids, so the cache's images are fingerprinted: a prompt whose images differ from
-the cached ones is prefilled again from its first image.
+Two images render to the same ids, so the cache's images are fingerprinted (`CachedModel.images`): a prompt whose
+images differ from the cached ones is prefilled again from its first image, and a shelved prefix is recalled past
+its first image only for the same images (engine/decoding/prompt_cache.py).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import mlx.core as mx
 from ..errors import InvalidParameterError
 from ..images import ImageSource, fingerprint, read_image
 from ..models.loading import LoadedModel
-from ..models.vision import LanguageView, Shift, Sight, cannot_see
-from .cached_model import CachedModel, common_prefix_length
+from ..models.vision import ImageKey, LanguageView, Shift, Sight, cannot_see
+from .cached_model import CachedModel
 from .prompt_ids import Message
 
 
@@ -39,6 +40,11 @@ class ImagePrompt:
     first: int  # index of the first image token
     last: int  # index of the last image token
     counts: tuple[int, ...]  # the tokens each image became, in order
+
+    @property
+    def key(self) -> ImageKey:
+        """Where the images start and what they are: what a cached prefix must hold to be reused past `first`."""
+        return self.first, self.digest
 
 
 def with_images(prompt: str | Sequence[Message], images: Sequence[ImageSource]) -> tuple[str | list[Message], list[ImageSource]]:
@@ -101,17 +107,14 @@ def _tokens_of(sight: Sight, image: Any) -> list[int]:
 def prefill_images(target: LoadedModel, cache: CachedModel, prompt: ImagePrompt | None, ids: list[int]) -> None:
     """Put a prompt's images (and the text before and between them) into the target's cache.
 
-    Nothing to do when the cache already holds these images (a later turn of the chat); a prompt without images
-    forgets cached ones it no longer shares, so its text is placed as plain text."""
-    if target.sight is None or not isinstance(cache.model, LanguageView):
+    Nothing to do when the cache already holds these images (a later turn of the chat, or a prefix recalled from
+    the shelf); otherwise the prompt is read again from its first image. A cache that holds other images forgets
+    them (and their shift) when the rewind drops their positions."""
+    if target.sight is None or prompt is None or not isinstance(cache.model, LanguageView):
         return
     view = cache.model
-    shared = common_prefix_length(cache.tokens, ids)
-    if prompt is None:
-        if view.shift is not None and shared <= view.shift.start:
-            view.shift = None
-        return
-    if view.shift is None or (view.shift.start, view.shift.images) != (prompt.first, prompt.digest):
+    shared = cache.shared_with(ids, prompt.key)
+    if cache.images is None or cache.images.key != prompt.key:
         shared = min(shared, prompt.first)
     if shared > prompt.last:
         return
@@ -120,7 +123,7 @@ def prefill_images(target: LoadedModel, cache: CachedModel, prompt: ImagePrompt 
     features = target.sight.model.get_input_embeddings(mx.array([ids[:end]]), **prompt.inputs)
     positions = getattr(features, "position_ids", None)
     kwargs = {"position_ids": positions[..., start:end]} if positions is not None else {}
-    cache.feed(ids[start:end], lambda: view.language(mx.array([ids[start:end]]), inputs_embeds=features.inputs_embeds[:, start:end],
-                                                      cache=cache.cache, **kwargs).logits[0])
     deltas = getattr(features, "rope_deltas", None)
-    view.shift = Shift(prompt.first, int(deltas.reshape(-1)[0].item()) if deltas is not None else 0, prompt.digest)
+    cache.images = Shift(prompt.first, int(deltas.reshape(-1)[0].item()) if deltas is not None else 0, prompt.digest)
+    cache.feed(ids[start:end], lambda: view.language_model(mx.array([ids[start:end]]), inputs_embeds=features.inputs_embeds[:, start:end],
+                                                            cache=cache.cache, **kwargs).logits[0])

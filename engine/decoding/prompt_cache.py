@@ -19,6 +19,12 @@ Entries go least recently shelved first, so that the keys and values they hold s
 (`specchat-cli serve --prompt-cache-mb`). The target's and the draft model's entries share that one budget;
 the live caches are not counted (they exist without this cache too).
 
+A vision target's prompt shows images whose tokens all take the same id, so ids alone would take one image's
+prefix for another's: a cache keeps its images' fingerprint (`CachedModel.images`), an entry keeps it with its
+contents, and an entry is taken back past its first image only for a prompt with the same images
+(`CachedModel.shared_with`). A follow-up question about an image shelved earlier then runs neither the vision
+tower nor the prefill again; another image of the same size, whose ids are the same, is read anew from it.
+
 What cannot be shelved keeps the one-entry behaviour: caches whose layers are not all plain `KVCache`s (recurrent
 state, sliding windows, keys quantized with --kv-bits), for which `fork` returns None. Drafters that draft from the
 target's hidden states (MTP, EAGLE-3, DFlash, DSpark) keep their one state too: after a recall they see the target's
@@ -30,7 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cached_model import CachedModel, common_prefix_length
+from ..models.vision import ImageKey
+from .cached_model import CachedModel
 
 MB = 1 << 20
 DEFAULT_BUDGET_MB = 4096  # a 7B model's keys and values for ~70k tokens; for a 0.5B model ~350k
@@ -83,18 +90,19 @@ class PromptCache:
         """Forget every shelved prefix (the models or their cache's precision changed)."""
         self._entries.clear()
 
-    def recall(self, caches: list[CachedModel], prompt: list[int]) -> None:
-        """Before `prompt` is read by `caches`: shelve what each would throw away, and take back its best entry."""
+    def recall(self, caches: list[CachedModel], prompt: list[int], images: ImageKey | None = None) -> None:
+        """Before `prompt` (showing `images`: a vision target's prompt) is read by `caches`: shelve what each would
+        throw away, and take back its best entry."""
         for cache in caches:
-            self._recall_one(cache, prompt)
+            self._recall_one(cache, prompt, images)
 
-    def _recall_one(self, cache: CachedModel, prompt: list[int]) -> None:
+    def _recall_one(self, cache: CachedModel, prompt: list[int], images: ImageKey | None) -> None:
         if cache.pending:
             return  # ids not known yet: nothing to compare (an interrupted answer's cache starts over anyway)
-        live = _shared(cache.tokens, prompt)
-        best = max((e for e in self._entries if e.owner is cache), key=lambda e: _shared(e.twin.tokens, prompt),
+        live = _shared(cache, prompt, images)
+        best = max((e for e in self._entries if e.owner is cache), key=lambda e: _shared(e.twin, prompt, images),
                    default=None)
-        better = best is not None and _shared(best.twin.tokens, prompt) > live and _same_layers(best, cache)
+        better = best is not None and _shared(best.twin, prompt, images) > live and _same_layers(best, cache)
         taken = best if better else None
         if taken is not None:
             self._entries.remove(taken)  # before shelving, whose eviction might drop it
@@ -109,14 +117,13 @@ class PromptCache:
         """Keep the live cache's contents as an entry, unless another entry already holds them, then evict."""
         if self.budget_bytes <= 0:
             return
-        tokens = cache.tokens
         mine = [e for e in self._entries if e.owner is cache]
-        if any(_starts_with(e.twin.tokens, tokens) for e in mine):
+        if any(_holds(e.twin, cache) for e in mine):
             return  # an entry holds these tokens and more
-        twin = cache.fork(len(tokens))
+        twin = cache.fork(len(cache.tokens))
         if twin is None:
             return  # a cache family that cannot be forked: the one live prefix only
-        for dominated in (e for e in mine if _starts_with(tokens, e.twin.tokens)):
+        for dominated in (e for e in mine if _holds(cache, e.twin)):
             self._entries.remove(dominated)
         self._entries.append(Entry(cache, twin, _kv_bytes(twin)))
         self._evict()
@@ -127,13 +134,15 @@ class PromptCache:
             self._entries.pop(0)
 
 
-def _shared(tokens: list[int], prompt: list[int]) -> int:
-    """Prompt tokens a cache holding `tokens` keeps (catch_up always feeds the prompt's last token again)."""
-    return min(common_prefix_length(tokens, prompt), len(prompt) - 1)
+def _shared(cache: CachedModel, prompt: list[int], images: ImageKey | None) -> int:
+    """Prompt tokens a cache keeps (its images only for the same images; catch_up always feeds the prompt's last
+    token again)."""
+    return min(cache.shared_with(prompt, images), len(prompt) - 1)
 
 
-def _starts_with(tokens: list[int], prefix: list[int]) -> bool:
-    return len(tokens) >= len(prefix) and tokens[: len(prefix)] == prefix
+def _holds(big: CachedModel, small: CachedModel) -> bool:
+    """Whether `big` holds all that `small` does: its tokens, and its images (another image's are other states)."""
+    return big.shared_with(small.tokens, small.images.key if small.images is not None else None) == len(small.tokens)
 
 
 def _same_layers(entry: Entry, cache: CachedModel) -> bool:

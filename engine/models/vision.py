@@ -6,8 +6,9 @@ Only the prefill of a prompt that holds images reaches the vision tower (engine/
 
 Qwen-VL models place tokens with multimodal rotary positions (mrope): an image's tokens share positions along
 its rows and columns, so every text token after the images sits `delta` positions away from its index in the
-cache. `LanguageView` keeps that shift and applies it to every pass after the images; mlx-vlm's language models
-keep it as hidden state that a rewind or a new chat would silently reuse.
+cache. The cache that holds the images keeps that shift (`CachedModel.images`) and hands it to every pass;
+mlx-vlm's language models keep it as hidden state that a rewind, a new chat or a shelved prefix would silently
+reuse.
 """
 
 from __future__ import annotations
@@ -46,58 +47,66 @@ def cannot_see(name: str) -> str:
     return f"{name} cannot see images; pick a vision model such as {SEEING_EXAMPLES}."
 
 
+ImageKey = tuple[int, str]  # where a prompt's images start, and their fingerprint (engine/images.py)
+
+
 @dataclass(frozen=True)
 class Shift:
-    """Where the cache's text stops following its indices: positions from `start` on are the index plus `delta`;
-    `images` fingerprints the images whose tokens the cache holds (two images never share a cached prefix)."""
+    """The images a cache holds, and where its text stops following its indices: positions from `start` on are
+    the index plus `delta`; `images` fingerprints the images (two images never share a cached prefix)."""
 
     start: int
     delta: int
     images: str
 
+    @property
+    def key(self) -> ImageKey:
+        """What tells these images apart from others at the same place (the ids cannot: they are the same)."""
+        return self.start, self.images
+
 
 class LanguageView(nn.Module):
     """The language model of an mlx-vlm model as the decoding loop calls a model: ids in, logits out.
 
-    Attributes:
-        shift: the positions after the cached images (None: the cache holds no image; positions are indices).
+    A cache that holds images says so with each pass (`shift`: the `Shift` its `CachedModel` keeps), so the
+    positions follow the cache's own images: a shelved prefix (engine/decoding/prompt_cache.py) carries them.
     """
 
     def __init__(self, vlm: nn.Module) -> None:
         super().__init__()
-        self.language = vlm.language_model
-        self.shift: Shift | None = None
+        self.language_model = vlm.language_model
 
     @property
     def layers(self) -> list[nn.Module]:
-        return self.language.model.layers
+        return self.language_model.model.layers
 
     @property
     def args(self) -> Any:
-        return getattr(self.language, "args", None)
+        return getattr(self.language_model, "args", None)
 
     @property
     def uses_mrope(self) -> bool:
-        return hasattr(self.language, "get_rope_index")
+        return hasattr(self.language_model, "get_rope_index")
 
     def make_cache(self) -> list[Any]:
-        make = getattr(self.language, "make_cache", None)
+        make = getattr(self.language_model, "make_cache", None)
         if callable(make):
             return make()
         from mlx_lm.models.cache import KVCache
 
         return [KVCache() for _ in self.layers]
 
-    def __call__(self, inputs: mx.array, cache: list[Any] | None = None, **kwargs: Any) -> mx.array:
+    def __call__(self, inputs: mx.array, cache: list[Any] | None = None, shift: Shift | None = None, **kwargs: Any) -> mx.array:
         if self.uses_mrope and "position_ids" not in kwargs:
-            kwargs["position_ids"] = self.positions(_offset(cache), inputs.shape[-1])
-        return self.language(inputs, cache=cache, **kwargs).logits
+            kwargs["position_ids"] = positions(_offset(cache), inputs.shape[-1], shift)
+        return self.language_model(inputs, cache=cache, **kwargs).logits
 
-    def positions(self, offset: int, length: int) -> mx.array:
-        """mrope position ids (3, 1, length) of text tokens at cache offsets offset.. (shifted after the images)."""
-        delta = self.shift.delta if self.shift is not None and offset >= self.shift.start else 0
-        ids = mx.arange(offset + delta, offset + delta + length)[None]
-        return mx.broadcast_to(ids[None], (3, 1, length))
+
+def positions(offset: int, length: int, shift: Shift | None) -> mx.array:
+    """mrope position ids (3, 1, length) of text tokens at cache offsets offset.. (shifted after the images)."""
+    delta = shift.delta if shift is not None and offset >= shift.start else 0
+    ids = mx.arange(offset + delta, offset + delta + length)[None]
+    return mx.broadcast_to(ids[None], (3, 1, length))
 
 
 def _offset(cache: list[Any] | None) -> int:

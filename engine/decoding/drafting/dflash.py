@@ -81,6 +81,7 @@ class DFlashState(AttachedStates):
 
     def heard(self, position: int, states: list[mx.array]) -> None:
         """Store a pass's states; cache those of known ids at once, all but the latest (see the module doc)."""
+        self.follow_images()
         self.store.put(position, mx.concatenate(states, axis=-1))
         self.heard_passes = self.target.passes
         tokens = self.target.tokens  # a prefix of the context being answered: rejected drafts are rewound by now
@@ -92,6 +93,11 @@ class DFlashState(AttachedStates):
     def state(self) -> list[mx.array]:
         """The drafter's cache, evaluated with each prefill chunk."""
         return [a for c in self.drafter.cache if c.keys is not None for a in (c.keys, c.values)]
+
+    def forget_from(self, position: int) -> None:
+        """Forget the states at `position` and after, and the drafter's positions built from them."""
+        self.store.keep_before(position)
+        self._rewind_to(position)
 
     # --- holding the context -----------------------------------------------------------------------------
 

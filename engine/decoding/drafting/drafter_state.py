@@ -88,12 +88,27 @@ class AttachedStates:
         self.target = target
         self.store = HiddenStore()
         self.heard_passes = target.passes
+        self.images = target.images
 
     def attach(self) -> None:
         """Hear the target's passes from now on; states stored before passes it did not hear are dropped."""
         if self.target.passes != self.heard_passes:
             self.store.clear()
+        self.follow_images()
         self.target.listener = self  # type: ignore[assignment]  # subclasses are HiddenStateListeners
+
+    def follow_images(self) -> None:
+        """Forget what was heard from the first image on when the target's cache holds other images than it did
+        (read anew, or a shelved prefix taken back): their tokens take the same ids, so the ids that tell a drafter
+        which of its states still hold cannot tell it that."""
+        if self.target.images == self.images:
+            return
+        self.forget_from(min(s.start for s in (self.target.images, self.images) if s is not None))
+        self.images = self.target.images
+
+    def forget_from(self, position: int) -> None:
+        """Forget the states at `position` and after, and what the drafter built from them."""
+        raise NotImplementedError
 
     def detach(self) -> None:
         if self.target.listener is self:

@@ -77,6 +77,7 @@ class MTPState(AttachedStates):
 
     def heard(self, position: int, states: list[mx.array]) -> None:
         """Keep a pass's states; when its ids are known (a prefill chunk, a plain step) read them right away."""
+        self.follow_images()
         self.store.put(position, self.runner.project(states))
         self.heard_passes = self.target.passes
         if not self.target.pending:
@@ -86,6 +87,11 @@ class MTPState(AttachedStates):
     def state(self) -> list[mx.array]:
         """The head's cache, evaluated with each prefill chunk."""
         return [a for c in self.runner.cache if c.keys is not None for a in (c.keys, c.values)]
+
+    def forget_from(self, position: int) -> None:
+        """Forget the states at `position` and after, and the entries that read them (entry t reads state t)."""
+        self.store.keep_before(position)
+        self._rewind(max(0, min(self.committed, position - self.base)))
 
     # --- reading states ----------------------------------------------------------------------------------
 

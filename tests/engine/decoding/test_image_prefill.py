@@ -26,9 +26,25 @@ SPECULATIONS = {
 }
 
 
+HIDDEN_STATE_DRAFTERS = ("mtp", "dflash", "dspark", "eagle3")
+
+
 @pytest.fixture
 def vision_pair(vision_target: LoadedModel, vision_draft: LoadedModel) -> ModelPair:
     return ModelPair(vision_target, vision_draft)
+
+
+@pytest.fixture(scope="module")
+def drafter_pairs(vision_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelPair]:
+    """The vision target with each drafter that reads its hidden states (engine/fixtures/tiny_vision_drafters.py)."""
+    from engine.fixtures import tiny_vision_drafters as fixtures
+
+    root = tmp_path_factory.mktemp("vision-drafters")
+    pairs = {"mtp": ModelPair.load(str(fixtures.build_vision_mtp(vision_dir, root / "tiny-vl-mtp")))}
+    for kind, build in (("dflash", fixtures.build_vision_dflash), ("dspark", fixtures.build_vision_dspark),
+                        ("eagle3", fixtures.build_vision_eagle3)):
+        pairs[kind] = ModelPair.load(str(vision_dir), str(build(vision_dir, root)))
+    return pairs
 
 
 @pytest.mark.parametrize("variant", SPECULATIONS.values(), ids=SPECULATIONS.keys())
@@ -39,6 +55,22 @@ def test_greedy_speculation_about_an_image_is_the_standard_answer(vision_pair: M
     assert speculative.tokens == standard.tokens
     if variant["drafter"] == "model":
         assert 0 < speculative.stats.accepted < speculative.stats.drafted  # drafts were both taken and corrected
+
+
+@pytest.mark.parametrize("drafter", HIDDEN_STATE_DRAFTERS)
+def test_greedy_drafting_from_hidden_states_about_an_image_is_the_standard_answer(
+        drafter_pairs: dict[str, ModelPair], vision_images: list[Path], drafter: str) -> None:
+    """Drafters that read the target's hidden states attach to a vision target's language model, hear the image
+    prefill's states (their context starts at position 0, the image's tokens included) and stay exact."""
+    pair = drafter_pairs[drafter]
+    standard = generate(QUESTION, pair, GREEDY, images=[vision_images[0]])
+    pair.reset_caches()  # the drafter hears the image's prefill, not a cache that holds it already
+    speculative = generate(QUESTION, pair, GREEDY.replace(mode="speculative", drafter=drafter, num_draft=3, adaptive=False),
+                           images=[vision_images[0]])
+    assert speculative.tokens == standard.tokens
+    assert speculative.stats.drafted > 0
+    state = pair.drafters[drafter]
+    assert state.base == 0 and len(state.ids) >= standard.stats.prompt_tokens - 1  # heard every prompt position
 
 
 def test_two_images_give_two_answers_and_the_cache_never_mixes_them(vision_pair: ModelPair,
@@ -90,20 +122,23 @@ def _first_token_law(target: LoadedModel, ids: list[int], inputs: dict) -> np.nd
 
 
 @pytest.mark.statistical
-def test_sampled_speculation_about_an_image_follows_the_target(vision_pair: ModelPair, vision_images: list[Path]) -> None:
-    """At T=1 the first token of speculative answers (a text-only draft model, K=3) follows the target's law given
-    the image, computed by mlx-vlm's model directly.
+@pytest.mark.parametrize("drafter", ["model", "mtp"])
+def test_sampled_speculation_about_an_image_follows_the_target(vision_pair: ModelPair, drafter_pairs: dict[str, ModelPair],
+                                                               vision_images: list[Path], drafter: str) -> None:
+    """At T=1 the first token of speculative answers (a text-only draft model, or the MTP head that read the image
+    through the target's states; K=3) follows the target's law given the image, computed by mlx-vlm's model directly.
 
     600 answers is the smallest sample that keeps the test's power: against an effect of size w = 0.3 (a
     sampler that followed the draft's law, or the law without the image, differs from the target by more) at
     alpha = 0.001 with up to 20 degrees of freedom, the chi-square test's power is about 0.96 (noncentrality
     n w^2 = 54)."""
-    params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
+    pair = vision_pair if drafter == "model" else drafter_pairs[drafter]
+    params = GenerationParams(drafter=drafter, temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
     messages, sources = with_images(QUESTION, [vision_images[0]])
-    prompt = image_prompt(vision_pair.target, vision_pair.prompt_ids(messages), sources)
-    law = _first_token_law(vision_pair.target, prompt.ids, prompt.inputs)
+    prompt = image_prompt(pair.target, pair.prompt_ids(messages), sources)
+    law = _first_token_law(pair.target, prompt.ids, prompt.inputs)
     mx.random.seed(2026)
-    answers = [generate(QUESTION, vision_pair, params, images=[vision_images[0]]) for _ in range(600)]
+    answers = [generate(QUESTION, pair, params, images=[vision_images[0]]) for _ in range(600)]
     assert sum(a.stats.drafted for a in answers) > sum(a.stats.accepted for a in answers) > 0  # drafts taken and refused
     stat, df = chi_square(Counter(a.tokens[0] for a in answers), dict(enumerate(law)), len(answers))
     print(f"chi-square {stat:.1f} at {df} degrees of freedom (critical {chi_square_critical(df):.1f})")

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from engine.decoding.generation import generate
+from engine.decoding.image_prefill import image_prompt, with_images
 from engine.decoding.pair import ModelPair
 from engine.decoding.prompt_cache import SHELVE_AFTER
 from engine.params import GenerationParams
@@ -101,3 +102,26 @@ def test_caches_that_cannot_be_shelved_keep_one_prefix_exactly(family_models, fa
         _answer(pair, prompt, params)
     tokens, cached = _answer(pair, A + TURN, params)
     assert tokens == expected and cached < len(A) // 10 and len(pair.prompt_cache) == 0
+
+
+def test_a_question_about_an_image_shelved_earlier_reuses_it_and_another_image_of_its_size_does_not(
+        vision_target, vision_images, vision_image_twin, monkeypatch) -> None:
+    """Image, another image of the same size (the same ids), then another question about the first image: the
+    second is read from its image on, the third takes the first's prefix back from the shelf (neither the vision
+    tower nor the image's prefill runs again) and answers as a fresh pair does."""
+    params = GenerationParams(mode="standard", temperature=0.0, max_tokens=24)
+    question, follow_up = "What is in the image?", "What colour is it?"
+    expected = generate(follow_up, ModelPair(vision_target), params, images=[vision_images[0]])
+    messages, sources = with_images(follow_up, [vision_images[0]])
+    image = image_prompt(vision_target, ModelPair(vision_target).prompt_ids(messages), sources)
+    pair, towers = ModelPair(vision_target), []
+    embed = vision_target.sight.model.get_input_embeddings
+    monkeypatch.setattr(vision_target.sight.model, "get_input_embeddings", lambda *a, **k: towers.append(1) or embed(*a, **k))
+    first = generate(question, pair, params, images=[vision_images[0]])
+    other = generate(question, pair, params, images=[vision_image_twin])
+    again = generate(follow_up, pair, params, images=[vision_images[0]])
+    assert other.stats.prompt_tokens == first.stats.prompt_tokens and other.tokens != first.tokens
+    assert other.stats.cached_prompt_tokens <= image.first  # read anew from its image on
+    assert again.stats.cached_prompt_tokens > image.last and pair.prompt_cache.hits == 1  # the first image's prefix
+    assert len(towers) == 2  # the vision tower saw the first image once
+    assert again.tokens == expected.tokens

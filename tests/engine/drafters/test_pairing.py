@@ -86,3 +86,18 @@ def test_a_draft_model_as_costly_as_the_target_is_refused_with_the_reason(tiny_d
                               f"target's {round(counts[1] / 1000)}K): a draft must be a smaller, faster model"]
     copy = shutil.copytree(target, tmp_path / "copy-of-the-target")  # as a quantized copy: the same shape
     assert not check_draft(str(target), str(copy)).compatible
+
+
+def test_a_vision_target_is_offered_the_drafters_made_for_its_language_model(vision_dir: Path, tmp_path: Path) -> None:
+    """Each kind's check reads a vision target's config as a text target's (its language model's width, vocabulary
+    and layers): the picker offers the drafters made for it, and refuses one made for another target."""
+    from engine.fixtures import tiny_vision_drafters as fixtures
+
+    for build in (fixtures.build_vision_dflash, fixtures.build_vision_dspark, fixtures.build_vision_eagle3):
+        assert check_draft(str(vision_dir), str(without_weights(build(vision_dir, tmp_path), tmp_path / "json"))).compatible
+        shutil.rmtree(tmp_path / "json")
+    assert check_draft(str(fixtures.build_vision_mtp(vision_dir, tmp_path / "tiny-vl-mtp")), BUILT_IN_MTP).compatible
+    assert not check_draft(str(vision_dir), BUILT_IN_MTP).compatible
+    other = build_dflash_pair(tmp_path)[1]
+    verdict = check_draft(str(vision_dir), str(other))
+    assert not verdict.compatible and "cannot draft for tiny-vl: its vocabulary has" in verdict.reasons[0]
