@@ -11,6 +11,7 @@ from .attachments_bar import AttachmentsBar
 from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
+from .tool_cards import ToolCards
 
 
 class ChatInput(QPlainTextEdit):
@@ -43,12 +44,14 @@ class ChatColumn(QWidget):
         undo_banner: deletes messages and offers Undo.
         input, send_button: the message box and Send (Stop while an answer is generated).
         attachments: the files attached to the message being typed (their chips over the box, its paperclip).
+        tool_cards: the MCP calls shown in the answers that made them.
         input_row: the row they are in (the window adds the Think switch).
     """
 
     def __init__(self, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.chat = ChatView()
+        self.tool_cards = ToolCards(session.tools, self.chat, session.settings.show_markdown)
         self.store = store = session.store
         self.error_banner = ErrorBanner()
         self.undo_banner = UndoDeleteBanner(store)

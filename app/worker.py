@@ -14,7 +14,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from engine.drafters.draft_checks import DraftChecks
 
 BATCH_INTERVAL_S = 1 / 60
+FindCalls = Callable[[list[dict], str], tuple[str, list]]  # (tools, answer) -> (text, ToolCalls)
 
 
 @dataclass
@@ -44,6 +47,7 @@ class GenerationRequest:
         system_prompt: prepended when not empty.
         fresh_cache: start from empty prompt caches, and leave the answer out of the history (Compare: both runs
             from the same state).
+        tools: the MCP tools offered to the model (OpenAI's function shape, for the chat template), or None.
     """
 
     request_id: int
@@ -51,6 +55,7 @@ class GenerationRequest:
     params: GenerationParams
     system_prompt: str = ""
     fresh_cache: bool = False
+    tools: list[dict] | None = None
 
 
 @dataclass
@@ -66,6 +71,9 @@ class PairInfo:
     `weights_gb`: the pair's weights on disk (whether it would fit this Mac alone). `count_tokens`: the target's
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
     `drafters`: every single drafter the pair can draft with (lookup, the draft model, the target's heads...).
+    `calls_tools`: the target's chat template shows tools to the model; `find_calls(tools, answer)`: the answer's
+    text without its calls and the calls to those tools (engine/mcp_tools/tool_turn.calls_in: it only reads the
+    tokenizer, as `count_tokens` does).
     """
 
     target: str
@@ -84,6 +92,8 @@ class PairInfo:
     weights_gb: float = 0.0
     count_tokens: CountTokens | None = None
     drafters: tuple[str, ...] = ("lookup",)
+    calls_tools: bool = False
+    find_calls: FindCalls | None = None
 
 
 @dataclass
@@ -264,6 +274,8 @@ class EngineWorker(QObject):
         return cluster.session.pair, cluster
 
     def _describe(self, pair, target: str, draft: str) -> PairInfo:  # ModelPair
+        from engine.decoding.prompt_ids import template_reads_tools
+        from engine.mcp_tools.tool_turn import calls_in
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -283,6 +295,8 @@ class EngineWorker(QObject):
             weights_gb=sum(folder_size_gb(m.path) for m in (pair.target, pair.draft) if m is not None),
             count_tokens=token_counter(pair.tokenizer),
             drafters=pair.drafter_names(),
+            calls_tools=template_reads_tools(pair.tokenizer),
+            find_calls=partial(calls_in, pair.tokenizer),
         )
 
     @Slot()
@@ -315,6 +329,7 @@ class EngineWorker(QObject):
                 system_prompt=request.system_prompt or None,
                 cancel=lambda: self._cancelled(request.request_id),
                 comparing=request.fresh_cache,  # neither run drafts from the other's answer, nor from saved ones
+                tools=request.tools,
             )
             for event in stream:
                 if isinstance(event, GenerationResult):
