@@ -29,13 +29,14 @@ def preview_lines(path: Path) -> list[str]:
 
 
 class McpSettings(QWidget):
-    """The switch, the file with its chooser, and the servers' lines; applied when its dialog is accepted.
+    """The switch, the file with its chooser, and the servers' lines, in rows of the dialog's form; applied when the
+    dialog is accepted.
 
     Attributes:
         switch: tools on or off; path: the mcp.json; choose: its file chooser; servers_label: a line per server.
     """
 
-    def __init__(self, servers: McpServers, dialog: QDialog) -> None:
+    def __init__(self, servers: McpServers, dialog: QDialog, form: QFormLayout) -> None:
         super().__init__(dialog)
         self.servers = servers
         self.switch = QCheckBox("Offer the tools of MCP servers to the model (it asks before each call)")
@@ -56,8 +57,6 @@ class McpSettings(QWidget):
             signal.connect(self._show_lines)
         self._show_lines()
         dialog.accepted.connect(self.apply)
-
-    def add_to(self, form: QFormLayout) -> None:
         form.addRow("MCP tools", self.switch)
         form.addRow("", self)
         form.addRow("", self.servers_label)

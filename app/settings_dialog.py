@@ -203,9 +203,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.think)
         self.across_macs = AcrossMacsField(hosts, hostfile)
         self.across_macs.add_to(form)
-        self.mcp = McpSettings(mcp, self) if mcp is not None else None
-        if self.mcp is not None:
-            self.mcp.add_to(form)
+        self.mcp = McpSettings(mcp, self, form) if mcp is not None else None
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)

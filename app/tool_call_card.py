@@ -12,7 +12,7 @@ import time
 from html import escape
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from engine.mcp_tools.hub import ToolOutcome
 from engine.mcp_tools.saved_calls import CallRecord
@@ -21,6 +21,7 @@ from .fold_button import FoldButton
 from .palette import notice_colour
 
 VERDICTS = (("once", "Allow once"), ("always", "Always"), ("deny", "Deny"))
+RESULT_LINES = 10  # the most lines of a result shown unfolded before it scrolls
 
 
 def call_line(name: str, arguments: str) -> str:
@@ -51,6 +52,7 @@ class ToolCallCard(QFrame):
         super().__init__(parent)
         self.setObjectName("toolCallCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # as tall as its lines, never padded
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         where = f" &nbsp;<span style='color: gray'>· {escape(server)}</span>" if server else ""
@@ -74,7 +76,6 @@ class ToolCallCard(QFrame):
         layout.addWidget(self.status)
         self.result = QPlainTextEdit()
         self.result.setReadOnly(True)
-        self.result.setMaximumHeight(160)
         self.toggle = FoldButton(self.result, "Show or hide what the tool returned")
         layout.addWidget(self.toggle)
         layout.addWidget(self.result)
@@ -109,6 +110,8 @@ class ToolCallCard(QFrame):
         self.toggle.setText(f"Result ({lines} line{'s' if lines != 1 else ''})")
         self.toggle.setVisible(True)
         self.result.setPlainText(outcome.text)
+        shown = min(lines, RESULT_LINES)  # a short result in a short box, a long one scrolls
+        self.result.setFixedHeight(self.result.fontMetrics().lineSpacing() * shown + 2 * self.result.frameWidth() + 10)
         self.expand(False)
 
     def _tick(self) -> None:

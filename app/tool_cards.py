@@ -4,7 +4,8 @@ The cards are views of the calls as saved (engine/mcp_tools/saved_calls.py): a r
 store, and the running round (app/chat_tools.py) redraws its answer's cards each time a call changes, wiring
 their verdict buttons to it. When an answer called tools its Markdown view shows its text without the calls
 (the cards show them), while the coloured token view keeps every token the model wrote, calls included, with
-how each was drafted.
+how each was drafted; an answer that wrote nothing but calls shows its cards alone (its rounds stay in its
+trace and the panel).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class ToolCards(QObject):
             cards = self._cards[message_id] = [self._card(widget, message_id, index, calls) for index in range(len(calls.calls))]
             widget.text = calls.text  # copied and shown as Markdown without the calls: the cards show them
             widget.render(self._markdown())
+            widget.body.setVisible(bool(calls.text))  # an answer that only called: its cards alone
         live = calls is self.tools.live
         for index, (card, record) in enumerate(zip(cards, calls.calls)):
             card.show_record(record, live, asking == index)

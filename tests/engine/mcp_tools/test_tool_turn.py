@@ -6,8 +6,8 @@ import pytest
 
 from engine.decoding.prompt_ids import prompt_token_ids
 from engine.mcp_tools.hub import McpHub, ToolOutcome
-from engine.mcp_tools.servers_config import ServerConfig
 from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
+from engine.mcp_tools.servers_config import ServerConfig
 from engine.mcp_tools.tool_turn import Permissions, calls_in, refusal
 from engine.serving.pieces import ToolCall
 from tests.engine.mcp_tools.test_hub import DEMO
