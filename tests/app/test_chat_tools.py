@@ -71,6 +71,16 @@ def test_a_denied_call_runs_nothing_and_the_model_is_told(qtbot, tool_window):
     assert saved["state"] == "denied"
 
 
+def test_a_failed_call_is_saved_as_such_and_the_model_reads_its_error(qtbot, tool_window):
+    window, script = tool_window(ADD_CALL.replace('"add", "arguments": {"a": 2, "b": 40}', '"fail", "arguments": {}'))
+    card = ask(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
+        card.buttons["once"].click()
+    saved = window.session.store.messages(window.conversation_id)[1].tool_calls["calls"][0]
+    assert saved["state"] == "failed" and "backend down" in saved["result"] and "backend down" in card.status.text()
+    assert script.requests[-1]["messages"][-1]["content"] == saved["result"]
+
+
 def test_stop_ends_a_hung_call_and_the_answer_does_not_go_on(qtbot, tool_window):
     window, script = tool_window(HANG_CALL)
     card = ask(qtbot, window)
@@ -117,3 +127,16 @@ def test_a_model_that_keeps_calling_stops_at_the_round_limit_with_a_line(qtbot, 
     ask(qtbot, window).buttons["always"].click()
     qtbot.waitUntil(lambda: not window.session.busy and len(_cards(window)) == 3, timeout=60_000)
     assert _cards(window)[-1].status.text() == limit_line() and len(script.requests) == 3
+
+
+def test_a_model_whose_template_shows_no_tools_is_offered_none(qtbot, make_window, tiny_dirs, monkeypatch):
+    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}))
+    script = ScriptedCalls(ADD_CALL)
+    monkeypatch.setattr("engine.decoding.generation.generate_stream", script)
+    window = make_window(max_tokens=80)
+    qtbot.waitUntil(lambda: window.session.tools.servers.hub is not None, timeout=60_000)
+    assert not window.session.pair.calls_tools
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
+        window.input.setPlainText("What is 2 + 40?")
+        window.input.submitted.emit()
+    assert script.requests[0]["tools"] is None and _cards(window) == [] and not window.session.busy
