@@ -15,7 +15,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QRunnable, QThreadPool, Si
 from engine.attachments import CountTokens, read_attachment
 from engine.chat_images import is_image_file, read_chat_image
 
-from .worker import readable_error
+from .readable_errors import readable_error
 
 
 class _Results(QObject):

@@ -12,6 +12,7 @@ from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
 from .image_attachments import ImageTokens
+from .tool_cards import ToolCards
 
 
 class ChatInput(QPlainTextEdit):
@@ -46,12 +47,14 @@ class ChatColumn(QWidget):
         attachments: the files and images attached to the message being typed (their chips over the box, its
             paperclip, the note when the model cannot see the images).
         image_tokens: saves the tokens each sent image became, for its span in the question.
+        tool_cards: the MCP calls shown in the answers that made them.
         input_row: the row they are in (the window adds the Think switch).
     """
 
     def __init__(self, session, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.chat = ChatView()
+        self.tool_cards = ToolCards(session.tools, self.chat, session.settings.show_markdown)
         self.store = store = session.store
         self.error_banner = ErrorBanner()
         self.undo_banner = UndoDeleteBanner(store)

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from engine.errors import DownloadCancelled
 from engine.models.app_paths import hub_endpoint
 
-from .worker import readable_error
+from .readable_errors import readable_error
 
 HUB_CHECK_TIMEOUT_S = 3.0
 

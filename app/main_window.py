@@ -81,7 +81,7 @@ class MainWindow(QMainWindow):
         column = ChatColumn(self.session)
         self.chat, self.error_banner, self.input, self.send_button = column.chat, column.error_banner, column.input, column.send_button
         self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
-        self.attachments = column.attachments
+        self.attachments, self.tool_cards = column.attachments, column.tool_cards
         self.undo_banner.restored.connect(self.open_conversation)
         self.undo_banner.failed.connect(self.show_error)
         self.think_switch = ThinkSwitch(self.session, lambda: self.conversation_id)
@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
                 widget.show_streaming(answer)
             else:
                 widget.show_stored(stored, markdown)
+                self.tool_cards.show_saved(widget, stored)
         if self.answer_view is None and switching:
             self.stats.reset(self.session.params.mode)  # the panel showed another chat's last answer
         self.chat.set_busy(self.session.busy)
@@ -365,7 +366,7 @@ class MainWindow(QMainWindow):
         info = self.session.pair
         dialog = SettingsDialog(self.session.params, self.session.system_prompt, self,
                                 can_switch_thinking=bool(info and info.can_switch_thinking), hosts=self.session.across.hosts,
-                                hostfile=self.session.across.hostfile)
+                                hostfile=self.session.across.hostfile, mcp=self.session.tools.servers)
         if dialog.exec():
             self.apply_settings(dialog.params(), dialog.system_prompt.toPlainText())
             self.session.across.choose(dialog.across_macs.hosts(), self.session.pair)

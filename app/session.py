@@ -22,6 +22,7 @@ from engine.events import GenerationResult, RoundEvent, TokenEvent
 from engine.params import GenerationParams
 
 from .across_macs import AcrossMacs, loading_line
+from .chat_tools import ChatTools
 from .download_worker import DownloadWorker
 from .pair_label import pair_label
 from .settings import AppSettings
@@ -90,16 +91,14 @@ class ChatSession(QObject):
         self.drafter_note = ""  # why the drafter pinned for the pair just loaded was set aside ("": it was not)
         self.loading = self.cancelling_load = False  # cancelling: Cancel was clicked, the load ends at its next step
         self._loads = 0  # the loads asked for, numbered so that a cancel ends the one running and any queued
-        self.answer: StreamingAnswer | None = None
+        self.answer: StreamingAnswer | None = None  # an answer that called tools stays while its calls run
+        self.tools = ChatTools(self, self._idle)
         self.across = AcrossMacs(self.settings, self.load_pair, self.kept_error.emit)
         self.compare_requests: dict[str, int] = {}
         self._compares = 0
-        self._next_request = 0
-        self._closed = False
-        self.engine = EngineWorker()
-        self.downloads = DownloadWorker()
-        self.engine_thread = start_in_thread(self.engine, "engine")
-        self.download_thread = start_in_thread(self.downloads, "downloads")
+        self._next_request, self._closed = 0, False
+        self.engine, self.downloads = EngineWorker(), DownloadWorker()
+        self.engine_thread, self.download_thread = start_in_thread(self.engine, "engine"), start_in_thread(self.downloads, "downloads")
         self._requests = _Requests()
         r, e = self._requests, self.engine
         for signal, slot in ((r.load, e.load), (r.generate, e.generate), (r.release, e.release_cluster),
@@ -113,7 +112,7 @@ class ChatSession(QObject):
 
     @property
     def busy(self) -> bool:
-        """Whether a chat answer is being generated."""
+        """Whether a chat answer is being generated (or the tools it called run)."""
         return self.answer is not None
 
     @property
@@ -148,12 +147,10 @@ class ChatSession(QObject):
         return pair_label(self.pair, self.params if self.pair else None, self.loading)
 
     def history(self, conversation_id: int | None) -> list[dict[str, str]]:
-        """A conversation as the engine reads it (answers that failed before any text are left out); an answer's
-        reasoning as `reasoning_content`, which the engine passes on only to a template that renders it."""
+        """A conversation as the engine reads it (`StoredMessage.model_messages`; answers that failed before any text are left out)."""
         if conversation_id is None:
             return []
-        return [{"role": m.role, "content": m.prompt_content, **({"reasoning_content": m.reasoning} if m.reasoning else {})}
-                for m in self.store.messages(conversation_id) if m.content or m.role == "user"]
+        return [message for m in self.store.messages(conversation_id) if m.content or m.role == "user" for message in m.model_messages()]
 
     def compare_messages(self, conversation_id: int | None, typed: str) -> list[dict[str, str]]:
         """What Compare runs from this conversation (`engine.comparison.compare_messages`)."""
@@ -218,11 +215,10 @@ class ChatSession(QObject):
 
     # --- answers -------------------------------------------------------------------------------------------
 
-    def _new_request(
-        self, conversation_id: int | None, messages: list[dict[str, str]], params: GenerationParams, fresh_cache: bool = False
-    ) -> GenerationRequest:
+    def _new_request(self, conversation_id: int | None, messages: list[dict[str, str]], params: GenerationParams,
+                     fresh_cache: bool = False, tools: list[dict] | None = None) -> GenerationRequest:
         self._next_request += 1
-        return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id), fresh_cache)
+        return GenerationRequest(self._next_request, messages, params, self.system_prompt_for(conversation_id), fresh_cache, tools)
 
     def new_conversation(self, first_message: str) -> int:
         """A new saved conversation, titled after its first message (with the Think switch set before it)."""
@@ -252,7 +248,7 @@ class ChatSession(QObject):
         params = self.params.replace(think=self.think_for(conversation_id))
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
         message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
-        request = self._new_request(conversation_id, self.history(conversation_id), params)
+        request = self._new_request(conversation_id, self.history(conversation_id), params, tools=self.tools.offered())
         self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode,
                                       lenience=params.applied_lenience, waiting=self.engine.server_jobs > 0)
         self.answer_started.emit(self.answer)
@@ -283,6 +279,7 @@ class ChatSession(QObject):
             self.engine.cancel(self.answer.request_id)
             self.answer.stopping = True
             self.busy_changed.emit(True)
+            self.tools.stop()
 
     def compare_sides(self) -> tuple[str, str]:
         """What a Compare runs unless the user picks otherwise: standard decoding against the next answer's drafter."""
@@ -346,7 +343,7 @@ class ChatSession(QObject):
         answer.take_result(result)
         summary = answer.summary(result)
         self._save(answer, result.finish_reason, summary)
-        self._idle()
+        self.tools.take(answer, result) or self._idle()  # an answer that called tools runs on until its calls are done
         self.answer_finished.emit(answer, result, summary)
 
     def _on_error(self, request_id: int, message: str, kind: str) -> None:
@@ -389,6 +386,7 @@ class ChatSession(QObject):
         if self._closed:
             return
         self.engine.cancel(self._next_request)
+        self.tools.shutdown()
         self.downloads.cancel()
         self._requests.release.emit()  # the other Macs of a pipeline leave with a goodbye, not a lost head
         stop_thread(self.engine_thread)

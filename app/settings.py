@@ -162,3 +162,12 @@ class AppSettings:
             self.store.setValue("cluster/hosts", path)
         self.store.setValue("cluster/off", not path)
         self.store.sync()
+
+    def mcp(self) -> tuple[str, bool]:
+        """The mcp.json chosen ("": the app-data folder's) and whether the chat offers its servers' tools."""
+        return str(self.store.value("mcp/path", "") or ""), _as_bool(self.store.value("mcp/on", True))
+
+    def save_mcp(self, path: str, on: bool) -> None:
+        self.store.setValue("mcp/path", path)
+        self.store.setValue("mcp/on", on)
+        self.store.sync()

@@ -29,6 +29,8 @@ from engine.errors import DistributedError, InvalidParameterError
 from engine.params import RANGES, GenerationParams
 
 from .file_dialogs import open_file
+from .mcp_servers import McpServers
+from .mcp_settings import McpSettings
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes of each verify are made during it; a "
@@ -141,7 +143,8 @@ class SettingsDialog(QDialog):
     """Edits GenerationParams and the system prompt; `params()` is valid once the dialog is accepted."""
 
     def __init__(self, params: GenerationParams, system_prompt: str, parent: QWidget | None = None,
-                 can_switch_thinking: bool = False, hosts: str = "", hostfile: str = "") -> None:
+                 can_switch_thinking: bool = False, hosts: str = "", hostfile: str = "",
+                 mcp: McpServers | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
@@ -180,6 +183,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.think)
         self.across_macs = AcrossMacsField(hosts, hostfile)
         self.across_macs.add_to(form)
+        self.mcp = McpSettings(mcp, self, form) if mcp is not None else None
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)

@@ -1,24 +1,27 @@
 """One MCP tool call inside an answer: what the model asked to run, the user's Allow once / Always / Deny, and
 the result folded under the call (an error or a timeout is its one line, shown open).
 
-The card only shows and asks; the session decides what runs (engine/mcp_tools/tool_turn.py), so the verdict
-leaves as a signal and the outcome comes back to `show_outcome`.
+The card only shows and asks; the chat's tools decide what runs (app/chat_tools.py), so the verdict leaves as
+a signal and the call's saved record comes back to `show_record`.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from html import escape
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from engine.mcp_tools.hub import ToolOutcome
+from engine.mcp_tools.saved_calls import CallRecord
 
 from .fold_button import FoldButton
 from .palette import notice_colour
 
 VERDICTS = (("once", "Allow once"), ("always", "Always"), ("deny", "Deny"))
+RESULT_LINES = 10  # the most lines of a result shown unfolded before it scrolls
 
 
 def call_line(name: str, arguments: str) -> str:
@@ -40,7 +43,7 @@ class ToolCallCard(QFrame):
         buttons: the verdict buttons by verdict, shown while the card asks.
         toggle: the result's fold header; checked: unfolded.
         result: the result's text under the fold.
-        status: "Running…", or the one line of an error or timeout.
+        status: "Running… 3 s", or the one line of an error, a denial, a stop or a timeout.
     """
 
     decided = Signal(str)
@@ -49,9 +52,11 @@ class ToolCallCard(QFrame):
         super().__init__(parent)
         self.setObjectName("toolCallCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # as tall as its lines, never padded
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
-        title = QLabel(f"<b>{escape(call_line(name, arguments))}</b> &nbsp;<span style='color: gray'>· {escape(server)}</span>")
+        where = f" &nbsp;<span style='color: gray'>· {escape(server)}</span>" if server else ""
+        title = QLabel(f"<b>{escape(call_line(name, arguments))}</b>{where}")
         title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         title.setWordWrap(True)
         layout.addWidget(title)
@@ -71,25 +76,31 @@ class ToolCallCard(QFrame):
         layout.addWidget(self.status)
         self.result = QPlainTextEdit()
         self.result.setReadOnly(True)
-        self.result.setMaximumHeight(160)
         self.toggle = FoldButton(self.result, "Show or hide what the tool returned")
         layout.addWidget(self.toggle)
         layout.addWidget(self.result)
         self.toggle.setVisible(False)
         self.ask_row.setVisible(False)
+        self._since = 0.0
+        self._clock = QTimer(self, interval=1000)
+        self._clock.timeout.connect(self._tick)
 
-    def ask(self) -> None:
-        """Show the permission prompt; the card waits for a button."""
-        self.ask_row.setVisible(True)
+    def show_record(self, record: CallRecord, live: bool = False, asking: bool = False) -> None:
+        """The call as it stands: asking (with the buttons), running (with its seconds), or its outcome; a call saved
+        unfinished by a quit (not `live`) reads as interrupted."""
+        self.ask_row.setVisible(live and asking)
+        self._clock.stop()
+        if live and record.state == "running":
+            self._since = time.monotonic()
+            self._clock.start()
+            self._tick()
+        elif live and record.state == "asking":
+            self._say("" if asking else "Waiting for the calls before it…")
+        else:
+            self._show_outcome(record.outcome(live))
 
-    def running(self) -> None:
-        """The call was allowed (now or earlier with Always) and runs."""
-        self.ask_row.setVisible(False)
-        self._say("Running…")
-
-    def show_outcome(self, outcome: ToolOutcome) -> None:
+    def _show_outcome(self, outcome: ToolOutcome) -> None:
         """A result folded under the call; an error, a denial or a timeout as its line, open."""
-        self.ask_row.setVisible(False)
         if outcome.is_error:
             self._say(outcome.text)
             self.status.setStyleSheet(f"color: {notice_colour().name()};")
@@ -99,7 +110,12 @@ class ToolCallCard(QFrame):
         self.toggle.setText(f"Result ({lines} line{'s' if lines != 1 else ''})")
         self.toggle.setVisible(True)
         self.result.setPlainText(outcome.text)
+        shown = min(lines, RESULT_LINES)  # a short result in a short box, a long one scrolls
+        self.result.setFixedHeight(self.result.fontMetrics().lineSpacing() * shown + 2 * self.result.frameWidth() + 10)
         self.expand(False)
+
+    def _tick(self) -> None:
+        self._say(f"Running… {time.monotonic() - self._since:.0f} s (Stop ends it)")
 
     @property
     def expanded(self) -> bool:

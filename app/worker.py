@@ -13,24 +13,27 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from engine.attachments import CountTokens, token_counter
-from engine.errors import DistributedError, LoadCancelled, SpecChatError, UnsupportedModelError
+from engine.errors import DistributedError, LoadCancelled, UnsupportedModelError
 from engine.events import GenerationResult
-from engine.models.app_paths import data_dir
 from engine.models.draft_choice import drafter_for, shown_draft_name
 from engine.params import GenerationParams
+
+from .readable_errors import error_kind, readable_error
 
 if TYPE_CHECKING:
     from engine.drafters.draft_checks import DraftChecks
 
 BATCH_INTERVAL_S = 1 / 60
+FindCalls = Callable[[list[dict], str], tuple[str, list]]  # (tools, answer) -> (text, ToolCalls)
 
 
 @dataclass
@@ -44,6 +47,7 @@ class GenerationRequest:
         system_prompt: prepended when not empty.
         fresh_cache: start from empty prompt caches, and leave the answer out of the history (Compare: both runs
             from the same state).
+        tools: the MCP tools offered to the model (OpenAI's function shape, for the chat template), or None.
     """
 
     request_id: int
@@ -51,6 +55,7 @@ class GenerationRequest:
     params: GenerationParams
     system_prompt: str = ""
     fresh_cache: bool = False
+    tools: list[dict] | None = None
 
 
 @dataclass
@@ -67,6 +72,9 @@ class PairInfo:
     tokenizer counting a text's tokens (attached files'; it only reads the tokenizer, so any thread may call it).
     `drafters`: every single drafter the pair can draft with (lookup, the draft model, the target's heads...).
     `sees_images`: the target has a vision tower (engine/models/vision.py) and reads the images of a message.
+    `calls_tools`: the target's chat template shows tools to the model; `find_calls(tools, answer)`: the answer's
+    text without its calls and the calls to those tools (engine/mcp_tools/tool_turn.calls_in: it only reads the
+    tokenizer, as `count_tokens` does).
     """
 
     target: str
@@ -86,6 +94,8 @@ class PairInfo:
     count_tokens: CountTokens | None = None
     drafters: tuple[str, ...] = ("lookup",)
     sees_images: bool = False
+    calls_tools: bool = False
+    find_calls: FindCalls | None = None
 
 
 @dataclass
@@ -102,35 +112,6 @@ class DraftVerdict:
     name: str
     compatible: bool
     reason: str
-
-
-def readable_error(error: BaseException) -> str:
-    """What the window shows: our own errors as they are; anything else as one sentence in plain words, with
-    the traceback (and the exception's name) in the log file rather than on screen."""
-    if isinstance(error, SpecChatError):
-        return str(error)
-    where = _log(error)
-    if isinstance(error, OSError) and error.strerror:  # not "[Errno 5] Input/output error"
-        detail = error.strerror + (f" ({error.filename})" if error.filename else "")
-    else:
-        detail = str(error).strip().rstrip(".") or "an internal error"
-    return f"Something went wrong: {detail}. The details are in {where}; please include them in a bug report."
-
-
-def _log(error: BaseException) -> str:
-    """Append the traceback to specchat.log in the app-data folder; where it went (or why it could not)."""
-    try:
-        log_file = data_dir() / "specchat.log"
-        with open(log_file, "a", encoding="utf-8") as f:
-            f.write(f"--- {time.ctime()}\n{''.join(traceback.format_exception(error))}\n")
-        return str(log_file)
-    except OSError:
-        return "the terminal's output (the log file cannot be written)"
-
-
-def error_kind(error: BaseException) -> str:
-    """Our error's kind ("PromptError", ...) for the session to act on; "" for anything else."""
-    return type(error).__name__ if isinstance(error, SpecChatError) else ""
 
 
 class EngineWorker(QObject):
@@ -264,6 +245,8 @@ class EngineWorker(QObject):
         return cluster.session.pair, cluster
 
     def _describe(self, pair, target: str, draft: str, drafters: tuple[str, ...]) -> PairInfo:  # ModelPair
+        from engine.decoding.prompt_ids import template_reads_tools
+        from engine.mcp_tools.tool_turn import calls_in
         from engine.models.memory import folder_size_gb
 
         return PairInfo(
@@ -284,6 +267,8 @@ class EngineWorker(QObject):
             count_tokens=token_counter(pair.tokenizer),
             drafters=drafters,
             sees_images=pair.target.sight is not None,
+            calls_tools=template_reads_tools(pair.tokenizer),
+            find_calls=partial(calls_in, pair.tokenizer),
         )
 
     @Slot()
@@ -316,6 +301,7 @@ class EngineWorker(QObject):
                 system_prompt=request.system_prompt or None,
                 cancel=lambda: self._cancelled(request.request_id),
                 comparing=request.fresh_cache,  # neither run drafts from the other's answer, nor from saved ones
+                tools=request.tools,
             )
             for event in stream:
                 if isinstance(event, GenerationResult):

@@ -32,13 +32,14 @@ CREATE TABLE IF NOT EXISTS messages (
     trace TEXT NOT NULL DEFAULT '[]',
     reasoning TEXT NOT NULL DEFAULT '',
     reasoning_s REAL NOT NULL DEFAULT 0,
-    attachments TEXT NOT NULL DEFAULT '[]'
+    attachments TEXT NOT NULL DEFAULT '[]',
+    tool_calls TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages(conversation_id, position);
 """
 # Databases from before branches: add the columns, and chain each conversation's messages in order. From before
 # thinking models: answers get their reasoning apart, chats their own Think switch (NULL: the Settings default).
-# From before attachments: questions get their files' texts.
+# From before attachments: questions get their files' texts. From before MCP tools: answers get their calls.
 MIGRATIONS = (
     ("conversations", "system_prompt", "ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT ''"),
     ("messages", "parent_id", "ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE"),
@@ -48,6 +49,7 @@ MIGRATIONS = (
     ("messages", "reasoning_s", "ALTER TABLE messages ADD COLUMN reasoning_s REAL NOT NULL DEFAULT 0"),
     ("conversations", "think", "ALTER TABLE conversations ADD COLUMN think INTEGER"),
     ("messages", "attachments", "ALTER TABLE messages ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]'"),
+    ("messages", "tool_calls", "ALTER TABLE messages ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '{}'"),
 )
 
 

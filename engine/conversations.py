@@ -35,7 +35,7 @@ from .events import trace_line
 from .markdown_export import conversation_markdown
 from .models.app_paths import data_dir
 
-_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s, attachments"
+_COLUMNS = "id, role, content, runs, summary, finish, parent_id, trace, reasoning, reasoning_s, attachments, tool_calls"
 AFTER_LAST = -1  # add_message's default parent: the last message of the thread shown
 
 
@@ -56,6 +56,8 @@ class StoredMessage:
         reasoning: a thinking model's reasoning before the answer ("" for none).
         reasoning_s: how long it thought, in seconds.
         attachments: for questions, the files (their text, as sent) and images (their bytes) attached to it.
+        tool_calls: for answers that called MCP tools, their calls and results (engine/mcp_tools/saved_calls.py's
+            record; empty for none).
     """
 
     id: int
@@ -71,6 +73,7 @@ class StoredMessage:
     reasoning: str = ""
     reasoning_s: float = 0.0
     attachments: list[Attached] = field(default_factory=list)
+    tool_calls: dict = field(default_factory=dict)
 
     @property
     def prompt_text(self) -> str:
@@ -85,6 +88,16 @@ class StoredMessage:
     def prompt_content(self) -> str | list[dict[str, Any]]:
         """The message as the engine reads it: its text, its images (if any) as parts before it."""
         return message_content(self.prompt_text, self.images)
+
+    def model_messages(self) -> list[dict[str, Any]]:
+        """The message in a conversation for the model: an answer's reasoning as `reasoning_content` (which the
+        engine passes on only to a template that renders it), and the tool calls an answer made, with their results."""
+        message = {"role": self.role, "content": self.prompt_content, **({"reasoning_content": self.reasoning} if self.reasoning else {})}
+        if not self.tool_calls:
+            return [message]
+        from .mcp_tools.saved_calls import AnswerCalls  # the MCP SDK is imported only for a chat that used tools
+
+        return AnswerCalls.from_record(self.tool_calls).messages(message)
 
 
 @dataclass
@@ -280,6 +293,11 @@ class ConversationStore:
         self._write("UPDATE messages SET attachments = ? WHERE id = ?",
                     (json.dumps([a.record() for a in attachments], ensure_ascii=False), message_id))
 
+    def set_tool_calls(self, message_id: int, record: dict) -> None:
+        """Save an answer's tool calls as they stand (saved_calls.AnswerCalls.record)."""
+        self._write("UPDATE messages SET tool_calls = ? WHERE id = ?", (json.dumps(record, ensure_ascii=False), message_id),
+                    touching=self.conversation_of(message_id))
+
     def delete_message(self, message_id: int) -> None:
         """Delete a message and everything after it on its branch; a sibling, if any, is shown instead."""
         row = self.db.execute("SELECT conversation_id, parent_id, selected, content FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -327,11 +345,11 @@ def _shown_thread(db: sqlite3.Connection, conversation_id: int) -> list[StoredMe
     thread, parent = [], None
     while children.get(parent):
         siblings = children[parent]
-        index = next((i for i, row in enumerate(siblings) if row[11]), len(siblings) - 1)
+        index = next((i for i, row in enumerate(siblings) if row[12]), len(siblings) - 1)
         row = siblings[index]
         thread.append(StoredMessage(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6],
                                     json.loads(row[7]), index + 1, len(siblings), row[8], row[9],
-                                    [attached_from_record(a) for a in json.loads(row[10])]))
+                                    [attached_from_record(a) for a in json.loads(row[10])], json.loads(row[11])))
         parent = row[0]
     return thread
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,10 +75,22 @@ class McpHub:
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         """Runs one tool; a hang past `timeout` seconds comes back as a one-line error outcome, not a freeze."""
+        return self.submit(name, arguments).result(self.timeout + CONNECT_SECONDS)
+
+    def submit(self, name: str, arguments: dict[str, Any]) -> Future[ToolOutcome]:
+        """Starts one tool and returns at once: the future's result is the outcome (as `call`'s), and cancelling it
+        stops the call on the hub's loop (the user's Stop), leaving the server connected."""
         tool = self._tools.get(name)
         if tool is None:
-            return ToolOutcome(f"No MCP server offers a tool named {name!r}.", is_error=True)
-        return self._run(self._call(tool, arguments), self.timeout + CONNECT_SECONDS)
+            unknown: Future[ToolOutcome] = Future()
+            unknown.set_result(ToolOutcome(f"No MCP server offers a tool named {name!r}.", is_error=True))
+            return unknown
+        return asyncio.run_coroutine_threadsafe(self._call(tool, arguments), self._loop)
+
+    def server_of(self, name: str) -> str:
+        """The server that offers a tool ("" for none)."""
+        tool = self._tools.get(name)
+        return tool.server if tool else ""
 
     def close(self) -> None:
         """Closes every connection (stdio servers exit) and stops the hub's thread."""

@@ -1,5 +1,5 @@
-"""One tool turn of the app's chat: the calls in the model's answer, the user's permission, and the messages
-that carry the calls and their results back into the conversation for the answer to go on.
+"""One tool turn of the app's chat: the calls in the model's answer and the user's permission for each (the
+calls and results go back into the conversation as `saved_calls.py` saves them).
 
 The app's chat offers the MCP servers' tools to the chat template like the server's APIs do, and reads the calls
 with the same `OutputSplitter` (the family's markers, and calls written without them). What is new here is the
@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.mcp_tools.hub import McpHub, ToolOutcome
+from engine.mcp_tools.hub import ToolOutcome
 from engine.serving.pieces import ToolCall
-from engine.serving.tool_calls import OutputSplitter, Tool, history_call
+from engine.serving.tool_calls import OutputSplitter, Tool
 
 Verdict = Literal["once", "always", "deny"]
 
@@ -44,20 +44,14 @@ def calls_in(tokenizer: Any, tools: list[Tool], answer: str) -> tuple[str, list[
     return splitter.text, splitter.calls
 
 
-def run_call(hub: McpHub, call: ToolCall, allowed: bool) -> ToolOutcome:
-    """The call's result, or what the model is told when the user denied it or its arguments are not an object."""
+def refusal(call: ToolCall, allowed: bool) -> ToolOutcome | None:
+    """What the model is told instead of a result when the user denied the call or its arguments are not JSON;
+    None when the call may run."""
     if not allowed:
         return ToolOutcome(f"The user denied the call to {call.name}; do not call it again for this request.", is_error=True)
     try:
-        arguments = call.arguments_object()
+        call.arguments_object()
     except json.JSONDecodeError as error:
         return ToolOutcome(f"The arguments for {call.name} are not valid JSON ({error}).", is_error=True)
-    return hub.call(call.name, arguments)
+    return None
 
-
-def turn_messages(text: str, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> list[dict[str, Any]]:
-    """The assistant's message with its calls, then one tool message per result, as chat templates read them."""
-    assistant = {"role": "assistant", "content": text,
-                 "tool_calls": [history_call(c.id, c.name, c.arguments_object()) for c in calls]}
-    results = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": o.text} for c, o in zip(calls, outcomes)]
-    return [assistant, *results]

@@ -571,8 +571,8 @@ def test_compare_halves_and_plot_axes_stay_aligned(make_window, qtbot) -> None:
     "error",
     [
         *(cls("This is what happened, and what to do.") for cls in
-          __import__("tests.app.test_worker", fromlist=["OUR_ERRORS"]).OUR_ERRORS),
-        *__import__("tests.app.test_worker", fromlist=["OTHER_ERRORS"]).OTHER_ERRORS,
+          __import__("tests.app.test_readable_errors", fromlist=["OUR_ERRORS"]).OUR_ERRORS),
+        *__import__("tests.app.test_readable_errors", fromlist=["OTHER_ERRORS"]).OTHER_ERRORS,
     ],
     ids=lambda e: type(e).__name__,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.tool_call_card import ToolCallCard, call_line
-from engine.mcp_tools.hub import ToolOutcome
+from engine.mcp_tools.saved_calls import CallRecord
 
 
 @pytest.fixture
@@ -22,9 +22,13 @@ def test_the_call_reads_as_one_line():
     assert call_line("add", "[1]") == "add([1])"
 
 
+def _record(state: str = "asking", result: str = "") -> CallRecord:
+    return CallRecord("call_1", "add", '{"a": 2, "b": 40}', "demo", state, result)  # type: ignore[arg-type]  # a state
+
+
 @pytest.mark.parametrize("verdict", ["once", "always", "deny"])
 def test_each_button_sends_its_verdict_and_the_prompt_goes(qtbot, card, verdict):
-    card.ask()
+    card.show_record(_record(), live=True, asking=True)
     assert card.ask_row.isVisible()
     with qtbot.waitSignal(card.decided) as signal:
         card.buttons[verdict].click()
@@ -32,10 +36,14 @@ def test_each_button_sends_its_verdict_and_the_prompt_goes(qtbot, card, verdict)
     assert not card.ask_row.isVisible()
 
 
+def test_a_running_call_counts_its_seconds_and_says_how_to_stop_it(qtbot, card):
+    card.show_record(_record("running"), live=True)
+    assert card.status.text() == "Running… 0 s (Stop ends it)"
+    qtbot.waitUntil(lambda: card.status.text() == "Running… 1 s (Stop ends it)", timeout=5_000)
+
+
 def test_a_result_is_folded_under_the_call_and_opens_on_a_click(card):
-    card.running()
-    assert card.status.text() == "Running…"
-    card.show_outcome(ToolOutcome("42\nand more"))
+    card.show_record(_record("done", "42\nand more"))
     assert card.toggle.isVisible() and card.toggle.text() == "Result (2 lines)"
     assert not card.result.isVisible() and not card.status.isVisible()
     card.toggle.click()
@@ -43,7 +51,13 @@ def test_a_result_is_folded_under_the_call_and_opens_on_a_click(card):
 
 
 def test_a_timeout_is_one_line_and_nothing_to_unfold(card):
-    card.running()
-    card.show_outcome(ToolOutcome("Tool add timed out after 60 s.", is_error=True))
+    card.show_record(_record("failed", "Tool add timed out after 60 s."))
     assert card.status.isVisible() and card.status.text() == "Tool add timed out after 60 s."
     assert not card.toggle.isVisible() and not card.result.isVisible()
+
+
+@pytest.mark.parametrize(("state", "line"), [("running", "Interrupted: SpecChat closed before add returned."),
+                                             ("asking", "Not run: SpecChat closed before add was allowed or denied.")])
+def test_a_call_saved_unfinished_reads_as_interrupted(card, state, line):
+    card.show_record(_record(state))
+    assert card.status.text() == line and not card.ask_row.isVisible()

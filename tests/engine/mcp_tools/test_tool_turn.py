@@ -6,8 +6,9 @@ import pytest
 
 from engine.decoding.prompt_ids import prompt_token_ids
 from engine.mcp_tools.hub import McpHub, ToolOutcome
+from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
 from engine.mcp_tools.servers_config import ServerConfig
-from engine.mcp_tools.tool_turn import Permissions, calls_in, run_call, turn_messages
+from engine.mcp_tools.tool_turn import Permissions, calls_in, refusal
 from engine.serving.pieces import ToolCall
 from tests.engine.mcp_tools.test_hub import DEMO
 
@@ -36,20 +37,21 @@ def test_permission_once_asks_again_always_does_not_and_deny_runs_nothing(hub):
     assert permissions.needs_asking(call) and permissions.decide(call, "once")
     assert permissions.needs_asking(call)
     assert permissions.decide(call, "always") and not permissions.needs_asking(call)
-    denied = run_call(hub, ToolCall("hang", "{}"), allowed=permissions.decide(ToolCall("hang", "{}"), "deny"))
-    assert denied.is_error and "The user denied the call to hang" in denied.text
+    denied = refusal(ToolCall("hang", "{}"), allowed=permissions.decide(ToolCall("hang", "{}"), "deny"))
+    assert denied is not None and denied.is_error and "The user denied the call to hang" in denied.text
 
 
 def test_bad_arguments_come_back_to_the_model_as_an_error(hub):
-    outcome = run_call(hub, ToolCall("add", "{nope"), allowed=True)
-    assert outcome.is_error and "not valid JSON" in outcome.text
+    outcome = refusal(ToolCall("add", "{nope"), allowed=True)
+    assert outcome is not None and outcome.is_error and "not valid JSON" in outcome.text
+    assert refusal(ToolCall("add", '{"a": 1, "b": 2}'), allowed=True) is None
 
 
 def test_the_result_goes_back_as_a_tool_message_the_template_renders(tool_target, hub):
-    call = ToolCall("add", '{"a": 2, "b": 40}', id="call_1")
-    outcome = run_call(hub, call, allowed=True)
+    outcome = hub.call("add", {"a": 2, "b": 40})
     assert outcome == ToolOutcome("42")
-    messages = [{"role": "user", "content": "2+40?"}, *turn_messages("", [call], [outcome])]
+    calls = AnswerCalls("", [CallRecord("call_1", "add", '{"a": 2, "b": 40}', "demo", "done", outcome.text)])
+    messages = [{"role": "user", "content": "2+40?"}, *calls.messages({"role": "assistant", "content": "raw"})]
     assert messages[1]["tool_calls"][0]["function"] == {"name": "add", "arguments": {"a": 2, "b": 40}}
     assert messages[2] == {"role": "tool", "tool_call_id": "call_1", "name": "add", "content": "42"}
     tokenizer = tool_target.tokenizer

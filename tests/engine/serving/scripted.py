@@ -51,19 +51,24 @@ class ScriptedRunner:
         prompt_ids = prompt_token_ids(self.tokenizer, prompt, chat=chat, tools=tools)
         self.prompts.append(self.tokenizer.decode(prompt_ids))
         reply = self.replies(self.prompts[-1]) if callable(self.replies) else self.replies.pop(0)
-        tokens = self.tokenizer.encode(reply, add_special_tokens=False)
-        finish = "length" if len(tokens) > params.max_tokens else "stop"
-        tokens = tokens[: params.max_tokens]
-        detokenizer, texts = self.tokenizer.detokenizer, []
-        for i, token in enumerate(tokens):
-            detokenizer.add_token(token)
-            texts.append(detokenizer.last_segment)
-            yield TokenEvent(token, texts[-1], "target", i)
-        detokenizer.finalize()
-        stats = GenerationStats(prompt_tokens=len(prompt_ids), generated_tokens=len(tokens), rounds=len(tokens))
-        stats.ended_on_eos = finish == "stop"
-        text = "".join(texts) + detokenizer.last_segment
-        yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]  # strings for Literals
+        return stream_reply(self.tokenizer, reply, params.max_tokens, len(prompt_ids))
+
+
+def stream_reply(tokenizer: Any, reply: str, max_tokens: int, prompt_tokens: int) -> Iterator[object]:
+    """`reply` as the engine would stream it, token by token (whole, or cut at `max_tokens`), then its result."""
+    tokens = tokenizer.encode(reply, add_special_tokens=False)
+    finish = "length" if len(tokens) > max_tokens else "stop"
+    tokens = tokens[:max_tokens]
+    detokenizer, texts = tokenizer.detokenizer, []
+    for i, token in enumerate(tokens):
+        detokenizer.add_token(token)
+        texts.append(detokenizer.last_segment)
+        yield TokenEvent(token, texts[-1], "target", i)
+    detokenizer.finalize()
+    stats = GenerationStats(prompt_tokens=prompt_tokens, generated_tokens=len(tokens), rounds=len(tokens))
+    stats.ended_on_eos = finish == "stop"
+    text = "".join(texts) + detokenizer.last_segment
+    yield GenerationResult(text, tokens, ["target"] * len(tokens), "standard", finish, stats)  # type: ignore[arg-type]  # strings for Literals
 
 
 @contextmanager

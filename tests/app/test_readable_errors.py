@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from app.worker import error_kind, readable_error
+from app.readable_errors import error_kind, readable_error
 from engine import errors
 
 OUR_ERRORS = [cls for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.SpecChatError)]

@@ -1,0 +1,74 @@
+"""An answer's tool calls as saved with the chat: each call, the user's verdict and what came back, so that a
+reopened chat shows them again and the conversation reads to the model as it did when they ran.
+
+A call is saved before it runs (asking, then running) and again when it ends, so a quit mid-call leaves a call
+that never finished: it reads back as interrupted, to the user and to the model, never as lost or as a success.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from engine.mcp_tools.hub import ToolOutcome
+from engine.serving.tool_calls import history_call
+
+CallState = Literal["asking", "running", "done", "failed", "denied", "stopped", "limit"]
+UNFINISHED = ("asking", "running")  # saved like this, the app closed before the call ended
+
+
+@dataclass
+class CallRecord:
+    """One call: what the model asked for, which server offers it, where it stands, and the text it returned."""
+
+    id: str
+    name: str
+    arguments: str
+    server: str = ""
+    state: CallState = "asking"
+    result: str = ""
+
+    def interrupted_line(self) -> str:
+        """What a call saved unfinished reads as once the chat is reopened."""
+        if self.state == "asking":
+            return f"Not run: SpecChat closed before {self.name} was allowed or denied."
+        return f"Interrupted: SpecChat closed before {self.name} returned."
+
+    def outcome(self, live: bool = False) -> ToolOutcome:
+        """What the model reads for the call (and the card shows): its result, or the line of what stopped it."""
+        if self.state in UNFINISHED:
+            return ToolOutcome("" if live else self.interrupted_line(), is_error=not live)
+        return ToolOutcome(self.result, is_error=self.state != "done")
+
+
+@dataclass
+class AnswerCalls:
+    """An answer's calls, with the text the answer wrote around them (its calls taken out)."""
+
+    text: str
+    calls: list[CallRecord] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return {"text": self.text, "calls": [asdict(call) for call in self.calls]}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> AnswerCalls:
+        return cls(str(record.get("text", "")), [CallRecord(**call) for call in record.get("calls", [])])
+
+    @property
+    def finished(self) -> bool:
+        return all(call.state not in UNFINISHED for call in self.calls)
+
+    def messages(self, answer: dict[str, Any]) -> list[dict[str, Any]]:
+        """The answer as chat templates read it (its text, then its calls) and one tool message per call."""
+        calls = [_history_call(call) for call in self.calls]
+        results = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": c.outcome().text} for c in self.calls]
+        return [{**answer, "content": self.text, "tool_calls": calls}, *results]
+
+
+def _history_call(call: CallRecord) -> dict[str, Any]:
+    """The call as templates read it: its arguments as an object (text that is not one, kept under "value")."""
+    try:
+        return history_call(call.id, call.name, call.arguments)
+    except ValueError:
+        return history_call(call.id, call.name, {"value": call.arguments})
