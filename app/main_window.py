@@ -55,6 +55,7 @@ class MainWindow(QMainWindow):
         self.ask_before_quitting = True
         self._build()
         self._connect_session()
+        self._update_controls()  # Send and Compare wait for a pair from the start, not from the session's first signal
         self.picker = PairPickerDialog(self.session.engine, self.session.downloads, self)
         self.picker.pair_chosen.connect(self.session.load_pair)
         self.server_dialog = ServerDialog(LocalServer(self.session, self), self)
@@ -153,8 +154,7 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         self._leave_answer(None)
-        self.conversation_id = None
-        self.answer_view = None
+        self.conversation_id, self.answer_view = None, None
         self.chat.clear()
         self.stats.reset(self.session.params.mode)  # not the numbers of the chat shown before
         self.think_switch.refresh()
@@ -341,6 +341,7 @@ class MainWindow(QMainWindow):
     def _mode_toggled(self, on: bool) -> None:
         self.session.set_mode("speculative" if on else "standard")
         self._update_pair_label()
+        self.toolbar.drafter.refresh()  # greyed while the target decodes alone
 
     def _markdown_toggled(self, on: bool) -> None:
         self.session.settings.save_show_markdown(on)

@@ -590,3 +590,11 @@ def test_the_window_never_shows_a_traceback_or_an_exception_name(make_window, qt
     banner = window.error_banner.text()
     assert banner and not window.error_banner.isHidden() and not window.session.busy
     assert "Traceback" not in banner and type(error).__name__ not in banner and "Errno" not in banner
+
+
+def test_with_no_models_loaded_send_and_compare_wait_for_a_pair(make_window, qtbot) -> None:
+    """A first launch (no pair saved) showed Send and Compare live before any model was chosen: the controls followed
+    the session only from its first signal on."""
+    window = make_window(pair=None)
+    assert window.session.pair is None
+    assert not window.send_button.isEnabled() and not window.toolbar.compare_action.isEnabled()
