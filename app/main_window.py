@@ -84,7 +84,8 @@ class MainWindow(QMainWindow):
         self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
         self.attachments = column.attachments
         self.undo_banner.restored.connect(self.open_conversation)
-        self.undo_banner.failed.connect(self.show_error)
+        for failed in (self.undo_banner.failed, self.conversations.export_failed):
+            failed.connect(self.show_error)
         self.think_switch = ThinkSwitch(self.session, lambda: self.conversation_id)
         column.input_row.insertWidget(1, self.think_switch)
         self.input.submitted.connect(self.send)
@@ -163,8 +164,7 @@ class MainWindow(QMainWindow):
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
         self._leave_answer(conversation_id)
-        switching, self.conversation_id = conversation_id != self.conversation_id, conversation_id
-        self.answer_view = None
+        switching, self.conversation_id, self.answer_view = conversation_id != self.conversation_id, conversation_id, None
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
         answer = self.session.answer
