@@ -46,6 +46,7 @@ class ConversationList(QWidget):
         delete_confirmed(int): the user confirmed deleting a conversation.
         changed(int): a conversation's title or system prompt changed.
         exported(str): a conversation was written to this file.
+        export_failed(str): what kept an export from being written, and what to do.
 
     Attributes:
         current: the conversation shown (kept highlighted).
@@ -56,6 +57,7 @@ class ConversationList(QWidget):
     delete_confirmed = Signal(int)
     changed = Signal(int)
     exported = Signal(str)
+    export_failed = Signal(str)
 
     def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -160,9 +162,14 @@ class ConversationList(QWidget):
     def export(self, conversation_id: int, path: str | None = None) -> None:
         if path is None:
             path = save_file(self, "Export as Markdown", markdown_file_name(self.store.title(conversation_id)), "Markdown (*.md)")
-        if path:
+        if not path:
+            return
+        try:
             Path(path).write_text(self.store.export_markdown(conversation_id), encoding="utf-8")
-            self.exported.emit(path)
+        except OSError as error:  # a folder gone or read-only, a full disk: said, never a traceback
+            self.export_failed.emit(f"Could not export the chat to {path}: {error.strerror}. Choose another folder.")
+            return
+        self.exported.emit(path)
 
     def confirm_delete(self, conversation_id: int) -> None:
         answer = QMessageBox.question(

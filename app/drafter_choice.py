@@ -5,7 +5,8 @@ registry label, as the stats line, the Policy row and Compare name it, with what
 loads beside the target (a draft model, a drafter folder, or nothing) decides which drafters the pair has; this
 chooses among them. The choice is remembered per pair across launches and takes effect on the next answer without
 a reload; a pair never pinned drafts with Automatic, and a pin its pair cannot run is set aside for Automatic with
-one line why (`AppSettings.restored_drafter`, which the session asks when a pair loads).
+one line why (`AppSettings.restored_drafter`, which the session asks when a pair loads). While Speculative is off
+the target decodes alone: the choice is greyed, and its pin kept for when Speculative is on again.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class DrafterChoice(QWidget):
             self.combo.addItem(heading(drafter_label(name)), name)
             self.combo.setItemData(self.combo.count() - 1, about(name), Qt.ItemDataRole.ToolTipRole)
         self.combo.setCurrentIndex(max(0, self.combo.findData(self.session.params.drafter)))
-        self.setEnabled(pair is not None)
+        self.setEnabled(pair is not None and self.session.params.mode == "speculative")
         self._explain()
 
     def _activated(self, index: int) -> None:
@@ -74,7 +75,9 @@ class DrafterChoice(QWidget):
         self.chosen.emit(name)
 
     def _explain(self) -> None:
-        """The tooltip: what the drafter chosen is, and how the choice works."""
-        self.combo.setToolTip(f"{about(self.combo.currentData() or AUTOMATIC)}.\nWho drafts for the target, from the "
-                              "next answer on; remembered for this pair of models. Load other models (Models…) for "
+        """The tooltip: what the drafter chosen is, and how the choice works (or why it is greyed)."""
+        off = ("Speculative is off: the target decodes alone and nothing drafts. Switch Speculative on to draft with "
+               "this drafter.\n" if self.session.params.mode == "standard" else "")
+        self.combo.setToolTip(f"{off}{about(self.combo.currentData() or AUTOMATIC)}.\nWho drafts for the target, from "
+                              "the next answer on; remembered for this pair of models. Load other models (Models…) for "
                               "other drafters.")

@@ -8,7 +8,7 @@ in use. Every message about a load is said here, in one place, so the status bar
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QStatusBar, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
 
 from .session import ChatSession
 from .worker import PairInfo
@@ -27,6 +27,7 @@ class LoadStatus(QWidget):
         self.bar.setFixedWidth(160)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # not the bar's spare width
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for widget in (self.label, self.bar, self.cancel_button):

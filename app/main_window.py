@@ -55,6 +55,7 @@ class MainWindow(QMainWindow):
         self.ask_before_quitting = True
         self._build()
         self._connect_session()
+        self._update_controls()  # Send and Compare wait for a pair from the start, not from the session's first signal
         self.picker = PairPickerDialog(self.session.engine, self.session.downloads, self)
         self.picker.pair_chosen.connect(self.session.load_pair)
         self.server_dialog = ServerDialog(LocalServer(self.session, self), self)
@@ -83,7 +84,8 @@ class MainWindow(QMainWindow):
         self.undo_banner, self.show_error, self.hide_error = column.undo_banner, column.show_error, column.hide_error
         self.attachments, self.tool_cards = column.attachments, column.tool_cards
         self.undo_banner.restored.connect(self.open_conversation)
-        self.undo_banner.failed.connect(self.show_error)
+        for failed in (self.undo_banner.failed, self.conversations.export_failed):
+            failed.connect(self.show_error)
         self.think_switch = ThinkSwitch(self.session, lambda: self.conversation_id)
         column.input_row.insertWidget(1, self.think_switch)
         self.input.submitted.connect(self.send)
@@ -153,8 +155,7 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         self._leave_answer(None)
-        self.conversation_id = None
-        self.answer_view = None
+        self.conversation_id, self.answer_view = None, None
         self.chat.clear()
         self.stats.reset(self.session.params.mode)  # not the numbers of the chat shown before
         self.think_switch.refresh()
@@ -163,8 +164,7 @@ class MainWindow(QMainWindow):
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""
         self._leave_answer(conversation_id)
-        switching, self.conversation_id = conversation_id != self.conversation_id, conversation_id
-        self.answer_view = None
+        switching, self.conversation_id, self.answer_view = conversation_id != self.conversation_id, conversation_id, None
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
         answer = self.session.answer
@@ -342,6 +342,7 @@ class MainWindow(QMainWindow):
     def _mode_toggled(self, on: bool) -> None:
         self.session.set_mode("speculative" if on else "standard")
         self._update_pair_label()
+        self.toolbar.drafter.refresh()  # greyed while the target decodes alone
 
     def _markdown_toggled(self, on: bool) -> None:
         self.session.settings.save_show_markdown(on)

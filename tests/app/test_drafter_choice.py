@@ -89,3 +89,21 @@ def test_a_target_whose_conversion_dropped_its_mtp_heads_loads_and_is_offered_no
     window = make_window(pair=(str(dropped), ""), drafter="auto")
     assert window.session.pair is not None and window.error_banner.isHidden()
     assert offered(window) == ["auto", "lookup"]
+
+
+def test_standard_decoding_greys_the_choice_and_says_why(make_window, qtbot) -> None:
+    """With Speculative off the target decodes alone: a drafter picked then would do nothing, yet the choice looked
+    live. It is greyed while Speculative is off, says why on hover, and keeps the pin for when it is on again."""
+    window = make_window(drafter="lookup")
+    choice = window.toolbar.drafter
+    assert choice.isEnabled()
+    window.toolbar.speculative_action.setChecked(False)
+    assert not choice.isEnabled() and "Speculative is off" in choice.combo.toolTip()
+    assert window.session.params.drafter == "lookup"
+    window.toolbar.speculative_action.setChecked(True)
+    assert choice.isEnabled() and choice.combo.currentData() == "lookup" and "Speculative is off" not in choice.combo.toolTip()
+
+
+def test_a_window_launched_in_standard_mode_starts_with_the_choice_greyed(make_window) -> None:
+    window = make_window(mode="standard")
+    assert window.session.pair is not None and not window.toolbar.drafter.isEnabled()

@@ -75,3 +75,18 @@ def test_every_stage_shows_on_one_line_from_the_click_on(make_window, qtbot, tmp
     assert window.load_status.isHidden() and window.statusBar().currentMessage().startswith("Loaded")
     window.load_status.cancel()  # too late: refused, not accepted and ignored
     assert not window.session.cancelling_load
+
+
+def test_cancel_is_the_size_of_its_word(make_window, qtbot) -> None:
+    """In a 1600 px window the status bar's spare width went to Cancel: a 300 px button beside the 160 px bar."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.resize(1600, 1000)
+    window.show()
+    qtbot.waitExposed(window)
+    status = window.load_status
+    status.show_loading("Loading a-model.gguf…")
+    qtbot.waitUntil(status.cancel_button.isVisible)
+    QApplication.sendPostedEvents()  # the status bar lays its widgets out
+    assert status.cancel_button.width() <= status.cancel_button.sizeHint().width()

@@ -590,3 +590,21 @@ def test_the_window_never_shows_a_traceback_or_an_exception_name(make_window, qt
     banner = window.error_banner.text()
     assert banner and not window.error_banner.isHidden() and not window.session.busy
     assert "Traceback" not in banner and type(error).__name__ not in banner and "Errno" not in banner
+
+
+def test_with_no_models_loaded_send_and_compare_wait_for_a_pair(make_window, qtbot) -> None:
+    """A first launch (no pair saved) showed Send and Compare live before any model was chosen: the controls followed
+    the session only from its first signal on."""
+    window = make_window(pair=None)
+    assert window.session.pair is None
+    assert not window.send_button.isEnabled() and not window.toolbar.compare_action.isEnabled()
+
+
+def test_an_export_that_cannot_be_written_says_why(make_window, qtbot, tmp_path: Path) -> None:
+    """Exporting a chat into a folder gone since (a removed drive) or read-only raised a traceback and said nothing."""
+    window = make_window()
+    send_and_wait(qtbot, window, "Hello")
+    window.conversations.export(window.conversation_id, str(tmp_path / "gone" / "chat.md"))
+    assert not window.error_banner.isHidden()
+    assert f"Could not export the chat to {tmp_path / 'gone' / 'chat.md'}" in window.error_banner.text()
+    assert "Choose another folder" in window.error_banner.text() and not window.statusBar().currentMessage().startswith("Exported")
