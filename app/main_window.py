@@ -9,7 +9,7 @@ conversation's structure (an edit, a deleted message, another branch) redraw it 
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QTimer
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter
 
 from engine.events import GenerationResult
@@ -25,6 +25,7 @@ from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
 from .settings_dialog import SettingsDialog
+from .shortcuts import install_shortcuts
 from .stats_panel import StatsPanel
 from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
@@ -113,10 +114,8 @@ class MainWindow(QMainWindow):
                              (t.settings_action.triggered, self.open_settings), (t.drafter.chosen, self._update_controls),
                              (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
             signal.connect(slot)
-        # Qt maps Ctrl to Cmd on macOS: Cmd+N, Cmd+K, Cmd+, and Cmd+Q there.
-        for keys, slot in (("Esc", self.stop), ("Ctrl+N", self.new_conversation), ("Ctrl+K", self.open_picker),
-                           ("Ctrl+,", self.open_settings), ("Ctrl+Q", self.close)):  # Ctrl+Q: closing asks mid-answer
-            QShortcut(QKeySequence(keys), self, slot)  # (QKeySequence.Quit is empty off macOS and KDE/GNOME themes)
+        install_shortcuts(self, stop=self.stop, new_chat=self.new_conversation, models=self.open_picker,
+                          settings=self.open_settings, quit=self.close)
 
     def _connect_session(self) -> None:
         s = self.session
