@@ -77,7 +77,10 @@ class DrafterKind:
         network: for a kind with a folder, the module (engine/drafters/) with
             `check_folder(folder, target_config, target_layers, target_name)`.
         round: the module with `load_state(target, target_cache, path)` and `round_drafter(state, warper, policy)`,
-            for a kind that drafts from the target's hidden states.
+            for a kind whose state the pair holds (loaded from its folder, or from the target's own heads).
+        listens: its state hears the target's passes (it drafts from the target's hidden states); a pass has one
+            listener, so Automatic asks one such kind. False: it drafts from elsewhere (a benchmark's scripted
+            drafter, `engine/cli/scripted_drafters.py`).
     """
 
     name: str
@@ -94,6 +97,7 @@ class DrafterKind:
     checkpoint: str = ""
     network: str = ""
     round: str = ""
+    listens: bool = True
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -190,8 +194,8 @@ def folder_kinds() -> tuple[DrafterKind, ...]:
 
 
 def hidden_state_kinds() -> tuple[DrafterKind, ...]:
-    """The kinds that draft from the target's hidden states (each has a round module)."""
-    return tuple(row for row in KINDS.values() if row.round)
+    """The kinds that draft from the target's hidden states (each has a round module, and listens)."""
+    return tuple(row for row in KINDS.values() if row.round and row.listens)
 
 
 def is_block(source: str) -> bool:

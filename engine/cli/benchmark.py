@@ -73,6 +73,7 @@ class Run:
     timed_tokens: int = 0  # the tokens and seconds tok/s is computed from (after the first round)
     timed_s: float = 0.0
     ssd: dict[str, float] | None = None  # SSD's counts: checked, hits, predrafted, wasted, hidden_draft_s
+    drafted_by: dict[str, int] = field(default_factory=dict)  # draft tokens per drafter (Automatic's choices)
     token_ids: list[int] = field(default_factory=list, repr=False)
     text: str = field(default="", repr=False)
 
@@ -96,6 +97,7 @@ class Measurement:
     rounds: int
     text: str = ""
     ssd: dict[str, float] | None = None
+    drafted_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def timed_tokens(self) -> int:
@@ -121,7 +123,8 @@ def measure_ours(pair: ModelPair, prompt: list[int] | list[dict[str, str]], para
     s = result.stats
     ssd = {"checked": s.ssd_checked, "hits": s.ssd_hits, "predrafted": s.predrafted, "wasted": s.predraft_wasted,
            "hidden_draft_s": s.hidden_draft_s} if params.ssd else None
-    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds, result.text, ssd)
+    return Measurement(result.tokens, first_tokens, first_end or end, end, s.drafted, s.accepted, s.rounds, result.text, ssd,
+                       dict(s.drafted_by))
 
 
 def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationParams, speculative: bool) -> Measurement:
@@ -189,13 +192,14 @@ def to_run(mode: str, prompt_index: int, iteration: int, m: Measurement) -> Run:
         token_ids=m.token_ids,
         text=m.text,
         ssd=m.ssd,
+        drafted_by=m.drafted_by,
     )
 
 
 def check_modes(modes: Iterable[str], has_draft: bool, conversation: bool = False) -> list[str]:
     """The modes to run, standard first, validated; raises ValueError naming what is wrong."""
     chosen = [m.strip() for m in modes if m.strip()]
-    known = tuple(OUR_MODES) if conversation else ALL_MODES
+    known = tuple(OUR_MODES) + (() if conversation else MLX_LM_MODES)
     unknown = [m for m in chosen if m not in known]
     if unknown:
         why = " (mlx-lm's modes take single prompts, not conversations)" if unknown[0] in MLX_LM_MODES else ""
@@ -205,6 +209,11 @@ def check_modes(modes: Iterable[str], has_draft: bool, conversation: bool = Fals
         if needing:
             raise ValueError(f"Mode {needing[0]} needs a draft model: pass --draft MODEL or drop that mode.")
     return ["standard"] + [m for m in dict.fromkeys(chosen) if m != "standard"]
+
+
+def add_pinned_mode(drafter: str) -> None:
+    """A mode that pins a drafter kind registered for the benchmark (a scripted drafter), at the policy's K."""
+    OUR_MODES[drafter] = {"mode": "speculative", "drafter": drafter, "adaptive": True}
 
 
 def run_benchmark(

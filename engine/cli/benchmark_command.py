@@ -49,6 +49,8 @@ def benchmark_command(args: argparse.Namespace, params: GenerationParams, out: T
         raise SpecChatError(f"--iterations must be at least 1, not {args.iterations}.")
     if args.conversation and args.agent:
         raise SpecChatError("Pass --conversation or --agent, not both: they are two benchmarks.")
+    if args.scripted and (args.conversation or args.agent):
+        raise SpecChatError("Scripted drafters draft single prompts: leave out --scripted, or --conversation and --agent.")
     if args.agent:
         report = _agent_report(args, params)
     else:
@@ -75,15 +77,20 @@ def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dic
     """Run the chosen modes on the prompts, alternating, and total the runs (the `--json` contract)."""
     from ..decoding.pair import ModelPair
     from .benchmark import check_modes, machine_info, measure_follow_up, run_benchmark, summarize, summarize_by_category
+    from .scripted_drafters import register_scripted, script_drafters
 
+    for path in args.scripted:  # each is a drafter kind and a mode of its own from here on
+        register_scripted(path)
     try:
         modes = check_modes(args.modes.split(","), has_draft=bool(args.draft))
     except ValueError as e:
         raise SpecChatError(str(e)) from e
     prompts = _benchmark_prompts(args)
+    categories = [c for _, c in prompts]
     pair = ModelPair.load(args.target, args.draft)
     prompt_ids = [pair.prompt_ids(attached(pair, args, p, params), chat=args.chat, system_prompt=args.system)
                   for p, _ in prompts]
+    script_drafters(pair, args.scripted, prompt_ids, categories, params)
 
     def progress(run) -> None:
         if not args.json:
@@ -93,7 +100,6 @@ def _benchmark_report(args: argparse.Namespace, params: GenerationParams) -> dic
                 file=sys.stderr,
             )
 
-    categories = [c for _, c in prompts]
     runs = run_benchmark(pair, prompt_ids, modes, params, args.iterations, on_run=progress, categories=categories)
     report: dict[str, object] = {
         "machine": machine_info(),

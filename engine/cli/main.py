@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_attach_option(b)
     b.add_argument("--iterations", type=int, default=1)
+    b.add_argument("--scripted", type=Path, action="append", default=[], help="a scripted drafter's JSON (docs/cli.md; repeatable)")
     b.add_argument("--follow-up", action="store_true", help="also time a chat's second turn (prompt caching)")
     b.add_argument(
         "--conversation", type=Path,

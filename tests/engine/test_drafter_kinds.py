@@ -35,6 +35,12 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
     assert candidates(("eagle3",), False, {"num_nextn_predict_layers": 1}) == ("lookup", "mtp", "eagle3")
 
 
+def test_only_kinds_that_listen_hear_the_target_s_hidden_states(monkeypatch) -> None:
+    """A kind with a round side that drafts from elsewhere (a scripted drafter) is not the target's listener."""
+    monkeypatch.setitem(drafter_kinds.KINDS, "elsewhere", drafter_kinds.DrafterKind("elsewhere", "x", round="m", listens=False))
+    assert [row.name for row in drafter_kinds.hidden_state_kinds()] == ["mtp", "eagle3", "dflash", "dspark"]
+
+
 def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafter_label("mtp") == "built-in MTP drafter" and drafter_label("something-else") == "something-else"
     assert drafter_label("lookup+copying") == "lookup while copying"  # the Policy row showed "lookup+copying"

@@ -13,9 +13,9 @@ probes of given-up drafters go on as they do for one drafter; a round none draft
 Which drafter proposes is all it changes: the verify pass and the acceptance rule are the same, so the output is
 the target's (greedy: what standard decoding writes; seeded: the same draw, `sampling.py`).
 
-Candidates: lookup in the context and the saved chats, the draft model, and one drafter that reads the target's
+Candidates: lookup in the context and the saved chats, the draft model, one drafter that reads the target's
 hidden states (the pair's DFlash, DSpark or EAGLE-3 folder, or else the target's built-in MTP heads: a target pass
-has one listener). SSD is not used under Automatic: its drafts are made a round ahead, not asked for.
+has one listener), and any drafter the pair holds that reads no hidden states (the benchmark's scripted drafters). SSD is not used under Automatic: its drafts are made a round ahead, not asked for.
 """
 
 from __future__ import annotations
@@ -58,12 +58,14 @@ def hidden_drafter(pair: ModelPair) -> str | None:
 
 def asked_drafters(pair: ModelPair, params: GenerationParams) -> tuple[str, ...]:
     """The drafters an answer's rounds ask, in the order they are asked when none is predicted to pay: under
-    Automatic every one the pair has (lookup, the drafter that reads the target, the draft model; a target pass has
-    one listener, so one drafter that reads it), else the chosen one's parts (its row's drafting order)."""
+    Automatic every one the pair has (lookup, the drafter that reads the target, any other drafter loaded, the draft
+    model; a target pass has one listener, so one drafter that reads it), else the chosen one's parts (its row's
+    drafting order)."""
     if params.drafter != AUTO:
         return kind(params.drafter).runs
     hidden = hidden_drafter(pair)
-    return ("lookup", *((hidden,) if hidden else ()), *(("model",) if pair.draft is not None else ()))
+    others = tuple(name for name in pair.drafters if not kind(name).listens)  # a benchmark's scripted drafters
+    return ("lookup", *((hidden,) if hidden else ()), *others, *(("model",) if pair.draft is not None else ()))
 
 
 def listening_drafter(pair: ModelPair, params: GenerationParams) -> str:

@@ -14,8 +14,10 @@ Estimates:
   turns bad after a long good stretch is given up within tens of rounds, not hundreds).
 - verify time: per width, the median of the latest SAMPLES measurements (one slow round, a page fault or a
   busy core, must not make plain steps look expensive), made non-decreasing in the width, with a
-  straight-line fit t(L) = t1 + slope*(L - 1) across the widths seen (before two widths are seen, a prior
-  slope of PRIOR_SLOPE * t1 per extra token).
+  straight line t(L) = t1 + slope*(L - 1) across the widths seen: through the plain steps' time once they are
+  measured, with the median of the slopes the wider widths give (a least-squares line let one width timed in a
+  busy spell put t1 near zero: plain steps looked free, and nothing drafted or was probed again); a least-squares
+  fit before that; before two widths are seen, a prior slope of PRIOR_SLOPE * t1 per extra token.
 - draft cost per token and source: the median of its latest SAMPLES measurements, catch-up excluded.
 
 Probing: a drafter the estimates have given up on is still tried now and then, because an answer can start
@@ -35,6 +37,7 @@ earlier ones measured instead of paying for learning again (Automatic's, later l
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -198,6 +201,9 @@ class AdaptiveDraftLength:
             width, seconds = points[0]
             base = seconds / (1 + PRIOR_SLOPE * (width - 1))
             return base, PRIOR_SLOPE * base
+        if points[0][0] == 1:  # plain steps measured: the line goes through their time, and each wider width says a slope
+            base = points[0][1]
+            return base, statistics.median((seconds - base) / (width - 1) for width, seconds in points[1:])
         xs, ys = [w - 1 for w, _ in points], [s for _, s in points]
         mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
         var = sum((x - mean_x) ** 2 for x in xs)

@@ -95,6 +95,19 @@ def test_a_plain_step_measured_only_cold_is_capped_by_wider_verifies() -> None:
     assert policy.choose("model", 8) == 0  # 1.5 tokens in 3.1 ms loses to 1 token in at most 1.8 ms
 
 
+def test_one_width_timed_in_a_busy_spell_does_not_make_plain_steps_look_free() -> None:
+    """Measured on the tiny pair under load (18 on two cores): plain steps 1.4 ms, but the 17-wide verifies of a
+    drafter always right timed at 40 ms; the least-squares line put t1 at 0.03 ms, so that drafter, predicted at
+    0.53x at best, was neither drafted nor probed again."""
+    policy = AdaptiveDraftLength(16)
+    for _ in range(9):
+        policy.observe(RoundCosts("none", 0, 0, None, 0.0014))
+    for k, seconds in ((4, 0.0024), (5, 0.0040), (6, 0.0033), (7, 0.0040), (13, 0.0088), (16, 0.040)):
+        policy.observe(RoundCosts("scripted", k, k, 0.0001, seconds))
+    assert policy.verify_time(1) == pytest.approx(0.0014)
+    assert policy.choose("scripted", 16) > 0
+
+
 def test_untimed_verifies_leave_the_verify_model_alone() -> None:
     policy = AdaptiveDraftLength(4)
     policy.observe(RoundCosts("lookup", 3, 3, 0.0, None))
