@@ -1,6 +1,6 @@
 """What drafters that run a network share (a draft model, an MTP or EAGLE-3 head, a DFlash block): the policy picks
-K every round, some rounds are timed so that it learns the drafter's cost, and token-by-token drafters draw their
-K tokens with `draft_steps`.
+K every round, some rounds are timed so that it learns the drafter's cost, and the token-by-token ones draw their K
+tokens with `draft_steps` (the draft model, SSD's pre-drafts, the MTP and EAGLE-3 heads).
 
 The policy needs a draft's cost apart from the verify's, so some rounds are timed (the first TIMED_FIRST, then one
 in TIMED_EVERY): they wait for the draft before the verify pass is queued. Nothing else waits for the device: each
@@ -56,7 +56,6 @@ class NetworkDrafter:
     def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
         """Drafts nothing ahead (SSD does, in `ssd.py`)."""
         return 0
-
 
 
 def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
