@@ -3,9 +3,9 @@
 A row is data only: what the drafter is called and how people read it, how its folder is recognised, how it drafts
 (a block in one pass or token by token; always or only on a match), what it pairs with, and the dotted names of the
 modules that hold its two sides: the network that loads its weights and judges a target (`engine/drafters/`) and
-the round that drafts with it (`engine/decoding/drafting/`, under the same file stem). Naming the modules instead
-of importing them keeps this file at the base every layer stands on, and makes a new kind its own files plus one
-row (`register`).
+the round that drafts with it (`engine/decoding/drafting/`, under the same file stem, whose `make_drafter` the
+decoder calls for every kind: `engine/decoding/drafting/maker.py`). Naming the modules instead of importing them
+keeps this file at the base every layer stands on, and makes a new kind its own files plus one row (`register`).
 
 The choices a user can pick are the rows in order; a row with `parts` is a combination of other rows ("model+lookup":
 lookup first, the draft model when lookup finds nothing), so a choice's parts say which drafters run.
@@ -71,16 +71,16 @@ class DrafterKind:
         block: drafts a whole block in one pass (its cost is per pass, its acceptance estimated by position); False:
             one pass per draft token.
         persistent: always has a draft (a network); False: only when it finds a match (lookup).
+        listens: drafts from the target's hidden states: its side of the chat (its round module's `load_state`) is
+            kept by the pair and hears every target pass of an answer; False: it drafts from the tokens alone.
         pairs_with: which targets it drafts for (see `Pairing`).
         needs: for a kind with a folder, what it needs loaded, in a sentence ("a DFlash drafter").
         checkpoint: for a kind with a folder, the folders it loads from, in a sentence.
         network: for a kind with a folder, the module (engine/drafters/) with
             `check_folder(folder, target_config, target_layers, target_name)`.
-        round: the module with `load_state(target, target_cache, path)` and `round_drafter(state, warper, policy)`,
-            for a kind whose state the pair holds (loaded from its folder, or from the target's own heads).
-        listens: its state hears the target's passes (it drafts from the target's hidden states); a pass has one
-            listener, so Automatic asks one such kind. False: it drafts from elsewhere (a benchmark's scripted
-            drafter, `engine/cli/scripted_drafters.py`).
+        round: for a kind of its own, the module with `make_drafter(given: MakerInputs)`, which makes an answer's
+            drafter (`engine/decoding/drafting/maker.py`), and, for a kind that `listens`,
+            `load_state(target, target_cache, path)`, which makes its side of the chat.
     """
 
     name: str
@@ -92,12 +92,12 @@ class DrafterKind:
     target_keys: tuple[str, ...] = ()
     block: bool = False
     persistent: bool = True
+    listens: bool = False
     pairs_with: Pairing = "trained-for"
     needs: str = ""
     checkpoint: str = ""
     network: str = ""
     round: str = ""
-    listens: bool = True
 
     @property
     def runs(self) -> tuple[str, ...]:
@@ -110,28 +110,28 @@ KINDS: dict[str, DrafterKind] = {row.name: row for row in (
     # are the two any pair may have, so that settings ask for lookup and the draft model where it chooses.
     DrafterKind("auto", "Automatic", parts=("lookup", "model"), persistent=False, pairs_with="any",
                 about="Each round, the drafter this pair has that is predicted fastest on this machine, or none"),
-    DrafterKind("model", "draft model", pairs_with="tokenizer",
+    DrafterKind("model", "draft model", pairs_with="tokenizer", round="engine.decoding.drafting.draft_model",
                 about="The small model loaded beside the target drafts every round"),
-    DrafterKind("lookup", "lookup", persistent=False, pairs_with="any",
+    DrafterKind("lookup", "lookup", persistent=False, pairs_with="any", round="engine.decoding.drafting.lookup",
                 about="Copies what followed the same words earlier in this chat or your saved chats (no model)"),
     DrafterKind("model+lookup", "draft model + lookup", parts=("lookup", "model"), pairs_with="tokenizer",
                 about="Lookup first; the draft model drafts when lookup finds nothing"),
     DrafterKind("mtp", "built-in MTP drafter", target_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
-                pairs_with="built-in", round="engine.decoding.drafting.mtp",
+                listens=True, pairs_with="built-in", round="engine.decoding.drafting.mtp",
                 about="The multi-token-prediction heads shipped in the target's own weights"),
     DrafterKind("eagle3", "EAGLE-3 drafter", family="EAGLE-3",
                 folder=FolderMarks(architectures=("eagle3",), speculators_types=("eagle3",), keys=("draft_vocab_size",)),
-                needs="an EAGLE-3 drafter", checkpoint="a speculators-format EAGLE-3 checkpoint",
+                listens=True, needs="an EAGLE-3 drafter", checkpoint="a speculators-format EAGLE-3 checkpoint",
                 network="engine.drafters.eagle3", round="engine.decoding.drafting.eagle3",
                 about="The EAGLE-3 drafter folder loaded beside the target, reading its hidden states"),
     DrafterKind("dflash", "DFlash drafter", family="DFlash",
-                folder=FolderMarks(architectures=("dflash",), keys=("dflash_config",)), block=True,
+                folder=FolderMarks(architectures=("dflash",), keys=("dflash_config",)), block=True, listens=True,
                 needs="a DFlash drafter", checkpoint="a z-lab DFlash or DFlash2 checkpoint",
                 network="engine.drafters.dflash", round="engine.decoding.drafting.dflash",
                 about="The DFlash drafter folder loaded beside the target: a block of tokens in one pass"),
     DrafterKind("dspark", "DSpark drafter", family="DSpark",
                 folder=FolderMarks(architectures=("dspark",), speculators_types=("dspark",),
-                                   tags=(("dflash_config", "projector_type", "dspark"),)), block=True,
+                                   tags=(("dflash_config", "projector_type", "dspark"),)), block=True, listens=True,
                 needs="a DSpark drafter", checkpoint="a DeepSeek DSpark checkpoint",
                 network="engine.drafters.dspark", round="engine.decoding.drafting.dspark",
                 about="The DSpark drafter folder loaded beside the target: a block of tokens in one pass"),
@@ -193,9 +193,11 @@ def folder_kinds() -> tuple[DrafterKind, ...]:
     return tuple(row for row in KINDS.values() if row.folder is not None)
 
 
-def hidden_state_kinds() -> tuple[DrafterKind, ...]:
-    """The kinds that draft from the target's hidden states (each has a round module, and listens)."""
-    return tuple(row for row in KINDS.values() if row.round and row.listens)
+def listens(name: str) -> bool:
+    """Whether a drafter drafts from the target's hidden states (its state hears the target's passes); False for a
+    name no row has ("none")."""
+    row = _row_of(name)
+    return row is not None and row.listens
 
 
 def is_block(source: str) -> bool:

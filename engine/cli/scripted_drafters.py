@@ -36,9 +36,9 @@ import mlx.core as mx
 from .. import drafter_kinds
 from ..decoding.cached_model import CachedModel
 from ..decoding.drafting.drafter import NO_DRAFT, Draft, point_draft
+from ..decoding.drafting.maker import MakerInputs
 from ..decoding.pair import ModelPair
 from ..decoding.policy.draft_length import DraftPolicy
-from ..decoding.sampling import Warper
 from ..errors import SpecChatError
 from ..models.loading import LoadedModel
 from ..models.memory import weight_bytes
@@ -206,9 +206,12 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path | None
     return ScriptedState(script, max(1, round(floats**0.5)))
 
 
-def round_drafter(state: ScriptedState, warper: Warper, policy: DraftPolicy) -> ScriptedDrafter:
-    """The round's drafter for a scripted state (its drafts are point masses: the warp is not needed)."""
-    return ScriptedDrafter(state, policy)
+def make_drafter(given: MakerInputs) -> ScriptedDrafter:
+    """The round's drafter of the scripted kind asked for, from the state `script_drafters` loaded into the pair (its
+    drafts are point masses: the warp is not needed)."""
+    state = given.pair.drafter_state(given.kind)
+    assert isinstance(state, ScriptedState)  # this module's load_state made it
+    return ScriptedDrafter(state, given.policy)
 
 
 def register_scripted(path: Path) -> str:

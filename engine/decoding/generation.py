@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 import mlx.core as mx
@@ -23,17 +24,14 @@ from ..models.vision import ImageKey
 from ..params import GenerationParams
 from .answer import Answer
 from .cached_model import CachedModel
-from .constraint import Constraint, constraint_for
+from .constraint import constraint_for
 from .drafting.automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
-from .drafting.draft_model import DraftModelDrafter
+from .drafting.draft_model import model_source
 from .drafting.drafter import Drafter
-from .drafting.history_lookup import DraftHistory, FilteredHistory
-from .drafting.lookup import PromptLookupDrafter
-from .drafting.ssd import SsdDrafter, SsdSwitch
+from .drafting.maker import MakerInputs
 from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_images
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
-from .policy.prompt_kind import draft_model_source
 from .prompt_ids import FALLBACK_TURN_END, Message
 from .rounds import Decoder
 from .sampling import Warper
@@ -80,7 +78,7 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: li
     64-token answers: 0.905x standard with 8 tokens drafted in 8 answers). A probe's draft catches up instead.
     """
     caches = [("target", pair.target_cache)]
-    if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(_model_source(pair, prompt_ids)):
+    if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(model_source(pair, prompt_ids)):
         caches.append(("draft", pair.draft_cache))  # type: ignore[arg-type]  # drafting from a model: it has a cache
     return caches
 
@@ -104,71 +102,23 @@ def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple[object, ..
             params.json_schema is not None or params.grammar is not None)
 
 
-def _history(pair: ModelPair, params: GenerationParams, compared: object) -> DraftHistory | FilteredHistory | None:
-    """The history lookup drafts from: none when switched off; for a Compare run (`compared`: its prompt), without
-    the conversations in which the compared question was asked."""
-    if not params.history:
-        return None
-    question = _last_user_message(compared)
-    if not question:
-        return pair.history
-    ids = pair.tokenizer.encode(question, add_special_tokens=False)
-    return pair.history.excluding(ids[1:-1] if len(ids) > 3 else ids)  # the template may merge its edges
-
-
-def _last_user_message(prompt: object) -> str:
-    """The text of the last user message of a prompt (a string is one), or "" for token ids and nothing."""
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, (list, tuple)):
-        users = [m.get("content", "") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-        return users[-1] if users and isinstance(users[-1], str) else ""
-    return ""
-
-
-PROMPT_KIND_TOKENS = 2048  # the end of the prompt its kind is read from (a long chat's latest turns)
-
-
-def _model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
-    """The policy's name for the draft model on this prompt: code and chat keep their own estimates."""
-    return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
-
-
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper,
-             history: DraftHistory | FilteredHistory | None = None, prompt_ids: list[int] | None = None) -> Decoder:
-    """Standard decoding, or speculation with prompt lookup first and the draft model after, as chosen, or with
-    Automatic's candidates (every drafter the pair has) as one drafter.
-
-    Under an output constraint SSD is off: it pre-drafts from outcomes the grammar has not been advanced over."""
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_ids: list[int],
+             compared: object = None) -> Decoder:
+    """Standard decoding, or speculation with the chosen drafter (a combination's parts in their order), or with
+    Automatic's candidates (every drafter the pair has) as one drafter: each made by its kind's maker, looked up by
+    its row (`drafting/maker.py`). `compared`: a Compare run's prompt (lookup leaves its question's chats out)."""
     constraint = constraint_for(params, pair.tokenizer, pair.vocab_width)
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     automatic = params.drafter == AUTO
     policy: DraftPolicy = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
-    drafters: list[Drafter] = []
-    for kind in asked_drafters(pair, params):  # lookup first, as a combination's row and Automatic's order list them
-        if kind == "lookup":
-            drafters.append(PromptLookupDrafter(policy, history))
-        elif kind == "model" and pair.draft_cache is not None:
-            drafters.append(_draft_model_drafter(pair, params, warper, policy, prompt_ids, constraint))
-        elif kind != "model":
-            drafters.append(round_side(kind).round_drafter(pair.drafter_state(kind), warper, policy))
+    given = MakerInputs(pair, params, warper, policy, _settings_key(pair, params), tuple(prompt_ids), constraint,
+                        automatic, compared)
+    drafters: list[Drafter] = [round_side(kind).make_drafter(replace(given, kind=kind)) for kind in asked_drafters(pair, params)]
     if isinstance(policy, Ballot):
         drafters = [AutomaticDrafter(drafters, policy)]
     return SpeculativeDecoder(pair.target_cache, warper, policy, drafters, trace=params.trace_rounds, lenience=params.lenience,
                               logprobs=params.logprobs, constraint=constraint)
-
-
-def _draft_model_drafter(pair: ModelPair, params: GenerationParams, warper: Warper, policy: DraftPolicy,
-                         prompt_ids: list[int] | None, constraint: Constraint | None) -> Drafter:
-    """The draft model's drafter: drafting the next round during each verify with SSD (not under Automatic, which
-    asks its candidates for drafts each round), plainly otherwise."""
-    assert pair.draft_cache is not None
-    model_source = _model_source(pair, prompt_ids) if prompt_ids else "model"
-    if params.ssd and constraint is None and params.drafter != AUTO:  # Automatic asks for drafts, SSD makes them ahead
-        switch = None if params.ssd_always else pair.policy(("ssd", *_settings_key(pair, params)), SsdSwitch)
-        return SsdDrafter(pair.draft_cache, warper, policy, params.fanout, switch, model_source)
-    return DraftModelDrafter(pair.draft_cache, warper, policy, model_source, constraint)
 
 
 def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Event]:
@@ -319,7 +269,7 @@ def generate_stream(
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled, vision)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            decoder = _decoder(pair, params, warper, _history(pair, params, prompt if comparing else None), prompt_ids)
+            decoder = _decoder(pair, params, warper, prompt_ids, prompt if comparing else None)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
             if params.drafter == AUTO and params.mode == "speculative":

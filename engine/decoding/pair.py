@@ -205,8 +205,7 @@ class ModelPair:
 
     def hidden_listener(self, drafter: str) -> AttachedStates | None:
         """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
-        hears = any(kind.name == drafter for kind in drafter_kinds.hidden_state_kinds())
-        return self.drafter_state(drafter) if hears else None
+        return self.drafter_state(drafter) if drafter_kinds.listens(drafter) else None
 
     def drafter_names(self) -> tuple[str, ...]:
         """Every single drafter this pair can draft with (an Automatic choice's candidates)."""
@@ -279,5 +278,6 @@ class ModelPair:
 
 
 def round_side(kind: str) -> ModuleType:
-    """The module holding a drafter kind's round side (its `load_state` and `round_drafter`), named by its row."""
+    """The module holding a drafter kind's round side, named by its row: its `make_drafter` (`drafting/maker.py`),
+    and for a kind that listens to the target its `load_state`."""
     return import_module(drafter_kinds.kind(kind).round)

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..drafter_kinds import kind
 from .app_paths import RESOURCES
 from .draft_choice import pair_drafters
 from .memory import Fit, check_fit
@@ -42,7 +43,7 @@ class RecommendedPair:
     drafter: str = "model"
 
     def __post_init__(self) -> None:
-        if self.drafter not in pair_drafters() or (self.drafter == "mtp") == bool(self.draft):
+        if self.drafter not in pair_drafters() or (kind(self.drafter).pairs_with == "built-in") == bool(self.draft):
             raise ValueError(f"pair {self.id}: drafter {self.drafter!r} with draft {self.draft!r}")
 
     @property

@@ -20,6 +20,13 @@ def test_the_policy_s_qualified_sources_are_read_as_their_kind() -> None:
         kind("none")
 
 
+def test_the_kinds_that_read_the_target_s_hidden_states_listen() -> None:
+    """The pair keeps their sides of the chat and attaches them to the target's passes; lookup and the draft model
+    draft from the tokens alone, and "none" (standard decoding) is no drafter."""
+    assert [name for name in ("model", "lookup", "model+lookup", "mtp", "eagle3", "dflash", "dspark", "none")
+            if drafter_kinds.listens(name)] == ["mtp", "eagle3", "dflash", "dspark"]
+
+
 def test_a_combination_runs_its_parts_in_order() -> None:
     assert kind("model+lookup").runs == ("lookup", "model") and kind("dflash").runs == ("dflash",)
     assert GenerationParams(drafter="model+lookup").looks_up and GenerationParams(drafter="model+lookup").uses_draft_model
@@ -33,12 +40,6 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
     assert candidates(("dflash",), True, {"text_config": {"mtp_num_hidden_layers": 1}}) == (
         "model", "lookup", "mtp", "dflash")
     assert candidates(("eagle3",), False, {"num_nextn_predict_layers": 1}) == ("lookup", "mtp", "eagle3")
-
-
-def test_only_kinds_that_listen_hear_the_target_s_hidden_states(monkeypatch) -> None:
-    """A kind with a round side that drafts from elsewhere (a scripted drafter) is not the target's listener."""
-    monkeypatch.setitem(drafter_kinds.KINDS, "elsewhere", drafter_kinds.DrafterKind("elsewhere", "x", round="m", listens=False))
-    assert [row.name for row in drafter_kinds.hidden_state_kinds()] == ["mtp", "eagle3", "dflash", "dspark"]
 
 
 def test_labels_name_each_drafter_and_each_share() -> None:
@@ -124,28 +125,33 @@ def load_state(target, target_cache, path):
     return SketchState(target_cache)
 
 
-def round_drafter(state, warper, policy):
-    return SketchDrafter(state)
+def make_drafter(given):
+    return SketchDrafter(given.pair.drafter_state("sketch"))
 '''
 SKETCH = drafter_kinds.DrafterKind(
     "sketch", "Sketch drafter", family="Sketch", folder=drafter_kinds.FolderMarks(architectures=("sketchdraft",)),
-    needs="a Sketch drafter", checkpoint="a Sketch checkpoint", network="sketch_kind.network",
+    listens=True, needs="a Sketch drafter", checkpoint="a Sketch checkpoint", network="sketch_kind.network",
     round="sketch_kind.round", about="A Sketch drafter folder loaded beside the target",
 )
+
+
+def registered(row, files, tmp_path, monkeypatch):
+    """Register `row` with its files (name: text) in a package of their own on the path, as a new kind would be."""
+    package = tmp_path / "code" / row.round.split(".")[0]
+    package.mkdir(parents=True)
+    for name, text in {"__init__.py": "", **files}.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    drafter_kinds.register(row)
 
 
 @pytest.fixture
 def sketch(tmp_path, monkeypatch):
     """The Sketch kind registered, its files in a package of their own, and a folder of it (cleared afterwards)."""
-    package = tmp_path / "code" / "sketch_kind"
-    package.mkdir(parents=True)
-    for name, text in {"__init__.py": "", "network.py": NETWORK, "round.py": ROUND}.items():
-        (package / name).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    registered(SKETCH, {"network.py": NETWORK, "round.py": ROUND}, tmp_path, monkeypatch)
     folder = tmp_path / "Llama-Sketch"
     folder.mkdir()
     (folder / "config.json").write_text('{"architectures": ["SketchDraftModel"], "target_hidden_size": 64}')
-    drafter_kinds.register(SKETCH)
     yield folder
     drafter_kinds.KINDS.pop("sketch")
 
@@ -191,3 +197,62 @@ def test_a_registered_kind_loads_from_its_folder_and_drafts_through_its_round(sk
     plain = generate("Hello", pair, greedy.replace(mode="standard"))
     assert drafted.tokens == plain.tokens
     assert set(drafted.stats.drafted_by) == {"sketch"} and drafted.stats.drafted > 0
+
+
+# --- a token-by-token kind with no folder: one row and its round module ------------------------------------------
+
+ECHO_ROUND = '''
+"""The made-up Echo drafter's round: from the tokens alone, it drafts the context's last token again, K times."""
+from engine.decoding.drafting.drafter import NO_DRAFT, point_draft
+
+
+class EchoDrafter:
+    idle = False
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    def start(self, context):
+        pass
+
+    def propose(self, context, limit, split_pass=False):
+        k = self.policy.choose("echo", limit, split_pass)
+        return point_draft([context[-1]] * k, "echo", 0.0) if k else NO_DRAFT
+
+    def speculate(self, context, draft, verdict):
+        return 0
+
+    def settle(self, draft, ids, accepted):
+        pass
+
+
+def make_drafter(given):
+    return EchoDrafter(given.policy)
+'''
+ECHO = drafter_kinds.DrafterKind("echo", "Echo drafter", pairs_with="any", round="echo_kind.round")
+
+
+@pytest.fixture
+def echo(tmp_path, monkeypatch):
+    """The Echo kind registered with its round module (cleared afterwards)."""
+    registered(ECHO, {"round.py": ECHO_ROUND}, tmp_path, monkeypatch)
+    yield ECHO
+    drafter_kinds.KINDS.pop("echo")
+
+
+def test_a_registered_token_by_token_kind_is_made_by_the_decoder_pinned_and_under_automatic(echo, tiny_target) -> None:
+    """The decoder makes it by its row's maker when it is chosen and as one of Automatic's candidates (every pair
+    has it: it pairs with any target), asked after lookup; greedy output stays the target's."""
+    from engine.decoding.drafting.automatic import asked_drafters
+    from engine.decoding.generation import generate
+    from engine.decoding.pair import ModelPair
+
+    pair = ModelPair(tiny_target)
+    greedy = GenerationParams.preset("greedy", max_tokens=16)
+    assert pair.drafter_names() == ("lookup", "echo") and asked_drafters(pair, greedy) == ("lookup", "echo")
+    plain = generate("Hello", pair, greedy.replace(mode="standard"))
+    pinned = generate("Hello", pair, greedy.replace(drafter="echo", adaptive=False, num_draft=2))
+    automatic = generate("Hello", pair, greedy)
+    assert pinned.tokens == automatic.tokens == plain.tokens
+    assert set(pinned.stats.drafted_by) == {"echo"} and pinned.stats.drafted > 0
+    assert "echo" in automatic.stats.drafted_by

@@ -7,15 +7,17 @@ found; a network drafter: up to the round's limit), ranks them by the tokens per
 policy predicts for each (`AdaptiveDraftLength.choose` without its probes: from the acceptance and cost it measured of
 each drafter on this machine, and the target's verify time), and asks them in that order; the first draft offered is verified.
 A candidate not measured yet goes first, so that it drafts once and is measured. When none is predicted to pay,
-they are asked in the pair's order (lookup, the built-in or folder drafter, the draft model), so that the policy's
-probes of given-up drafters go on as they do for one drafter; a round none drafts for is a plain step.
+they are asked cheapest first (lookup, the built-in or folder drafter, the draft model: `asking_order`), so that the
+policy's probes of given-up drafters go on as they do for one drafter; a round none drafts for is a plain step.
 
 Which drafter proposes is all it changes: the verify pass and the acceptance rule are the same, so the output is
 the target's (greedy: what standard decoding writes; seeded: the same draw, `sampling.py`).
 
-Candidates: lookup in the context and the saved chats, the draft model, one drafter that reads the target's
-hidden states (the pair's DFlash, DSpark or EAGLE-3 folder, or else the target's built-in MTP heads: a target pass
-has one listener), and any drafter the pair holds that reads no hidden states (the benchmark's scripted drafters). SSD is not used under Automatic: its drafts are made a round ahead, not asked for.
+Candidates: every drafter the registry says the pair has (`ModelPair.drafter_names`: lookup in the context and the
+saved chats, the draft model, any kind registered since), with one drafter that reads the target's hidden states
+(the pair's DFlash, DSpark or EAGLE-3 folder, or else the target's built-in MTP heads: a target pass has one
+listener). The decoder makes each with its kind's maker. SSD is not used under Automatic: its drafts are made a
+round ahead, not asked for.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from ...drafter_kinds import drafter_label, kind
+from ...drafter_kinds import drafter_label, kind, listens
 from ...errors import UnsupportedModelError
 from ...events import PolicyBelief
 from ..policy import memory
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from ..pair import ModelPair
 
 AUTO = "auto"
-_NO_MTP: WeakKeyDictionary[ModelPair, bool] = WeakKeyDictionary()  # targets whose MTP head failed to load
+_UNLOADABLE: WeakKeyDictionary[ModelPair, set[str]] = WeakKeyDictionary()  # heads a target declares that failed to load
 
 
 def hidden_drafter(pair: ModelPair) -> str | None:
@@ -45,27 +47,35 @@ def hidden_drafter(pair: ModelPair) -> str | None:
     built-in heads when it declares them and they load (a conversion that dropped them is no candidate)."""
     if pair.drafter_loaded is not None:
         return pair.drafter_loaded
-    built_in = [name for name in pair.drafter_names() if kind(name).pairs_with == "built-in"]
-    if not built_in or pair in _NO_MTP:
-        return None
-    try:
-        pair.drafter_state(built_in[0])
-    except UnsupportedModelError:
-        _NO_MTP[pair] = True
-        return None
-    return built_in[0]
+    failed = _UNLOADABLE.setdefault(pair, set())
+    for name in pair.drafter_names():
+        if listens(name) and name not in failed:
+            try:
+                pair.drafter_state(name)
+            except UnsupportedModelError:
+                failed.add(name)
+                continue
+            return name
+    return None
 
 
 def asked_drafters(pair: ModelPair, params: GenerationParams) -> tuple[str, ...]:
     """The drafters an answer's rounds ask, in the order they are asked when none is predicted to pay: under
-    Automatic every one the pair has (lookup, the drafter that reads the target, any other drafter loaded, the draft
-    model; a target pass has one listener, so one drafter that reads it), else the chosen one's parts (its row's
-    drafting order)."""
+    Automatic every one the pair has, cheapest first (`asking_order`; a target pass has one listener, so one drafter
+    that reads it), else the chosen one's parts (its row's drafting order)."""
     if params.drafter != AUTO:
         return kind(params.drafter).runs
     hidden = hidden_drafter(pair)
-    others = tuple(name for name in pair.drafters if not kind(name).listens)  # a benchmark's scripted drafters
-    return ("lookup", *((hidden,) if hidden else ()), *others, *(("model",) if pair.draft is not None else ()))
+    found = [name for name in pair.drafter_names() if not listens(name) or name == hidden]
+    return tuple(sorted(found, key=asking_order))
+
+
+def asking_order(name: str) -> tuple[bool, bool]:
+    """Where a candidate is asked among the others when none is predicted to pay: first a drafter that drafts only
+    on a match (lookup: a miss costs nothing), then one reading the states the target already computed, then one
+    running a network of its own (the draft model); the registry's order among equals."""
+    row = kind(name)
+    return row.persistent, not row.listens
 
 
 def listening_drafter(pair: ModelPair, params: GenerationParams) -> str:

@@ -34,9 +34,10 @@ from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LayerTap
 from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
-from .draft_model import NetworkDrafter
 from .drafter import NO_DRAFT, Draft
 from .drafter_state import AttachedStates
+from .maker import MakerInputs
+from .network_drafter import NetworkDrafter
 
 SOURCE = "dflash"
 
@@ -205,6 +206,6 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DF
     return DFlashState(load_drafter_for(path, target.model, target.config, target.display_name), target_cache)
 
 
-def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DFlashBlockDrafter:
-    """The round's drafter for a DFlash side of the chat."""
-    return DFlashBlockDrafter(state, warper, policy)
+def make_drafter(given: MakerInputs) -> DFlashBlockDrafter:
+    """The round's drafter for the pair's DFlash side of the chat."""
+    return DFlashBlockDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy)

@@ -1,75 +1,62 @@
-"""Drafting with a small model: K autoregressive steps, each keeping the distribution it sampled from.
+"""The draft model's round: K autoregressive steps of a small model, each keeping the distribution it sampled from.
 
 Rejection sampling needs q_i, the draft's warped distribution at every drafted position, not just the token;
-greedy drafting needs only the tokens. Nothing here waits for the device: each step is queued with
-`async_eval`, and the draft goes to the verify pass as lazy arrays, so the round's one host read fetches
-the draft ids together with the verdict (as mlx-lm's loop does). Every drafted token is verified: the policy's
-K is the one cut. (An earlier confidence cut dropped a low-confidence tail after the draft model had drafted
-it and the target had verified it, so it only threw accepted tokens away: 1.62 instead of 2.47 tokens per
-round at K = 4. Stopping the draft model itself early would need a host read per step.)
-
-The policy needs the draft's cost apart from the verify's, so some rounds are timed (the first TIMED_FIRST,
-then one in TIMED_EVERY): they wait for the draft before the verify pass is queued.
+greedy drafting needs only the tokens. Every drafted token is verified: the policy's K is the one cut. (An earlier
+confidence cut dropped a low-confidence tail after the draft model had drafted it and the target had verified it,
+so it only threw accepted tokens away: 1.62 instead of 2.47 tokens per round at K = 4. Stopping the draft model
+itself early would need a host read per step.) What it shares with the other network drafters (timed rounds, the
+lazy steps) is in `network_drafter.py`.
 
 Under an output constraint (`constraint.py`) each step's distribution is masked by the grammar advanced over the
 draft so far, which needs each token on the host before the next step: a constrained draft reads every token
 (`constrained_steps`), and stops after a token that completes the grammar.
-"""
 
+`make_drafter` is the kind's maker (`maker.py`): it drafts the next round during each verify with SSD (`ssd.py`)
+when asked to, plainly otherwise.
+"""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
 from ..policy.draft_length import DraftPolicy
+from ..policy.prompt_kind import draft_model_source
 from ..sampling import Warper
-from .drafter import NO_DRAFT, Draft
+from .drafter import NO_DRAFT, Draft, Drafter
+from .maker import MakerInputs
+from .network_drafter import NetworkDrafter, draft_steps
+from .ssd import SsdDrafter, SsdSwitch
+
+if TYPE_CHECKING:
+    from ..pair import ModelPair
 
 # The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks (after
 # lookup drafted for a while, or a model with recurrent state returned to a checkpoint).
 CATCH_UP_TAIL = 80
-TIMED_FIRST, TIMED_EVERY = 3, 8
+PROMPT_KIND_TOKENS = 2048  # the end of the prompt its kind is read from (a long chat's latest turns)
 
 
-class NetworkDrafter:
-    """What drafters that run a network (a draft model, an MTP head) share: the policy picks K every round, and
-    some rounds are timed so that it learns the drafter's cost.
+def make_drafter(given: MakerInputs) -> Drafter:
+    """The draft model's drafter for an answer: drafting the next round during each verify with SSD (not under an
+    output constraint, whose grammar is not advanced over outcomes yet to be verified, nor under Automatic, which
+    asks its candidates for drafts each round), plainly otherwise."""
+    pair, params = given.pair, given.params
+    assert pair.draft_cache is not None  # asked for without a draft model: `generation._check_request` refused it
+    source = model_source(pair, list(given.prompt_ids)) if given.prompt_ids else "model"
+    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, source, given.constraint)
+    if not params.ssd or given.constraint is not None or given.automatic:
+        return plain
+    switch = None if params.ssd_always else pair.policy(("ssd", *given.settings), SsdSwitch)
+    return SsdDrafter(plain, params.fanout, switch)
 
-    Args:
-        warper: the sampling warp shared with the target.
-        policy: chooses how many tokens to draft.
-        source: the policy's name for the drafter.
-    """
 
-    def __init__(self, warper: Warper, policy: DraftPolicy, source: str) -> None:
-        self.source = source
-        self.warper = warper
-        self.policy = policy
-        self._drafted_rounds = 0
-        self._last_k = 0
-
-    def start(self, context: list[int]) -> None:
-        """A generation begins: its first rounds are timed again."""
-        self._drafted_rounds = 0
-        self._last_k = 0
-
-    @property
-    def idle(self) -> bool:
-        """The policy gave it nothing to draft last time (one more observation rarely changes that)."""
-        return self._last_k == 0
-
-    def _next_timed(self) -> bool:
-        """Whether the round about to be drafted is one of those timed (counting it)."""
-        timed = self._drafted_rounds < TIMED_FIRST or self._drafted_rounds % TIMED_EVERY == 0
-        self._drafted_rounds += 1
-        return timed
-
-    def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
-        """Drafts nothing ahead (SSD does, in `ssd.py`)."""
-        return 0
+def model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
+    """The policy's name for the draft model on this prompt: code and chat keep their own estimates."""
+    return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
 
 
 class DraftModelDrafter(NetworkDrafter):
@@ -137,36 +124,6 @@ class DraftModelDrafter(NetworkDrafter):
         if draft.source == self.source:
             fed = len(ids) - 1 if draft.fed is None else draft.fed
             self.cached.resolve(ids[: max(fed, 0)])
-
-
-def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
-                position: int, keep_rows: bool = False) -> tuple[mx.array, mx.array | None, mx.array | None]:
-    """Sample `k` tokens autoregressively from `logits` (the (1, V) row after the cached tokens), lazily.
-
-    Returns the tokens (k,), their distributions (k, V) when sampling (None when greedy) and, with `keep_rows`,
-    the draft's logits at all k + 1 positions (the last token fed too). `history`: the context for the
-    repetition penalty, which sees the tokens drafted so far, as the target's verify does. `position`: the
-    context index of the first drafted token (seeded drafts draw with each position's noise).
-    """
-    tokens: list[mx.array] = []
-    probs: list[mx.array] = []
-    rows: list[mx.array] = []
-    for i in range(k):
-        row = warper.fit_width(logits)
-        rows.append(row)
-        if history is not None:
-            row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
-        token, logprobs = warper.choose(row, position + i)
-        tokens.append(token)
-        if logprobs is not None:
-            probs.append(mx.exp(logprobs))
-        if i + 1 < k or keep_rows:
-            logits = cached.forward(token)  # pending: its id is read with the round's verdict
-        mx.async_eval(token)
-    if keep_rows:
-        rows.append(warper.fit_width(logits))
-    return (mx.concatenate(tokens), mx.concatenate(probs, axis=0) if probs else None,
-            mx.concatenate(rows, axis=0) if keep_rows else None)
 
 
 def constrained_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,

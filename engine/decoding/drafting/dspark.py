@@ -28,6 +28,7 @@ from ..cached_model import CachedModel
 from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .dflash import DFlashBlockDrafter, DFlashState
+from .maker import MakerInputs
 
 SOURCE = "dspark"
 
@@ -68,6 +69,6 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DF
     return DFlashState(drafter, target_cache)
 
 
-def round_drafter(state: DFlashState, warper: Warper, policy: DraftPolicy) -> DSparkBlockDrafter:
-    """The round's drafter for a DSpark side of the chat."""
-    return DSparkBlockDrafter(state, warper, policy)
+def make_drafter(given: MakerInputs) -> DSparkBlockDrafter:
+    """The round's drafter for the pair's DSpark side of the chat."""
+    return DSparkBlockDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy)

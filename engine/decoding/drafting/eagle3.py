@@ -22,8 +22,7 @@ from ...drafters.eagle3_model import Eagle3Runner
 from ...models.loading import LoadedModel
 from ..cached_model import CachedModel
 from ..hidden_states import LayerTap
-from ..policy.draft_length import DraftPolicy
-from ..sampling import Warper
+from .maker import MakerInputs
 from .mtp import MTPDrafter, MTPState
 
 SOURCE = "eagle3"
@@ -47,6 +46,7 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> Ea
     return Eagle3State(load_eagle3(path, target), target_cache)
 
 
-def round_drafter(state: Eagle3State, warper: Warper, policy: DraftPolicy) -> MTPDrafter:
-    """The round's drafter for an EAGLE-3 state: K chained steps, each keeping the (target-width) q it drew from."""
-    return MTPDrafter(state, warper, policy, SOURCE)
+def make_drafter(given: MakerInputs) -> MTPDrafter:
+    """The round's drafter for the pair's EAGLE-3 state: K chained steps, each keeping the (target-width) q it drew
+    from."""
+    return MTPDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy, SOURCE)

@@ -9,6 +9,8 @@ that agree with the whole draft stays at or above MIN_PATH_SHARE.
 
 The context's index is incremental: every position is indexed once as the context grows, so a lookup costs O(n)
 per round however long the conversation is.
+
+`make_drafter` is the kind's maker (`maker.py`): it says which saved chats an answer's lookup reads (`history`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from ..policy.draft_length import DraftPolicy
 from .drafter import NO_DRAFT, Draft, point_draft
 from .history_lookup import DraftHistory, FilteredHistory
+from .maker import MakerInputs
 from .suffix_index import MAX_MATCH, Continuation
 
 MAX_NGRAM = 4
@@ -171,3 +174,32 @@ class PromptLookupDrafter:
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:
         """A copy is under way while lookup's drafts are accepted whole."""
         self._copying = draft.drafter == "lookup" and accepted == draft.count
+
+
+def make_drafter(given: MakerInputs) -> PromptLookupDrafter:
+    """Lookup in the context and, unless switched off, in the saved chats, for an answer."""
+    return PromptLookupDrafter(given.policy, history(given))
+
+
+def history(given: MakerInputs) -> DraftHistory | FilteredHistory | None:
+    """The saved chats lookup drafts from: none when switched off; for a Compare run (`given.compared`: its prompt),
+    without the conversations in which the compared question was asked (lookup would copy their answers, and the
+    speedup shown would be the history's, not speculation's)."""
+    if not given.params.history:
+        return None
+    pair = given.pair
+    question = _last_user_message(given.compared)
+    if not question:
+        return pair.history
+    ids = pair.tokenizer.encode(question, add_special_tokens=False)
+    return pair.history.excluding(ids[1:-1] if len(ids) > 3 else ids)  # the template may merge its edges
+
+
+def _last_user_message(prompt: object) -> str:
+    """The text of the last user message of a prompt (a string is one), or "" for token ids and nothing."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (list, tuple)):
+        users = [m.get("content", "") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+        return users[-1] if users and isinstance(users[-1], str) else ""
+    return ""

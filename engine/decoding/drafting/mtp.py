@@ -32,9 +32,10 @@ from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LAST_POST_NORM, LayerTap
 from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
-from .draft_model import NetworkDrafter, draft_steps
 from .drafter import NO_DRAFT, Draft
 from .drafter_state import AttachedStates
+from .maker import MakerInputs
+from .network_drafter import NetworkDrafter, draft_steps
 
 SOURCE = "mtp"
 # Target states kept after the head has read them: an edit or a Regenerate changes the token after a position the
@@ -190,9 +191,9 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path | None
     return MTPState(MTPRunner(head, target.model), target_cache)
 
 
-def round_drafter(state: MTPState, warper: Warper, policy: DraftPolicy) -> MTPDrafter:
-    """The round's drafter for the MTP head's side of the chat."""
-    return MTPDrafter(state, warper, policy)
+def make_drafter(given: MakerInputs) -> MTPDrafter:
+    """The round's drafter for the MTP head's side of the chat (`load_state`'s, which the pair keeps)."""
+    return MTPDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy)
 
 
 class _Chain:

@@ -19,6 +19,9 @@ of synchronous rounds and keeps the faster, trying the other now and then at a b
 (the benchmark's ssd mode) pre-drafts every round, to measure SSD itself.
 
 Only draft models whose caches are plain KV caches can fork; others draft synchronously.
+
+SSD drafts ahead for the draft model's plain drafter (`draft_model.py`, whose maker chooses SSD or not) and knows
+it only as the `PlainDrafts` it asks for a draft on a miss.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 import mlx.core as mx
 
@@ -35,8 +39,8 @@ from ..acceptance import Verdict
 from ..cached_model import CachedModel
 from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
-from .draft_model import DraftModelDrafter, draft_steps
 from .drafter import NO_DRAFT, Draft
+from .network_drafter import draft_steps
 
 SSD_LENGTHS = 2  # accepted lengths pre-drafted for, the most likely first
 PROBE_EVERY = 32  # rounds at least between tries of the mode the switch does not prefer
@@ -99,6 +103,21 @@ class SsdSwitch:
             self.measured += 1
 
 
+class PlainDrafts(Protocol):
+    """What SSD drafts with on a miss and pre-drafts like: a drafter of K tokens on demand from a cached model."""
+
+    cached: CachedModel
+    warper: Warper
+    policy: DraftPolicy
+    source: str
+
+    def start(self, context: list[int]) -> None: ...
+
+    def draft_chosen(self, context: list[int], k: int, keep_rows: bool = False) -> Draft: ...
+
+    def settle(self, draft: Draft, ids: list[int], accepted: int) -> None: ...
+
+
 @dataclass
 class _PreDraft:
     """One outcome's pre-draft: after `base` context tokens, n accepted draft tokens and the token `ending`."""
@@ -114,19 +133,16 @@ class SsdDrafter:
     """The draft model, drafting the next round during each verify pass (see the module docstring).
 
     Args:
-        cached, warper, policy, source: as for `DraftModelDrafter`, which drafts on a miss.
+        sync: the draft model's plain drafter, which drafts on a miss (its cache, warp, policy and name are SSD's).
         fanout: outcomes pre-drafted per accepted length.
         switch: chooses SSD or synchronous rounds, kept with the pair (None: every round pre-drafts, the
             benchmark's ssd mode).
     """
 
-    source = "model"
-
-    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, fanout: int,
-                 switch: SsdSwitch | None = None, source: str = "model") -> None:
-        self.source = source
-        self.sync = DraftModelDrafter(cached, warper, policy, source)
-        self.cached, self.warper, self.policy = cached, warper, policy
+    def __init__(self, sync: PlainDrafts, fanout: int, switch: SsdSwitch | None = None) -> None:
+        self.source = sync.source
+        self.sync = sync
+        self.cached, self.warper, self.policy = sync.cached, sync.warper, sync.policy
         self.fanout = fanout
         self.switch = switch
         self._pending: list[_PreDraft] = []

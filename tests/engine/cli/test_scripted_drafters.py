@@ -42,10 +42,10 @@ def test_a_scripted_drafter_is_a_kind_automatic_asks_beside_the_others(scripts, 
     for path in scripts:
         register_scripted(path)
     assert "scripted-good" in drafter_kinds.names() and "scripted-good" in benchmark.OUR_MODES
-    assert all(row.name != "scripted-good" for row in drafter_kinds.hidden_state_kinds())
+    assert not drafter_kinds.listens("scripted-good")
     script_drafters(tiny_pair, scripts, [tiny_pair.prompt_ids("def f(x):")], ["code"], GREEDY)
     assert {"scripted-good", "scripted-wrong"} <= set(tiny_pair.drafter_names())
-    assert asked_drafters(tiny_pair, GREEDY) == ("lookup", "scripted-good", "scripted-wrong", "model")
+    assert asked_drafters(tiny_pair, GREEDY) == ("lookup", "model", "scripted-good", "scripted-wrong")
 
 
 def test_its_drafts_are_right_where_the_script_says_and_the_output_stays_exact(scripts, tiny_pair: ModelPair) -> None:
