@@ -72,6 +72,8 @@ def test_the_draft_model_drafter_with_an_eagle3_draft_says_how_to_draft_with_it(
 @pytest.mark.statistical
 def test_sampled_tokens_follow_the_target_distribution(eagle3_pair) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
-    the drafter's softmax mapped to the target's ids (zero outside its vocabulary), so the rejection rule holds."""
+    the drafter's softmax mapped to the target's ids (zero outside its vocabulary), so the rejection rule holds.
+
+    Power against a correction drawn from p: noncentrality 0.033 per answer, 0.98 at 1200 answers."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="eagle3")
-    assert_sampling_is_exact(eagle3_pair.pair(), params)
+    assert_sampling_is_exact(eagle3_pair.pair(), params, 1200)

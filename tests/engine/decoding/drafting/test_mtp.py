@@ -74,9 +74,12 @@ def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("kind", KINDS)
-def test_sampled_tokens_follow_the_target_distribution(kind: str, mtp_target) -> None:
+@pytest.mark.parametrize("kind, answers", [("hybrid", 800), ("dense", 1200)])
+def test_sampled_tokens_follow_the_target_distribution(kind: str, answers: int, mtp_target) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
-    the head's own distribution, so the rejection rule keeps the target's."""
+    the head's own distribution, so the rejection rule keeps the target's.
+
+    Power against a correction drawn from p: noncentrality 0.060 per answer on the hybrid target (1.00 at 800
+    answers), 0.029 on the dense one, whose head accepts more (0.96 at 1200)."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="mtp")
-    assert_sampling_is_exact(ModelPair(mtp_target(kind)), params)
+    assert_sampling_is_exact(ModelPair(mtp_target(kind)), params, answers)
