@@ -20,10 +20,11 @@ GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="ea
 
 
 def test_greedy_eagle3_drafts_are_token_identical_to_standard_decoding(eagle3_pair) -> None:
+    """Fixed K = 1, 2, 5 and 8: the ends and points between (every K from 1 to 8 cost twice the time)."""
     expected = [answer.tokens for answer in two_turns(ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = eagle3_pair.pair()
-    for k in range(1, 9):
+    for k in (1, 2, 5, 8):
         answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, k
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
