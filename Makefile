@@ -17,9 +17,11 @@ endif
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time so module fixtures
 # are built once. Most tests drive tiny models whose work is Python-bound on one core, so two workers use both
-# cores of a CI runner. More workers on a bigger machine: `make test TEST_WORKERS=4`.
+# cores of a CI runner. More workers on a bigger machine: `make test TEST_WORKERS=4`. Files are handed out in
+# collection order, where tests/conftest.py puts the bundle build first (xdist's default, most tests first,
+# left that three-test file, minutes of PyInstaller, to trail the run on one worker).
 TEST_WORKERS ?= 2
-PARALLEL := -n $(TEST_WORKERS) --dist loadfile
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Tests that need no real weights and no long runs: a verdict on a change in minutes.
 SLOW_MARKERS := real_weights or packaging or statistical or soak or distributed or large_file

@@ -66,7 +66,8 @@ class Legend(QWidget):
 
     def _tint_chips(self) -> None:
         for origin, chip in self.chips.items():
-            chip.setStyleSheet(f"background: {origin_colour(origin, self.palette()).name()}; border-radius: 3px;")
+            colour = origin_colour(origin, self.palette())  # every chip's origin is a tinted one
+            chip.setStyleSheet(f"background: {colour.name() if colour else 'transparent'}; border-radius: 3px;")
         self.ghost_chip.setStyleSheet(f"color: {ghost_colour(self.palette()).name()}; padding: 0 6px;")
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
@@ -345,6 +346,8 @@ class Scrolling(QScrollArea):
         """Its page's height (a QScrollArea would cap it at a few lines), up to half the tab's: the plots keep the
         other half."""
         page, tab = self.widget(), self.parentWidget()
+        if page is None:
+            return super().sizeHint()
         height = page.heightForWidth(self.viewport().width()) if page.hasHeightForWidth() else page.sizeHint().height()
         return QSize(super().sizeHint().width(), min(height, tab.height() // 2) if tab is not None else height)
 

@@ -21,6 +21,19 @@ def int_list(array: mx.array) -> list[int]:
     return cast("list[int]", array.reshape(-1).tolist())
 
 
+def int_item(array: mx.array) -> int:
+    """A one-element integer array's value as a Python int (a token id)."""
+    _check_integer(array)
+    return cast(int, array.item())
+
+
+def float_list(array: mx.array) -> list[float]:
+    """A float array's values, flattened, as Python floats (a round's one read, logprobs)."""
+    if not mx.issubdtype(array.dtype, mx.floating):
+        raise TypeError(f"Expected a float array, not {array.dtype}: cast it with astype first.")
+    return cast("list[float]", array.reshape(-1).tolist())
+
+
 def int_rows(array: mx.array) -> list[list[int]]:
     """A 2-D integer array's rows as lists of Python ints (one row per rank, per sequence)."""
     _check_integer(array)
@@ -40,8 +53,12 @@ def named_arrays(tree: object) -> list[tuple[str, mx.array]]:
     return cast("list[tuple[str, mx.array]]", tree_flatten(tree))
 
 
-def load_arrays(path: Path) -> dict[str, mx.array]:
-    """The named arrays of a .safetensors file (a path of another format would give `mx.load` a single array)."""
-    if path.suffix != ".safetensors":
-        raise ValueError(f"load_arrays reads .safetensors files, not {path.name}.")
-    return cast("dict[str, mx.array]", mx.load(str(path)))
+def load_arrays(*paths: Path) -> dict[str, mx.array]:
+    """The named arrays of .safetensors or .npz files, merged (a model's shards); `mx.load` gives a dict for these
+    formats, and a single array for .npy."""
+    arrays: dict[str, mx.array] = {}
+    for path in paths:
+        if path.suffix not in (".safetensors", ".npz"):
+            raise ValueError(f"load_arrays reads .safetensors and .npz files, not {path.name}.")
+        arrays.update(cast("dict[str, mx.array]", mx.load(str(path))))
+    return arrays

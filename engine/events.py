@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from .drafter_kinds import drafters_named
 from .part_stats import PartStats, split_rounds  # noqa: F401 - where the views read them from
@@ -87,6 +87,19 @@ class TokenEvent:
     @property
     def reasoning(self) -> bool:
         return self.part == "reasoning"
+
+
+class SSDFigures(Protocol):
+    """A round's SSD figures, as a RoundEvent and the engine's Round both carry them (see `Draft`)."""
+
+    @property
+    def ssd_hit(self) -> bool | None: ...
+    @property
+    def predrafted(self) -> int: ...
+    @property
+    def predraft_wasted(self) -> int: ...
+    @property
+    def hidden_draft_s(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -249,8 +262,8 @@ class GenerationStats:
     thinking: PartStats = field(default_factory=PartStats)  # rounds mostly reasoning; seconds: the thinking
     answering: PartStats = field(default_factory=PartStats)  # rounds mostly answering
 
-    def count_ssd(self, r: RoundEvent) -> None:
-        """Add one round's SSD figures (a RoundEvent, or the engine's Round, which has the same fields)."""
+    def count_ssd(self, r: SSDFigures) -> None:
+        """Add one round's SSD figures (a RoundEvent, or the engine's Round)."""
         self.ssd_checked += r.ssd_hit is not None
         self.ssd_hits += r.ssd_hit is True
         self.predrafted += r.predrafted

@@ -37,6 +37,13 @@ TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" /
 pytest_plugins = ["tests.mtp_targets", "tests.eagle3_pairs", "tests.dflash_pairs"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The bundle build first. Under `--dist loadfile --no-loadscope-reorder` (the Makefile's) files are handed to
+    workers in this order, and the packaging tests spend minutes waiting on PyInstaller in a child process:
+    started first, that overlaps the other worker's tests instead of trailing the whole run on one worker."""
+    items.sort(key=lambda item: item.get_closest_marker("packaging") is None)
+
+
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(target folder, draft folder) of the tiny pair."""

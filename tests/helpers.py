@@ -158,9 +158,15 @@ def independent_answers(
     return results
 
 
-def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, prompt: str = "abcabd", answers: int = 1500) -> None:
-    """Many answers at `params` (a drafter, T > 0, a couple of tokens): the drafter's drafts are partly accepted,
-    and the answers' first two tokens follow the target's own distributions."""
+def assert_sampling_is_exact(pair: ModelPair, params: GenerationParams, answers: int, prompt: str = "abcabd") -> None:
+    """`answers` answers at `params` (a drafter, T > 0, a couple of tokens): the drafter's drafts are partly accepted,
+    and the answers' first two tokens follow the target's own distributions.
+
+    Each caller passes the smallest sample whose chi-square test still fails, with probability 0.95 or more at
+    alpha = 0.001, on the subtlest bug of the verify rule it was tried against: a correction drawn from p rather than
+    the residual norm(max(0, p - q)). The per-answer noncentrality each docstring states was measured under that
+    bug, from the first token's chi-square over 1500 answers; a drafter whose q is not the law its tokens were drawn
+    from (wrong position, unwarped, unmapped ids) moves the output further than that."""
     prompt_ids = pair.prompt_ids(prompt)
     laws = first_two_token_laws(pair, prompt_ids, params)
     mx.random.seed(2024)

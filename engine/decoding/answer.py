@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mlx.core as mx
 
-from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, RoundEvent, TokenEvent
+from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, RoundEvent, TokenEvent, TokenLogprob
 from ..params import GenerationParams
 from .reasoning import PartDetokenizer, ThinkMarkers
 from .rounds import Round
@@ -53,7 +53,7 @@ class Answer:
         self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None
-        self._logprobs: deque = deque()  # the target's logprobs of tokens pushed, waiting for their events
+        self._logprobs: deque[TokenLogprob | None] = deque()  # the target's logprobs of tokens pushed, waiting for their events
         self._network_mark = 0.0
 
     def start_rounds(self) -> None:
@@ -81,7 +81,7 @@ class Answer:
     def take(self, r: Round) -> Iterator[Event]:
         """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
         kept, reasoning = 0, 0
-        logprobs = r.logprobs or [None] * len(r.tokens)
+        logprobs: Sequence[TokenLogprob | None] = r.logprobs or [None] * len(r.tokens)
         for token, origin, logprob in zip(r.tokens, r.origins, logprobs):
             if token in self.eos:
                 self.finish = "stop"

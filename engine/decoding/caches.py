@@ -37,6 +37,8 @@ from mlx_lm.models.cache import (
     make_prompt_cache,
 )
 
+from ..arrays import named_arrays
+
 # Positions a sliding-window layer keeps beyond its window: the longest draft a round verifies (params.RANGES
 # allows 64), the correction, and a margin.
 WINDOW_SLACK = 72
@@ -73,11 +75,12 @@ class WindowKVCache(_BaseCache):
         length = keys.shape[2]
         if self.keys is None or self.end + length > self.keys.shape[2]:
             self._regrow(keys, values, length)
-        self.keys[..., self.end : self.end + length, :] = keys
-        self.values[..., self.end : self.end + length, :] = values
+        buffer_keys, buffer_values = self._buffers()
+        buffer_keys[..., self.end : self.end + length, :] = keys
+        buffer_values[..., self.end : self.end + length, :] = values
         self.end += length
         self.offset += length
-        fetched = self.keys[..., self.start : self.end, :], self.values[..., self.start : self.end, :]
+        fetched = buffer_keys[..., self.start : self.end, :], buffer_values[..., self.start : self.end, :]
         self.start = max(self.start, self.end - (self.window - 1 + self.slack))
         return fetched
 
@@ -87,10 +90,16 @@ class WindowKVCache(_BaseCache):
         capacity = self.held + length + self.step
         new_keys = mx.zeros((batch, heads, capacity, key_dim), keys.dtype)
         new_values = mx.zeros((batch, heads, capacity, values.shape[3]), values.dtype)
-        if self.keys is not None and self.held:
+        if self.keys is not None and self.values is not None and self.held:
             new_keys[..., : self.held, :] = self.keys[..., self.start : self.end, :]
             new_values[..., : self.held, :] = self.values[..., self.start : self.end, :]
         self.keys, self.values, self.start, self.end = new_keys, new_values, 0, self.held
+
+    def _buffers(self) -> tuple[mx.array, mx.array]:
+        """The key and value buffers, which exist together from the first update on."""
+        if self.keys is None or self.values is None:
+            raise RuntimeError("WindowKVCache has no buffers before its first update_and_fetch.")
+        return self.keys, self.values
 
     def make_mask(self, N: int, window_size: int | None = None, return_array: bool = False):  # mlx-lm's API
         """Each of the N new queries sees its own window of the kept positions and itself."""
@@ -114,7 +123,7 @@ class WindowKVCache(_BaseCache):
 
     def snapshot(self) -> tuple[int, mx.array, mx.array] | None:
         """The kept positions as they are now (slices do not change when the buffer is written later)."""
-        if self.keys is None:
+        if self.keys is None or self.values is None:
             return None
         return self.offset, self.keys[..., self.start : self.end, :], self.values[..., self.start : self.end, :]
 
@@ -123,13 +132,13 @@ class WindowKVCache(_BaseCache):
             self.keys = self.values = None
             self.offset = self.start = self.end = 0
             return
-        self.offset, self.keys, self.values = snapshot
-        self.start, self.end = 0, self.keys.shape[2]
+        self.offset, keys, self.values = snapshot
+        self.keys, self.start, self.end = keys, 0, keys.shape[2]
 
-    @property
+    @property  # type: ignore[misc]  # read only: a window cache is never saved to disk, so nothing sets its state
     def state(self) -> list[mx.array]:
         """What evaluating the cache evaluates (a prefill chunk is evaluated to keep memory flat)."""
-        return [] if self.keys is None else [self.keys, self.values]
+        return [] if self.keys is None or self.values is None else [self.keys, self.values]
 
     def size(self) -> int:
         return min(self.offset, self.window)
@@ -139,7 +148,7 @@ class WindowKVCache(_BaseCache):
 
     @property
     def nbytes(self) -> int:
-        return 0 if self.keys is None else self.keys.nbytes + self.values.nbytes
+        return 0 if self.keys is None or self.values is None else self.keys.nbytes + self.values.nbytes
 
 
 def make_cache(model: Any, kv_bits: int | None = None, group: int | None = None, slack: int = WINDOW_SLACK) -> list[Any]:
@@ -155,9 +164,7 @@ def quantization_group(model: Any) -> int | None:
     """The group size keys and values of this model quantize in (MLX groups of 64 or 32 along the head size);
     None when they cannot be: no group divides the head size, or attention has sinks (gpt-oss), which MLX's
     quantized attention does not support."""
-    from mlx.utils import tree_flatten
-
-    if any(name.endswith("sinks") for name, _ in tree_flatten(model.parameters())):
+    if any(name.endswith("sinks") for name, _ in named_arrays(model.parameters())):
         return None
     args = getattr(model, "args", None)
     head_dim = getattr(args, "head_dim", None) or (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 
+from ..arrays import float_list, int_item
 from ..events import TokenLogprob
 
 
@@ -59,7 +60,7 @@ def with_token(logits: mx.array, token: mx.array, top: int | None) -> mx.array:
 def read_token(readable: mx.array, top: int | None) -> tuple[int, list[TokenLogprob]]:
     """The one read of a `with_token` vector: the token's id and (with `top` set) its logprobs."""
     if top is None:
-        return int(readable.item()), []
-    values = readable.tolist()
+        return int_item(readable), []
+    values = float_list(readable)
     token = int(values[0])
     return token, unpack(values[1:], [token], top)

@@ -151,7 +151,8 @@ class PartDetokenizer:
 
     def __init__(self, tokenizer: Any, markers: ThinkMarkers | None, prompt_ids: list[int]) -> None:
         self.tokenizer = tokenizer
-        self.splitter = ReasoningSplitter(markers, prompt_ids, self._is_blank) if markers else None
+        self.splitter: ReasoningSplitter[tuple[int, Origin, int]] | None = (
+            ReasoningSplitter(markers, prompt_ids, self._is_blank) if markers else None)
         self.detokenizers = {"answer": tokenizer.detokenizer, "reasoning": tokenizer.detokenizer}
 
     @property

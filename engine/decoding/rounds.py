@@ -57,7 +57,8 @@ class Round:
 def round_origins(drafted: int, accepted: int) -> list[Origin]:
     """Origins of a round's tokens: the accepted drafts, then a correction, a bonus, or a plain target token."""
     last: Origin = "target" if drafted == 0 else ("bonus" if accepted == drafted else "corrected")
-    return ["accepted"] * accepted + [last]
+    accepted_ones: list[Origin] = ["accepted"] * accepted
+    return [*accepted_ones, last]
 
 
 class Decoder(Protocol):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 
+from ..arrays import float_list, int_list
 from . import logprobs as logprob_package
 from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, verify_sampled
 from .cached_model import CachedModel
@@ -133,7 +134,7 @@ class SpeculativeDecoder:
                 draft = drafter.propose(context, limit, split_pass)
                 masks = None
                 if draft.count and self.constraint is not None:
-                    kept, masks = self.constraint.masks_along(draft.ids if draft.ids is not None else draft.tokens.tolist())
+                    kept, masks = self.constraint.masks_along(draft.ids if draft.ids is not None else int_list(draft.tokens))
                     draft, masks = draft.cut(kept), masks[: kept + 1]
                 if draft.count:
                     return draft, masks
@@ -170,6 +171,7 @@ class SpeculativeDecoder:
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
         if self.warper.coupled:
             choices, logprobs = self.warper.choose(rows, position=len(context))
+            assert logprobs is not None  # a sampling warper's (greedy returned above)
             return verify_coupled(choices, logprobs, q, draft.tokens)
         return verify_sampled(self.warper.logprobs(rows), q, draft.tokens, self.lenience)
 
@@ -256,7 +258,7 @@ def _read(draft: Draft, verdict: Verdict, trace: bool, logprobs: mx.array | None
         values += [verdict.p_draft.astype(mx.float32), verdict.q_draft.astype(mx.float32)]
     if logprobs is not None:
         values.append(logprobs)
-    read = mx.concatenate(values).tolist()
+    read = float_list(mx.concatenate(values))
     ids = [int(x) for x in read[:k]]
     accepted, next_id = int(read[k]), int(read[k + 1])
     traced = 2 * k if trace else 0

@@ -40,6 +40,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from ..arrays import load_arrays
 from ..errors import NotAModelError
 from ..models.folder_kind import architectures, folder_name, read_json
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
@@ -166,7 +167,7 @@ def load_dflash(path: Path) -> DFlashModel:
     files = sorted(path.glob("*.safetensors"))
     if not files:
         raise NotAModelError(f"{folder_name(path)} holds no .safetensors weights. Download the DFlash drafter again.")
-    weights = published_weights({k: v for f in files for k, v in mx.load(str(f)).items()})
+    weights = published_weights(load_arrays(*files))
     load_strictly(model, weights, path, "weights do not fit its DFlash config")
     return model
 

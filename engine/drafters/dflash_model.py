@@ -260,8 +260,9 @@ class DFlashModel(nn.Module):
 
     def make_cache(self) -> list[Any]:
         """One cache per layer: a window of window - 1 context positions for sliding layers, all of them otherwise."""
+        window = self.config.sliding_window  # a sliding layer without one attends to everything, as in `Attention`
         return [
-            RotatingKVCache(max_size=self.config.sliding_window - 1, keep=0) if kind == "sliding_attention" else KVCache()
+            RotatingKVCache(max_size=window - 1, keep=0) if kind == "sliding_attention" and window else KVCache()
             for kind in self.config.layer_types
         ]
 

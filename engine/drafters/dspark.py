@@ -25,6 +25,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from ..arrays import load_arrays
 from ..errors import NotAModelError
 from ..models.folder_kind import drafter_kind, folder_name, read_json
 from .dflash import BlockDraft, DFlashRunner, parse_config, parsed_or_refused, published_weights, target_layers
@@ -52,7 +53,7 @@ def read_dspark_config(path: Path, weight_names: set[str] | None = None) -> DSpa
     """The drafter's config from its folder (and which of the target's tensors it carries), or one line saying
     what is missing or unsupported."""
     config = read_json(path / "config.json")
-    if drafter_kind(config) != "dspark":
+    if config is None or drafter_kind(config) != "dspark":
         raise NotAModelError(
             f"{folder_name(path)} is not a DSpark drafter: its config.json names no DSpark architecture. Pick a "
             "folder downloaded from a DSpark repo such as deepseek-ai/dspark_qwen3_8b_block7."
@@ -127,7 +128,7 @@ def _read_weights(path: Path) -> dict[str, mx.array]:
     files = sorted(path.glob("*.safetensors"))
     if not files:
         raise NotAModelError(f"{folder_name(path)} holds no .safetensors weights. Download the DSpark drafter again.")
-    return published_weights({k: v for f in files for k, v in mx.load(str(f)).items()})
+    return published_weights(load_arrays(*files))
 
 
 def load_dspark(path: Path) -> DSparkModel:
@@ -187,7 +188,8 @@ class DSparkRunner(DFlashRunner):
         ids, rows, logq = self._markov_steps(base, last_token, choose, position)
         previous = mx.concatenate([mx.array([last_token], dtype=ids.dtype), ids[:-1]])
         confidence = self.model.survival(states, previous)
-        probs = mx.exp(mx.concatenate(logq)) if logq and all(q is not None for q in logq) else None
+        drawn_logq = [q for q in logq if q is not None]  # a draw's log q per step, or none when greedy
+        probs = mx.exp(mx.concatenate(drawn_logq)) if drawn_logq and len(drawn_logq) == len(logq) else None
         return DSparkDraft(ids, mx.concatenate(rows), probs, confidence)
 
     def _markov_steps(self, base: mx.array, last_token: int, choose: Chooser | None,

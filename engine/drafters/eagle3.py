@@ -23,6 +23,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from ..arrays import int_list, load_arrays
 from ..errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from ..models.folder_kind import drafter_kind, folder_name, read_json
 from ..models.loading import LoadedModel
@@ -139,7 +140,7 @@ def _name_problem(named: str | None, target_name: str) -> str | None:
 def read_weights(path: Path) -> dict[str, mx.array]:
     """Every tensor of the folder's safetensors, renamed to the network's names (`midlayer.` is layer 0)."""
     files = sorted(path.glob("*.safetensors"))
-    raw = {k: v for f in files for k, v in mx.load(str(f)).items()}
+    raw = load_arrays(*files)
     # verifier_*: frozen training copies of the target's norm and LM head; rotary_emb: RoPE tables.
     return {k.replace("midlayer.", "layers.0."): v for k, v in raw.items()
             if not k.startswith("verifier_") and "rotary_emb." not in k}
@@ -163,7 +164,7 @@ def draft_vocabulary(weights: dict[str, mx.array], draft: Eagle3Config, path: Pa
 def _vocabulary_problem(target_ids: mx.array, t2d: mx.array | None, draft: Eagle3Config) -> str | None:
     if target_ids.shape[0] != draft.draft_vocab_size:
         return f"d2t has {target_ids.shape[0]} entries for {draft.draft_vocab_size} draft ids"
-    ids = target_ids.tolist()
+    ids = int_list(target_ids)
     if min(ids) < 0 or max(ids) >= draft.vocab_size or len(set(ids)) != len(ids):
         return f"d2t maps draft ids outside the target's {draft.vocab_size} ids, or two onto one"
     if t2d is not None:

@@ -168,8 +168,11 @@ class Eagle3Model(nn.Module):
     def __call__(self, embeds: mx.array, hidden: mx.array, cache: list[Any]) -> mx.array:
         """(B, L, H) embeddings of tokens t+1 and fused states (or own outputs) at t -> pre-norm outputs (B, L, H)."""
         mask = create_attention_mask(hidden, cache[0])
-        x = self.layers[0](embeds, hidden, mask, cache[0])
-        for layer, layer_cache in zip(self.layers[1:], cache[1:]):
+        first, *rest = self.layers  # one list, for the checkpoint's `layers.i` names
+        assert isinstance(first, FirstLayer)
+        x = first(embeds, hidden, mask, cache[0])
+        for layer, layer_cache in zip(rest, cache[1:]):
+            assert isinstance(layer, DecoderLayer)
             x = layer(x, mask, layer_cache)
         return x
 
@@ -209,6 +212,8 @@ class Eagle3Runner(MTPRunner):
     it stores, `feed` appends entries (a state and the id that follows it) and returns their outputs, `logits`
     turns outputs into the target-width logits the warp and the acceptance rule read.
     """
+
+    head: Eagle3Model
 
     def __init__(self, model: Eagle3Model, target: nn.Module, vocabulary: DraftVocabulary, taps: tuple[Tap, ...]) -> None:
         super().__init__(model, target)  # the cache and rewinds work alike

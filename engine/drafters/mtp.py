@@ -22,7 +22,8 @@ target's arguments, so the head computes what the published checkpoint was train
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 import mlx.core as mx
 import mlx.nn as nn
@@ -64,7 +65,8 @@ class MTPHead(nn.Module):
 
 def text_model(target: nn.Module) -> nn.Module:
     """The part of an mlx-lm model that holds `model`, `args` and the LM head (Qwen3.5 nests it as `language_model`)."""
-    return getattr(target, "language_model", target)
+    inner = getattr(target, "language_model", None)
+    return inner if isinstance(inner, nn.Module) else target
 
 
 def head_blocks(target: nn.Module, count: int) -> list[nn.Module]:
@@ -103,6 +105,15 @@ class SharedParts:
         return self.lm_head(hidden)
 
 
+class EntryHead(Protocol):
+    """What `MTPRunner` drives: a head of layers (a cache each) over entries, as `MTPHead` and EAGLE-3's are."""
+
+    @property
+    def layers(self) -> Sequence[nn.Module]: ...
+
+    def __call__(self, embeddings: mx.array, hidden: mx.array, cache: list[Any], /) -> mx.array: ...
+
+
 class MTPRunner:
     """The head bound to its target for a chat: its KV cache of entries, and the two passes the drafter runs.
 
@@ -112,7 +123,7 @@ class MTPRunner:
         cache: one KVCache per head layer; `entries` of them are filled.
     """
 
-    def __init__(self, head: MTPHead, target: nn.Module) -> None:
+    def __init__(self, head: EntryHead, target: nn.Module) -> None:
         self.head = head
         self.shared = SharedParts(target)
         self.reset()

@@ -29,6 +29,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
+from ..arrays import load_arrays
 from ..errors import UnsupportedModelError
 from ..models.draft_choice import mtp_layer_count
 from ..models.folder_kind import folder_name
@@ -74,9 +75,9 @@ def _raw_weights(path: Path, config: dict[str, Any]) -> tuple[dict[str, mx.array
     names = ([extra["mtp_file"]] if isinstance(extra, dict) and extra.get("mtp_file") else []) + list(SIDECARS)
     for name in names:
         if (path / name).is_file():
-            return dict(mx.load(str(path / name))), True
+            return load_arrays(path / name), True
     files = sorted(path.glob("model*.safetensors"))
-    return {k: v for f in files for k, v in mx.load(str(f)).items()}, False
+    return load_arrays(*files), False
 
 
 def _head_weights(raw: dict[str, mx.array], path: Path, config: dict[str, Any], count: int) -> tuple[dict[str, mx.array], Concat]:

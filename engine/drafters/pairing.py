@@ -63,8 +63,8 @@ def parameters_per_token(config: dict[str, Any]) -> int:
     head_dim = int(text.get("head_dim") or hidden // heads)
     kv_heads = int(text.get("num_key_value_heads") or heads)
     experts = int(text.get("num_experts_per_tok") or 1)
-    inner = int(text.get("moe_intermediate_size") if experts > 1 and text.get("moe_intermediate_size") else
-                text.get("intermediate_size") or 4 * hidden)
+    moe_inner = text.get("moe_intermediate_size") if experts > 1 else None
+    inner = int(moe_inner or text.get("intermediate_size") or 4 * hidden)
     attention = 2 * hidden * head_dim * (heads + kv_heads)
     embeddings = vocab * hidden * (1 if text.get("tie_word_embeddings", config.get("tie_word_embeddings")) else 2)
     return layers * (attention + 3 * hidden * inner * experts) + embeddings

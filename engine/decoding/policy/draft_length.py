@@ -334,8 +334,10 @@ class AdaptiveDraftLength:
         memory.load(measured, self._acceptance, self._positions, self._draft_cost, self._verify, self._verified)
 
     def observe(self, costs: RoundCosts) -> None:
-        for estimate in [*self._acceptance.values(), *self._positions.values()]:
+        for estimate in self._acceptance.values():
             estimate.decay()
+        for positional in self._positions.values():
+            positional.decay()
         self._account(costs)
         block = is_block(costs.source)
         if costs.drafted:

@@ -107,13 +107,17 @@ def test_sampled_tokens_follow_the_target_distribution_end_to_end(tiny_pair: Mod
     The first token is tested against p(x1 | prompt); the second against its marginal sum_x1 p(x1) p(x2 | x1),
     which covers drafts accepted after an accepted draft, corrections and bonus tokens. Seeded runs (one seed
     each) draw by the coupled rule instead of rejection sampling (sampling.py).
+
+    800 answers: against a correction drawn from p rather than the residual (tests/helpers.py) the first token's
+    noncentrality is 0.076 per answer (0.074 computed exactly from this pair's p and q), a power of 0.98 at
+    alpha = 0.001; 1500 answers added nothing but time.
     """
     params = GenerationParams(drafter="model", temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
     laws = first_two_token_laws(tiny_pair, prompt_ids, params)
     mx.random.seed(2024)
     vary = (lambda run: params.replace(seed=run)) if seeded else None
-    answers = [r.tokens for r in independent_answers(tiny_pair, prompt_ids, params, 1500, vary)]
+    answers = [r.tokens for r in independent_answers(tiny_pair, prompt_ids, params, 800, vary)]
     assert_first_two_tokens_follow(answers, laws, *tiny_pair.tokenizer.eos_token_ids)
 
 

@@ -23,11 +23,13 @@ HYBRIDS = {"qwen3_next", "nemotron_h"}
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_greedy_speculation_is_token_identical_to_standard(family: str, family_models) -> None:
+    """Fixed K = 1, 2, 5 and 8 (the ends and points between; every K from 1 to 8 cost half as much again), then
+    the other drafters, on a prompt inside the sliding window and one beyond it."""
     target, draft = family_models(family)
     for prompt in (SHORT, LONG):
         expected = generate(prompt, ModelPair(target), GREEDY.replace(mode="standard")).tokens
         pair = ModelPair(target, draft)
-        for k in range(1, 9):
+        for k in (1, 2, 5, 8):
             result = generate(prompt, pair, GREEDY.replace(num_draft=k, adaptive=False))
             assert result.tokens == expected, (family, prompt, k)
             assert result.stats.drafted > 0

@@ -32,8 +32,10 @@ VERSIONS = [1, 2]  # DFlash, DFlash2
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str, version: int, dflash_pairs) -> None:
+    """K = 1, 2, 5, 8 and 15 (the block less its first token): the block cut at its ends and between (the sweep of
+    every K from 1 to 8 cost twice the time)."""
     pair = dflash_pairs.pair(kind, version=version)
-    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [*range(1, 9), 15])
+    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, 2, 5, 8, 15])
     assert pair.target_cache.rewinds["reset"] == 0
     assert (pair.target_cache.rewinds["restored"] > 0) == (kind == "qwen3_5")
 
@@ -123,12 +125,15 @@ def test_every_round_drafts_zlabs_greedy_block_for_its_context(kind: str, versio
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("kind, version", [("qwen3", 1), ("qwen3_5", 2)])  # each target and each version once: CI's time
-def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, dflash_pairs) -> None:
+@pytest.mark.parametrize("kind, version, answers", [("qwen3", 1, 600), ("qwen3_5", 2, 300)])  # each target and version once
+def test_sampled_tokens_follow_the_target_distribution(kind: str, version: int, answers: int, dflash_pairs) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
-    the drafter's own warped distribution at each block position (DFlash2: along its selector's path)."""
+    the drafter's own warped distribution at each block position (DFlash2: along its selector's path).
+
+    Power against a correction drawn from p: noncentrality 0.073 per answer on qwen3 (0.99 at 600 answers), 0.215
+    on qwen3_5 (1.00 at 300)."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="dflash")
-    assert_sampling_is_exact(dflash_pairs.pair(kind, version=version), params)
+    assert_sampling_is_exact(dflash_pairs.pair(kind, version=version), params, answers)
 
 
 def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pairs) -> None:

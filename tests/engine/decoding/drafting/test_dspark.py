@@ -173,18 +173,22 @@ def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, 
 @pytest.mark.parametrize("kind", ["qwen3_5"])  # the hybrid target; the dense one is sampled under the cut below
 def test_sampled_tokens_follow_the_target_distribution(kind: str, dflash_pairs) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q
-    of each position is the warped distribution of its Markov step, given the token drawn before it."""
+    of each position is the warped distribution of its Markov step, given the token drawn before it.
+
+    Power against a correction drawn from p: noncentrality 0.173 per answer, 1.00 at 300 answers."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="dspark")
-    assert_sampling_is_exact(dflash_pairs.dspark_pair(kind), params)
+    assert_sampling_is_exact(dflash_pairs.dspark_pair(kind), params, 300)
 
 
 @pytest.mark.statistical
 def test_sampled_tokens_follow_the_target_distribution_under_the_confidence_cut(dflash_pairs, cut_at) -> None:
     """Where the confidence head stops a draft depends on the tokens before the one it would verify next, never on
-    that token: the cut keeps sampling exact."""
+    that token: the cut keeps sampling exact.
+
+    Power against a correction drawn from p: noncentrality 0.098 per answer, 0.99 at 500 answers."""
     cut_at(THRESHOLD)
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=BLOCK, adaptive=False, drafter="dspark")
-    assert_sampling_is_exact(dflash_pairs.dspark_pair("qwen3"), params)
+    assert_sampling_is_exact(dflash_pairs.dspark_pair("qwen3"), params, 500)
 
 
 def test_a_pair_with_a_dspark_folder_lists_it_among_its_drafters(dflash_pairs) -> None:

@@ -20,10 +20,11 @@ GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=40, drafter="ea
 
 
 def test_greedy_eagle3_drafts_are_token_identical_to_standard_decoding(eagle3_pair) -> None:
+    """Fixed K = 1, 2, 5 and 8: the ends and points between (every K from 1 to 8 cost twice the time)."""
     expected = [answer.tokens for answer in two_turns(ModelPair(eagle3_pair.target()), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = eagle3_pair.pair()
-    for k in range(1, 9):
+    for k in (1, 2, 5, 8):
         answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, k
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
@@ -72,6 +73,8 @@ def test_the_draft_model_drafter_with_an_eagle3_draft_says_how_to_draft_with_it(
 @pytest.mark.statistical
 def test_sampled_tokens_follow_the_target_distribution(eagle3_pair) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
-    the drafter's softmax mapped to the target's ids (zero outside its vocabulary), so the rejection rule holds."""
+    the drafter's softmax mapped to the target's ids (zero outside its vocabulary), so the rejection rule holds.
+
+    Power against a correction drawn from p: noncentrality 0.033 per answer, 0.98 at 1200 answers."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="eagle3")
-    assert_sampling_is_exact(eagle3_pair.pair(), params)
+    assert_sampling_is_exact(eagle3_pair.pair(), params, 1200)

@@ -20,11 +20,12 @@ KINDS = ["hybrid", "dense"]
 
 @pytest.mark.parametrize("kind", KINDS + ["next"])  # Qwen3-Next: num_nextn_predict_layers, experts in the head
 def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:
+    """Fixed K = 1, 2, 5 and 8: the ends and points between (every K from 1 to 8 cost twice the time)."""
     target = mtp_target(kind)
     expected = [answer.tokens for answer in two_turns(ModelPair(target), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = ModelPair(target)
-    for k in range(1, 9):
+    for k in (1, 2, 5, 8):
         answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, (kind, k)
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
@@ -74,9 +75,12 @@ def test_the_round_events_name_the_mtp_drafter(mtp_target) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("kind", KINDS)
-def test_sampled_tokens_follow_the_target_distribution(kind: str, mtp_target) -> None:
+@pytest.mark.parametrize("kind, answers", [("hybrid", 800), ("dense", 1200)])
+def test_sampled_tokens_follow_the_target_distribution(kind: str, answers: int, mtp_target) -> None:
     """At T = 1 the first two tokens of many answers match the target's exact distributions (tests/helpers.py): q is
-    the head's own distribution, so the rejection rule keeps the target's."""
+    the head's own distribution, so the rejection rule keeps the target's.
+
+    Power against a correction drawn from p: noncentrality 0.060 per answer on the hybrid target (1.00 at 800
+    answers), 0.029 on the dense one, whose head accepts more (0.96 at 1200)."""
     params = GenerationParams(temperature=1.0, top_p=1.0, max_tokens=2, num_draft=3, adaptive=False, drafter="mtp")
-    assert_sampling_is_exact(ModelPair(mtp_target(kind)), params)
+    assert_sampling_is_exact(ModelPair(mtp_target(kind)), params, answers)

@@ -27,9 +27,12 @@ def echo_pair(tiny_target: LoadedModel) -> ModelPair:
     return ModelPair(tiny_target, tiny_target)
 
 
-@pytest.mark.parametrize("k", range(1, 9))
-@pytest.mark.parametrize("fanout", range(1, 5))
+@pytest.mark.parametrize("k", (1, 2, 4, 8))
+@pytest.mark.parametrize("fanout", (1, 4))
 def test_greedy_ssd_is_token_identical_to_standard(tiny_pair: ModelPair, tiny_standard, k: int, fanout: int) -> None:
+    """K = 1 (a pre-draft after the bonus token), 2, 4 and 8 (every accepted length SSD guesses, up to the longest
+    draft here), each with one guess and with four forks of one cache (the full 1-8 x 1-4 grid cost four times
+    the time)."""
     for prompt in PROMPTS:
         expected = tiny_standard(prompt, GREEDY)
         result = generate(prompt, tiny_pair, GREEDY.replace(num_draft=k, **ALWAYS, fanout=fanout))
@@ -152,13 +155,17 @@ def test_one_side_stream_per_thread_however_many_answers(tiny_pair: ModelPair) -
 @pytest.mark.statistical
 def test_ssd_samples_follow_the_target_distribution_end_to_end(tiny_pair: ModelPair) -> None:
     """The second token comes from a pre-drafted draft whenever the first round's correction was guessed, so its
-    marginal tests SSD's drafts against the target's exact sum_x1 p(x1) p(x2 | x1)."""
+    marginal tests SSD's drafts against the target's exact sum_x1 p(x1) p(x2 | x1).
+
+    600 answers (about 240 on the pre-drafted path): pre-drafted tokens accepted without the verify rule give a
+    second-token chi-square of 88 at 16 degrees of freedom (critical 39) at 600, and 46 (critical 33) at only 300,
+    so the test catches that with power near 1."""
     # Temperature 0.5 and the widest fan-out: the first round's correction is among the guesses in about 40% of runs.
     params = GenerationParams(drafter="model", temperature=0.5, top_p=1.0, max_tokens=3, num_draft=1, adaptive=False, **ALWAYS, fanout=8)
     prompt_ids = tiny_pair.prompt_ids(PROMPTS[0])
     laws = first_two_token_laws(tiny_pair, prompt_ids, params)
     mx.random.seed(2025)
-    results = independent_answers(tiny_pair, prompt_ids, params, 1500)
+    results = independent_answers(tiny_pair, prompt_ids, params, 600)
     assert sum(r.stats.ssd_hits for r in results) > len(results) // 5  # the pre-drafted path was taken often enough
     assert_first_two_tokens_follow([r.tokens for r in results], laws, *tiny_pair.tokenizer.eos_token_ids)
 
