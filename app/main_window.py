@@ -235,7 +235,7 @@ class MainWindow(QMainWindow):
     def send(self) -> None:
         """Send the typed message (Enter or the Send button)."""
         text = self.input.toPlainText().strip()
-        if not text or self.session.busy:
+        if not (text or self.attachments.images()) or self.session.busy:  # an image alone is a question
             return
         if self.session.pair is None or self.session.loading:
             self.show_error("No models are loaded yet: choose a pair with Models… (or wait for the loading to finish).")
@@ -245,7 +245,7 @@ class MainWindow(QMainWindow):
         self.hide_error()
         self.input.clear()
         if self.conversation_id is None:
-            self.conversation_id = self.session.new_conversation(text)
+            self.conversation_id = self.session.new_conversation(text or ", ".join(i.name for i in self.attachments.images()))
         self.session.send(self.conversation_id, text, self.attachments.take(self.chat.add_message("user", text), text))
         self.conversations.refresh(self.conversation_id)
 

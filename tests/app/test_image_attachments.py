@@ -160,3 +160,12 @@ def test_a_chat_with_images_continued_on_a_text_only_target_says_so_and_loses_no
     question, answer = window.session.store.messages(window.conversation_id)
     assert [i.data for i in question.images] == [vision_images[0].read_bytes()] and answer.content == first.text
     assert captions(window.chat.messages[0]) == ["image-0.png · 100×80"]
+
+
+def test_an_image_sent_without_words_is_a_question_titled_after_it(vision_window, qtbot, vision_images: list[Path]) -> None:
+    """A person drops a picture and presses Enter: the target reads the image alone, and the chat is named after it."""
+    result = ask_with_images(qtbot, vision_window, [vision_images[0]], text="")
+    (question, answer) = vision_window.session.store.messages(vision_window.conversation_id)
+    assert question.content == "" and [image.name for image in question.images] == ["image-0.png"]
+    assert result.tokens and answer.content
+    assert vision_window.session.store.title(vision_window.conversation_id) == "image-0.png"
