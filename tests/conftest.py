@@ -44,6 +44,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("packaging") is None)
 
 
+@pytest.fixture(autouse=True)
+def private_app_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test its own app-data folder: what one test leaves there (saved chats, settings, and Automatic's
+    measurements of a pair, `policy/memory.py`, which the next answer on the same session-built pair recalls) must
+    never steer another, whichever worker and order the tests run in."""
+    monkeypatch.setenv("SPECCHAT_HOME", str(tmp_path_factory.mktemp("app-data")))
+
+
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(target folder, draft folder) of the tiny pair."""

@@ -13,10 +13,6 @@ from engine.decoding.policy.estimates import RoundCosts
 from engine.models.loading import LoadedModel
 from engine.params import GenerationParams
 
-# Every test starts from no measurements: Automatic recalls what earlier answers measured of a pair (`policy/memory.py`),
-# and the suite's other tests run the same session-built pairs, under whatever load the machine had then.
-pytestmark = pytest.mark.usefixtures("isolated_home")
-
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=48)
 PROMPTS = ["Repeat this: the cat sat on the mat, the cat sat on the mat, the cat sat on the",
            "What is speculative decoding?", "def fibonacci(n):"]
