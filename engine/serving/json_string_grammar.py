@@ -21,6 +21,7 @@ import re
 
 SPECIAL = '"\\' + "".join(chr(i) for i in range(0x20))  # the characters JSON escapes
 PLAIN = r'[^"\\\x00-\x1f]'
+ESCAPED_CHARACTERS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "0": "\0"}
 COMMON = {  # Lark's common terminals that grammars import, written out so that they are rewritten too
     "LF": r'"\n"', "CR": r'"\r"', "NEWLINE": r'("\r"? "\n")+', "WS": r"/[ \t\f\r\n]+/", "WS_INLINE": r"/[ \t]+/",
     "DIGIT": r"/[0-9]/", "INT": r"/[0-9]+/", "LCASE_LETTER": r"/[a-z]/", "UCASE_LETTER": r"/[A-Z]/",
@@ -122,13 +123,21 @@ def escaped_regex(source: str) -> str:
 
 def _char(piece: str) -> str:
     """One character of the regex (or an escape naming one), as it is written escaped."""
-    try:
-        char = ast.literal_eval('"' + piece + '"') if piece.startswith("\\") and piece[1] not in "-[]{}()|.*+?^$/\\\"" else piece[-1]
-    except (SyntaxError, ValueError):
-        char = piece[-1]
-    if len(char) != 1 or char not in SPECIAL:
+    char = _character(piece)
+    return piece if char is None or char not in SPECIAL else "(?:" + re.escape(_escape(char)) + ")"
+
+
+def _character(piece: str) -> str | None:
+    """The character a piece of a regex stands for: itself, an escaped punctuation mark, `\\n` and its kind, or
+    `\\x41` / `\\u0041` / `\\u{41}`; None for an escape that is no character (an assertion such as `\\b`)."""
+    if not piece.startswith("\\"):
         return piece
-    return "(?:" + re.escape(_escape(char)) + ")"
+    kind = piece[1]
+    if not kind.isalnum():
+        return kind
+    if kind in "xuU":
+        return chr(int(piece[2:].strip("{}"), 16))
+    return ESCAPED_CHARACTERS.get(kind)
 
 
 def _class(source: str) -> str:

@@ -48,11 +48,18 @@ def test_the_escaped_grammar_takes_exactly_the_escaped_texts(takes) -> None:
     assert not takes(escaped, json.dumps("*** Begin Patch\n*** Delete File: a.py\n*** End Patch\n")[1:-1])
 
 
-@pytest.mark.parametrize("source, text", [(r".*", 'a"\\\tz'), (r"[^x]+", "\n\u0001é"), (r"\s+", " \n\t"), (r'x"\\y', 'x"\\y')])
+@pytest.mark.parametrize("source, text", [(r".*", 'a"\\\tz'), (r"[^x]+", "\n\u0001é"), (r"\s+", " \n\t"), (r'x"\\y', 'x"\\y'),
+                                          (r"a\nb\x22", 'a\nb"')])
 def test_a_regex_takes_its_texts_escaped_and_not_raw(takes, source, text) -> None:
     escaped = json_string_grammar(f"start: /{source}/")
     assert escaped is not None and takes(f"start: /{source}/", text)
     assert takes(escaped, json.dumps(text, ensure_ascii=False)[1:-1]) and not takes(escaped, text)
+
+
+def test_a_dot_takes_no_escaped_newline(takes) -> None:
+    """`.` is any character but a newline, and `\\n` is how a newline reads escaped."""
+    escaped = json_string_grammar("start: /a.*/")
+    assert takes(escaped, "a\\tb") and not takes(escaped, "a\\nb")
 
 
 @pytest.mark.parametrize("lark", ['start: %json {"type": "string"}', "start: ESCAPED_STRING\n%import common.ESCAPED_STRING",
