@@ -101,6 +101,14 @@ def test_a_named_custom_tools_input_follows_its_lark_grammar(client, temperature
     assert temperature > 0 or inputs[0] == inputs[1]  # greedy: the same with and without speculation
 
 
+def test_under_auto_a_request_with_a_custom_tool_answers_alike_with_and_without_speculation(client) -> None:
+    oa, model = client
+    weather = {"type": "function", "name": "get_weather", "parameters": CITY}
+    texts = [oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL, weather], max_output_tokens=40,
+                                 temperature=0, extra_body={"mode": mode}).output_text for mode in ("standard", "speculative")]
+    assert texts[0] and texts[0] == texts[1]
+
+
 PATCH_INPUT = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
 AUTO = Tooling([TOOLS[0], function_tool("apply_patch", None, PATCH_INPUT)], ToolChoice("auto"), freeform={"apply_patch": BOUNDED_PATCH})
 OPEN = '<tool_call>\n{"name": "apply_patch", "arguments": {"input": "'
