@@ -70,7 +70,7 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     added = tokenizer._tokenizer.get_added_vocab()
     start, end = (f"<[{added[marker]}]>" for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
     names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
-    lines = ["%llguidance {}", "start: TEXT (call TEXT)* open_call?", r"TEXT: /(.|\n)*/",
+    lines = ["%llguidance {}", "start: free (call free)* open_call?", _free_text(tokenizer, added), r"TEXT: /(.|\n)*/",
              f"call: {start} ({' | '.join(f'input_{i}' for i in range(len(inputs)))} | OTHER) {end}",
              f"open_call: {start} OTHER", r'TAIL: /"\s*\}\s*\}\s*/',
              rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
@@ -81,6 +81,14 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     grammars = [{"lark_grammar": "\n".join(lines)}]
     grammars += [{"name": f"input_{i}", "lark_grammar": lark} for i, lark in enumerate(inputs.values())]
     return json.dumps({"grammars": grammars}, ensure_ascii=False)
+
+
+def _free_text(tokenizer: Any, added: dict[str, int]) -> str:
+    """The rule of the text around calls: any text, and the model's other special tokens between (a thinking
+    model's `<think>`, which llguidance reads as no text), never the call's markers or the end of the answer."""
+    markers = {tokenizer.tool_call_start, tokenizer.tool_call_end}
+    others = sorted(i for token, i in added.items() if token not in markers and i not in tokenizer.eos_token_ids)
+    return "free: TEXT" + (f" (<[{','.join(map(str, others))}]> TEXT)*" if others else "")
 
 
 def _json_calls_between_markers(tokenizer: Any) -> bool:

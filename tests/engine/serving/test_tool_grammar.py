@@ -138,6 +138,7 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
     patch = "*** Begin Patch\n+hello\n+world\n*** End Patch"
     call = OPEN + json.dumps(patch)[1:-1] + '"}}\n</tool_call>'
     assert takes("Let me edit it.") and takes("Done. " + call + " Anything else?")
+    assert takes("<tool_response>a model's own special tokens</tool_response> stay free, as a thinking model's <think>")
     assert takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>')
     assert not takes(OPEN + json.dumps("*** Begin Patch\nhello\n*** End Patch")[1:-1] + '"}}\n</tool_call>')
     assert not takes(OPEN + patch + '"}}\n</tool_call>')  # the input unescaped is no JSON string
