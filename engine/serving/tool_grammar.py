@@ -1,4 +1,5 @@
-"""A required tool call under grammar: tool_choice "required" or a named tool holds the answer to a call.
+"""Tool calls under grammar: tool_choice "required" or a named tool holds the answer to a call, and under "auto" a
+call to a custom tool holds its input to that tool's grammar.
 
 Asking for a call in the prompt is not enough: at temperature 0 a small model answers with text every time, and
 the request failed. So the answer is constrained, for draft and target alike, to a call as JSON the output
@@ -6,12 +7,14 @@ splitter reads (`loose_calls`: a bare `{"name": ..., "arguments": {...}}` openin
 tools the choice allows, the arguments that tool's parameter schema. It reuses the engine's output constraint
 (`decoding/constraint.py`, the one `response_format` uses), so speculation stays exact under it: every
 distribution the acceptance rule compares is masked alike. A tool whose parameter schema the grammar library
-cannot compile still gets its name enforced, with any JSON object as its arguments. A named custom tool (Codex's
-apply_patch) whose Lark grammar compiles has its whole answer held to that grammar instead (`FreeformSplitter`).
-Under "auto", text and the choice of tool stay free, but a call the model opens to a custom tool with a grammar
-is held to it (`auto_grammar`): its input string follows the grammar, JSON-escaped (`json_string_grammar`). The arguments take only the
+cannot compile still gets its name enforced, with any JSON object as its arguments. The arguments take only the
 parameters the tool declares (as OpenAI's strict mode has it): left open, a sampling model invents keys until the
 token limit cuts it. An answer the limit cuts anyway comes back as the text it is, with finish reason "length".
+
+A named custom tool (Codex's apply_patch) whose Lark grammar compiles has its whole answer held to that grammar
+instead (`FreeformSplitter`). Under "auto", text and the choice of tool stay free, but once a call names a custom
+tool with a grammar, its input string follows that grammar, JSON-escaped (`auto_grammar`, with
+`json_string_grammar`), by the same constraint.
 """
 
 from __future__ import annotations
