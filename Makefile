@@ -37,6 +37,10 @@ $(STAMP): pyproject.toml
 	@# mlx-dspark's DSpark drafter imports mlx-vlm's rope helpers.
 	$(BIN)/python -m pip install --quiet --no-deps dflash==0.1.0 mtplx==2.12.2 mlx-vlm==0.7.10 pillow==13.0.0 \
 		mlx-dspark==0.20.3
+	@# instructor (1.17.0, the latest), which the server's structured-output test drives, caps jiter below 0.15 and
+	@# openai 3.57 needs 0.16: with its dependencies pip takes openai back to 3.3, so it comes without them
+	@# (tenacity is the one it needs that nothing else brings).
+	$(BIN)/python -m pip install --quiet --no-deps instructor==1.17.0 tenacity==9.2.1
 	touch $(STAMP)
 
 # On Linux, Qt's window plugin needs X11 libraries pip cannot install: app/system_check.py installs them (root

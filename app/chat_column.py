@@ -1,17 +1,19 @@
 """The window's middle column: the conversation, the banners under it (an error, an Undo), the message box with
-its attached files."""
+its attached files, and the notes over it (images or MCP tools the loaded model cannot take)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
 from .attachments_bar import AttachmentsBar
+from .chat_tools import unseen_tools_line
 from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
 from .image_attachments import ImageTokens
+from .palette import notice_colour
 from .tool_cards import ToolCards
 
 
@@ -48,6 +50,8 @@ class ChatColumn(QWidget):
             paperclip, the note when the model cannot see the images).
         image_tokens: saves the tokens each sent image became, for its span in the question.
         tool_cards: the MCP calls shown in the answers that made them.
+        tools_note: the line over the box when MCP tools are on and the loaded model cannot be shown them (in bold
+            once a message went without them).
         input_row: the row they are in (the window adds the Think switch).
     """
 
@@ -64,13 +68,28 @@ class ChatColumn(QWidget):
         layout.setContentsMargins(0, 0, 0, 6)
         self.attachments = AttachmentsBar(session, self.input, self.show_error)
         self.image_tokens = ImageTokens(session, self.chat, self)
-        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments, self.attachments.unseen):
+        self.tools_note = QLabel(wordWrap=True)
+        self.tools_note.setObjectName("unseenToolsNote")
+        self.tools_note.setVisible(False)
+        self._session = session
+        session.pair_loaded.connect(self.show_tools_note)
+        session.tools.servers.changed.connect(self.show_tools_note)
+        session.answer_started.connect(lambda _answer: self.show_tools_note(sent=True))
+        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments, self.attachments.unseen, self.tools_note):
             layout.addWidget(widget)
         self.input_row = QHBoxLayout()
         self.input_row.addWidget(self.attachments.paperclip)
         self.input_row.addWidget(self.input)
         self.input_row.addWidget(self.send_button)
         layout.addLayout(self.input_row)
+
+    def show_tools_note(self, *_: object, sent: bool = False) -> None:
+        """Say over the box that the MCP tools are not offered to this model, if so (bold when a message was just
+        sent without them, where the user looks as they send)."""
+        note = unseen_tools_line(self._session.pair, self._session.tools.servers.tools)
+        self.tools_note.setText(note)
+        self.tools_note.setStyleSheet(f"color: {notice_colour(self.palette()).name()};" + (" font-weight: bold;" if sent else ""))
+        self.tools_note.setVisible(bool(note))
 
     def show_error(self, message: str) -> None:
         self.error_banner.setText(message)

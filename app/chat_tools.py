@@ -18,12 +18,22 @@ from engine.mcp_tools.hub import ToolOutcome
 from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
 from engine.mcp_tools.tool_turn import Permissions, Verdict
 from engine.serving.pieces import ToolCall
+from engine.serving.tool_calls import TOOL_CALLING_FAMILIES
 
 from .mcp_call import McpCall
 from .mcp_servers import McpServers
 from .streaming_answer import StreamingAnswer
 
 MAX_TOOL_ROUNDS = 8
+
+
+def unseen_tools_line(pair, tools: list) -> str:  # pair: worker.PairInfo | None
+    """The line over the message box when MCP tools are on but the loaded model's chat template cannot show them
+    (its answers then go without tools, which the user would otherwise never learn); "" otherwise."""
+    if not tools or pair is None or (pair.calls_tools and pair.find_calls is not None):
+        return ""
+    return (f"MCP tools not offered: this model's chat template cannot show tools. Load one that calls tools "
+            f"({TOOL_CALLING_FAMILIES}) or turn them off in Settings.")
 
 
 def limit_line() -> str:

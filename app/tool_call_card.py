@@ -7,7 +7,6 @@ a signal and the call's saved record comes back to `show_record`.
 
 from __future__ import annotations
 
-import json
 import time
 from html import escape
 
@@ -15,24 +14,13 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from engine.mcp_tools.hub import ToolOutcome
-from engine.mcp_tools.saved_calls import CallRecord
+from engine.mcp_tools.saved_calls import CallRecord, call_line
 
 from .fold_button import FoldButton
 from .palette import notice_colour
 
 VERDICTS = (("once", "Allow once"), ("always", "Always"), ("deny", "Deny"))
 RESULT_LINES = 10  # the most lines of a result shown unfolded before it scrolls
-
-
-def call_line(name: str, arguments: str) -> str:
-    """The call as one readable line: `add(a=2, b=40)`, or the arguments as written when they are not an object."""
-    try:
-        value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return f"{name}({arguments})"
-    if not isinstance(value, dict):
-        return f"{name}({arguments})"
-    return f"{name}(" + ", ".join(f"{key}={json.dumps(v, ensure_ascii=False)}" for key, v in value.items()) + ")"
 
 
 class ToolCallCard(QFrame):

@@ -1,7 +1,9 @@
 """A conversation as a Markdown file: a heading, then each message under its speaker.
 
 An answer stopped or cut inside a code block has no closing fence; exported as it is, the fence ran on and swallowed
-every message after it into the code. Its fence is closed where the answer ends.
+every message after it into the code. Its fence is closed where the answer ends. An answer that called MCP tools is
+exported as the chat shows it: its text, then each call as a line with its result folded, not the call markup the
+model wrote (engine/mcp_tools/saved_calls.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 class Message(Protocol):
     role: str
     summary: str
+    tool_calls: dict
 
     @property
     def prompt_text(self) -> str:
@@ -54,7 +57,17 @@ def conversation_markdown(title: str, messages: Iterable[Message]) -> str:
     lines = [f"# {title}", ""]
     for message in messages:
         speaker = "You" if message.role == "user" else "Assistant"
-        lines += [f"**{speaker}:**", "", *map(image_markdown, message.images), closed_fences(message.prompt_text.rstrip()), ""]
+        lines += [f"**{speaker}:**", "", *map(image_markdown, message.images), _shown_text(message), ""]
         if message.summary:
             lines += [f"*{message.summary}*", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _shown_text(message: Message) -> str:
+    """The message's text as the chat shows it: an answer that called tools as its text and its calls."""
+    if not message.tool_calls:
+        return closed_fences(message.prompt_text.rstrip())
+    from .mcp_tools.saved_calls import AnswerCalls  # the MCP SDK is imported only for a chat that used tools
+
+    calls = AnswerCalls.from_record(message.tool_calls)
+    return AnswerCalls(closed_fences(calls.text.rstrip()), calls.calls).markdown()

@@ -82,8 +82,9 @@ class GenerationParams:
             target and the N likeliest tokens at its position (read with the round's verdict, `decoding/logprobs.py`).
         json_schema: the text of a JSON Schema the answer must follow ('{"type": "object"}' for any JSON object),
             enforced on draft and target alike (`decoding/constraint.py`); None for free text.
-        grammar: a Lark grammar (llguidance's dialect) the answer must follow instead, enforced the same way (a
-            freeform tool's input, e.g. Codex's apply_patch); None for free text.
+        grammar: a Lark grammar (llguidance's dialect, or its JSON of several) the answer must follow instead,
+            enforced the same way (a freeform tool's input, e.g. Codex's apply_patch, or the envelope of calls to
+            such tools); None for free text.
     """
 
     mode: Mode = "speculative"

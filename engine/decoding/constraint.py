@@ -45,9 +45,16 @@ def schema_problem(schema: str) -> str | None:
 
 
 def grammar_problem(lark: str) -> str | None:
-    """Why `lark` (a Lark grammar, llguidance's dialect) cannot constrain an answer; None if it can."""
-    error = LLMatcher.validate_grammar(LLMatcher.grammar_from_lark(lark))
+    """Why `lark` (a Lark grammar, llguidance's dialect, or its JSON of several) cannot constrain an answer; None if
+    it can."""
+    error = LLMatcher.validate_grammar(_grammar(lark))
     return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
+
+
+def _grammar(text: str) -> str:
+    """llguidance's grammar for `text`: a Lark grammar, or already llguidance's JSON of several grammars (one Lark
+    grammar naming the others, as `engine/serving/tool_grammar.py` puts a tool's grammar inside a call's envelope)."""
+    return text if text.startswith('{"grammars"') else LLMatcher.grammar_from_lark(text)
 
 
 def constraint_for(params: Any, tokenizer: Any, vocab_size: int) -> Constraint | None:
@@ -86,12 +93,12 @@ class Constraint:
 
     @classmethod
     def for_lark(cls, lark: str, tokenizer: Any, vocab_size: int) -> Constraint:
-        """The constraint of a Lark grammar (a freeform tool's input, as Codex's apply_patch describes it)."""
+        """The constraint of a Lark grammar (a freeform tool's input, as Codex's apply_patch describes it), or of
+        llguidance's JSON of several (a tool call's envelope around such a grammar)."""
         problem = grammar_problem(lark)
         if problem:
             raise InvalidParameterError(f"The grammar cannot constrain an answer: {problem}. Fix the grammar.")
-        grammar = LLMatcher.grammar_from_lark(lark)
-        return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), grammar), vocab_size, sorted(tokenizer.eos_token_ids))
+        return cls(LLMatcher(grammar_tokenizer(tokenizer, vocab_size), _grammar(lark)), vocab_size, sorted(tokenizer.eos_token_ids))
 
     @property
     def finished(self) -> bool:

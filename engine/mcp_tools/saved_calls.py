@@ -7,6 +7,8 @@ that never finished: it reads back as interrupted, to the user and to the model,
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -59,11 +61,40 @@ class AnswerCalls:
     def finished(self) -> bool:
         return all(call.state not in UNFINISHED for call in self.calls)
 
+    def markdown(self) -> str:
+        """The answer as the chat shows it, for an export: its text, then each call as its one line and server,
+        its result folded (a `<details>` block, which Markdown viewers fold as the card does), and an error, a
+        denial or a stop as its line, open."""
+        parts = [self.text.strip()] if self.text.strip() else []
+        for call in self.calls:
+            outcome = call.outcome()
+            where = f" · {call.server}" if call.server else ""
+            parts.append(f"**Tool call:** `{call_line(call.name, call.arguments)}`{where}")
+            if outcome.is_error:
+                parts.append(f"*{outcome.text}*")
+            else:
+                lines = outcome.text.count("\n") + 1
+                fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", outcome.text)), default=0))
+                parts.append(f"<details><summary>Result ({lines} line{'s' if lines != 1 else ''})</summary>\n\n"
+                             f"{fence}text\n{outcome.text}\n{fence}\n\n</details>")
+        return "\n\n".join(parts)
+
     def messages(self, answer: dict[str, Any]) -> list[dict[str, Any]]:
         """The answer as chat templates read it (its text, then its calls) and one tool message per call."""
         calls = [_history_call(call) for call in self.calls]
         results = [{"role": "tool", "tool_call_id": c.id, "name": c.name, "content": c.outcome().text} for c in self.calls]
         return [{**answer, "content": self.text, "tool_calls": calls}, *results]
+
+
+def call_line(name: str, arguments: str) -> str:
+    """The call as one readable line: `add(a=2, b=40)`, or the arguments as written when they are not an object."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return f"{name}({arguments})"
+    if not isinstance(value, dict):
+        return f"{name}({arguments})"
+    return f"{name}(" + ", ".join(f"{key}={json.dumps(v, ensure_ascii=False)}" for key, v in value.items()) + ")"
 
 
 def _history_call(call: CallRecord) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
                                                          tools=tooling.template_tools()))))
             return
-        events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params), chat=job.chat,
+        events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params, pair.tokenizer), chat=job.chat,
                                              cancel=job.cancelled.is_set, tools=tooling.template_tools())
         for event in events:
             _deliver(job, output, event)

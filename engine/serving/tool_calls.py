@@ -33,6 +33,7 @@ from .pieces import AnswerPiece, Piece, ReasoningPiece, TextPiece, ToolCall, new
 
 Tool = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
 REQUIRED_CALL = "Answer by calling one or more of the tools above."
+TOOL_CALLING_FAMILIES = "Qwen2.5, Qwen3, Llama 3.1 and later"  # models whose chat templates show tools
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def unseen_tools_note(tooling: Tooling, tokenizer: Any) -> str | None:
     if not tooling.template_tools() or template_reads_tools(tokenizer):
         return None
     return ("tools left out: this model's chat template has no place for tools, so the model never sees them; serve "
-            "a model whose template calls tools (Qwen2.5, Qwen3, Llama 3.1 and later)")
+            f"a model whose template calls tools ({TOOL_CALLING_FAMILIES})")
 
 
 def function_name(tool: Tool) -> str:

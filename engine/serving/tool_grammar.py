@@ -1,4 +1,5 @@
-"""A required tool call under grammar: tool_choice "required" or a named tool holds the answer to a call.
+"""Tool calls under grammar: tool_choice "required" or a named tool holds the answer to a call, and under "auto" a
+call to a custom tool holds its input to that tool's grammar.
 
 Asking for a call in the prompt is not enough: at temperature 0 a small model answers with text every time, and
 the request failed. So the answer is constrained, for draft and target alike, to a call as JSON the output
@@ -6,18 +7,24 @@ splitter reads (`loose_calls`: a bare `{"name": ..., "arguments": {...}}` openin
 tools the choice allows, the arguments that tool's parameter schema. It reuses the engine's output constraint
 (`decoding/constraint.py`, the one `response_format` uses), so speculation stays exact under it: every
 distribution the acceptance rule compares is masked alike. A tool whose parameter schema the grammar library
-cannot compile still gets its name enforced, with any JSON object as its arguments. A named custom tool (Codex's
-apply_patch) whose Lark grammar compiles has its whole answer held to that grammar instead (`FreeformSplitter`). The arguments take only the
+cannot compile still gets its name enforced, with any JSON object as its arguments. The arguments take only the
 parameters the tool declares (as OpenAI's strict mode has it): left open, a sampling model invents keys until the
 token limit cuts it. An answer the limit cuts anyway comes back as the text it is, with finish reason "length".
+
+A named custom tool (Codex's apply_patch) whose Lark grammar compiles has its whole answer held to that grammar
+instead (`FreeformSplitter`). Under "auto", text and the choice of tool stay free, but once a call names a custom
+tool with a grammar, its input string follows that grammar, JSON-escaped (`auto_grammar`, with
+`json_string_grammar`), by the same constraint.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..params import GenerationParams
+from .json_string_grammar import json_string_grammar
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
 from .responses_tools import FREEFORM_INPUT
 from .tool_calls import Tool, Tooling, function_name
@@ -25,11 +32,13 @@ from .tool_calls import Tool, Tooling, function_name
 ANY_ARGUMENTS = {"type": "object"}
 
 
-def constrained(tooling: Tooling, params: GenerationParams) -> GenerationParams:
-    """`params` with the answer held to a call when the choice requires one (else as they are); for a named custom
-    tool with a grammar, held to that grammar (the whole answer is its input)."""
+def constrained(tooling: Tooling, params: GenerationParams, tokenizer: Any) -> GenerationParams:
+    """`params` with the answer held to a call when the choice requires one; for a named custom tool with a
+    grammar, held to that grammar (the whole answer is its input); under "auto", its calls to custom tools held to
+    their grammars (unless the request asked for a format of its own). Else as they are."""
     if not tooling.choice.requires_call:
-        return params
+        envelope = None if params.json_schema or params.grammar else auto_grammar(tooling, tokenizer)
+        return params.replace(grammar=envelope) if envelope else params
     if freeform_input(tooling):
         return params.replace(json_schema=None, grammar=tooling.freeform[tooling.choice.name])  # type: ignore[index]
     return params.replace(json_schema=call_schema(tooling.template_tools() or []))
@@ -44,6 +53,54 @@ def freeform_input(tooling: Tooling) -> str | None:
     name = tooling.choice.name if tooling.choice.mode == "named" else None
     lark = tooling.freeform.get(name) if name else None
     return name if lark and not grammar_problem(lark) else None
+
+
+def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
+    """The grammar (llguidance's JSON of several) that leaves text and the choice of tool free and holds a call to
+    a custom tool, once its name is written, to `{"name": ..., "arguments": {"input": "<the input, escaped>"}}`.
+
+    Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
+    json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
+    call), and for custom tools whose grammar can be written escaped. Else None."""
+    from ..decoding.constraint import grammar_problem
+
+    if tooling.choice.mode != "auto" or not _json_calls_between_markers(tokenizer):
+        return None
+    escaped = {name: json_string_grammar(lark) for name, lark in tooling.freeform.items() if lark and not grammar_problem(lark)}
+    inputs = {name: lark for name, lark in escaped.items() if lark and not grammar_problem(lark)}
+    if not inputs:
+        return None
+    added = tokenizer._tokenizer.get_added_vocab()
+    start, end = (f"<[{added[marker]}]>" for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
+    names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
+    lines = ["%llguidance {}", "start: free (call free)* open_call?", _free_text(tokenizer, added), r"TEXT: /(.|\n)*/",
+             f"call: {start} ({' | '.join(f'input_{i}' for i in range(len(inputs)))} | OTHER) {end}",
+             f"open_call: {start} OTHER", r'TAIL: /"\s*\}\s*\}\s*/',
+             rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
+    for i, name in enumerate(inputs):
+        head = r'\s*\{\s*"name"\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False))
+        head += rf'\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"'
+        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/"]
+    grammars = [{"lark_grammar": "\n".join(lines)}]
+    grammars += [{"name": f"input_{i}", "lark_grammar": lark} for i, lark in enumerate(inputs.values())]
+    return json.dumps({"grammars": grammars}, ensure_ascii=False)
+
+
+def _free_text(tokenizer: Any, added: dict[str, int]) -> str:
+    """The rule of the text around calls: any text, and the model's other special tokens between (a thinking
+    model's `<think>`, which llguidance reads as no text), never the call's markers or the end of the answer."""
+    markers = {tokenizer.tool_call_start, tokenizer.tool_call_end}
+    others = sorted(i for token, i in added.items() if token not in markers and i not in tokenizer.eos_token_ids)
+    return "free: TEXT" + (f" (<[{','.join(map(str, others))}]> TEXT)*" if others else "")
+
+
+def _json_calls_between_markers(tokenizer: Any) -> bool:
+    """Whether the model writes a call as JSON between markers that are each one token of their own."""
+    parser = getattr(tokenizer, "tool_parser", None)
+    if getattr(parser, "__module__", "") != "mlx_lm.tool_parsers.json_tools":
+        return False
+    added = tokenizer._tokenizer.get_added_vocab() if hasattr(tokenizer, "_tokenizer") else {}
+    return all(marker in added for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
 
 
 class FreeformSplitter:

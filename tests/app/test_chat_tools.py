@@ -8,8 +8,9 @@ import json
 import sys
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
-from app.chat_tools import limit_line
+from app.chat_tools import limit_line, unseen_tools_line
 from app.tool_call_card import ToolCallCard
 from engine.models.app_paths import data_dir
 from tests.app.scripted_calls import ADD_CALL, HANG_CALL, ScriptedCalls
@@ -140,3 +141,22 @@ def test_a_model_whose_template_shows_no_tools_is_offered_none(qtbot, make_windo
         window.input.setPlainText("What is 2 + 40?")
         window.input.submitted.emit()
     assert script.requests[0]["tools"] is None and _cards(window) == [] and not window.session.busy
+    note = _tools_note(window)  # said over the box, in bold once a message went without them: never silently
+    assert not note.isHidden() and note.text() == unseen_tools_line(window.session.pair, window.session.tools.servers.tools)
+    assert "cannot show tools" in note.text() and "font-weight: bold" in note.styleSheet()
+
+
+def test_a_model_that_shows_tools_gets_no_note_and_tools_off_lifts_it(qtbot, make_window, tiny_dirs, tool_window):
+    window, _script = tool_window(ADD_CALL)
+    assert _tools_note(window).isHidden()
+    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}))
+    plain = make_window()
+    qtbot.waitUntil(lambda: plain.session.tools.servers.hub is not None, timeout=60_000)
+    assert not _tools_note(plain).isHidden() and "font-weight" not in _tools_note(plain).styleSheet()
+    with qtbot.waitSignal(plain.session.tools.servers.changed, timeout=60_000):
+        plain.session.tools.servers.configure(plain.session.tools.servers.path, on=False)
+    assert _tools_note(plain).isHidden()
+
+
+def _tools_note(window) -> QLabel:
+    return window.findChild(QLabel, "unseenToolsNote")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.tool_call_card import ToolCallCard, call_line
+from app.tool_call_card import ToolCallCard
 from engine.mcp_tools.saved_calls import CallRecord
 
 
@@ -14,12 +14,6 @@ def card(qtbot):
     qtbot.addWidget(card)
     card.show()
     return card
-
-
-def test_the_call_reads_as_one_line():
-    assert call_line("add", '{"a": 2, "b": "x"}') == 'add(a=2, b="x")'
-    assert call_line("add", "{broken") == "add({broken)"
-    assert call_line("add", "[1]") == "add([1])"
 
 
 def _record(state: str = "asking", result: str = "") -> CallRecord:

@@ -29,3 +29,21 @@ def test_an_answer_cut_inside_a_code_block_exports_with_its_fence_closed(tmp_pat
     store.add_message(chat, "user", "Go on")
     exported = store.export_markdown(chat)
     assert "```python\nfor i in range(\n```\n\n*(interrupted)*\n\n**You:**\n\nGo on\n" in exported
+
+
+def test_an_answer_that_called_tools_exports_its_calls_as_the_chat_shows_them(tmp_path) -> None:
+    """The export held the call markup the model wrote (`<tool_call>{...}</tool_call>`), not the calls."""
+    from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
+
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Time")
+    store.add_message(chat, "user", "What time is it?")
+    answer = store.add_message(chat, "assistant", "")
+    raw = 'I will check.\n<tool_call>\n{"name": "now", "arguments": {"zone": "UTC"}}\n</tool_call>'
+    store.update_message(answer, raw, [], "12 tokens", "stop")
+    record = CallRecord("call_1", "now", '{"zone": "UTC"}', "time", "done", "2026-11-27T02:00:00Z")
+    store.set_tool_calls(answer, AnswerCalls("I will check.", [record]).record())
+    exported = store.export_markdown(chat)
+    assert "<tool_call>" not in exported and '"arguments"' not in exported
+    assert ('**Assistant:**\n\nI will check.\n\n**Tool call:** `now(zone="UTC")` · time\n\n'
+            "<details><summary>Result (1 line)</summary>\n\n```text\n2026-11-27T02:00:00Z\n```\n\n</details>\n\n*12 tokens*") in exported

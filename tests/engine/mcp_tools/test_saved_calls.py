@@ -1,7 +1,7 @@
 """An answer's calls as saved with the chat, and as the model reads them again: results, refusals, a quit mid-call."""
 
 from engine.conversations import ConversationStore
-from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
+from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord, call_line
 
 
 def _calls(*records: CallRecord) -> AnswerCalls:
@@ -41,3 +41,16 @@ def test_the_record_is_saved_with_the_answer_and_read_back_as_the_model_reads_it
     saved = ConversationStore(tmp_path / "chats.sqlite3").messages(chat)
     assert AnswerCalls.from_record(saved[1].tool_calls) == calls
     assert [m["role"] for message in saved for m in message.model_messages()] == ["user", "assistant", "tool"]
+
+
+def test_the_call_reads_as_one_line():
+    assert call_line("add", '{"a": 2, "b": "x"}') == 'add(a=2, b="x")'
+    assert call_line("add", "{broken") == "add({broken)"
+    assert call_line("add", "[1]") == "add([1])"
+
+
+def test_in_markdown_a_result_is_folded_and_a_denial_is_its_line():
+    calls = AnswerCalls("Let me add.", [CallRecord("c1", "add", '{"a": 2}', "demo", "done", "42\n```"),
+                                        CallRecord("c2", "rm", "{}", "", "denied", "Denied: rm was not run.")])
+    assert calls.markdown() == ("Let me add.\n\n**Tool call:** `add(a=2)` · demo\n\n<details><summary>Result (2 lines)</summary>"
+                                "\n\n````text\n42\n```\n````\n\n</details>\n\n**Tool call:** `rm()`\n\n*Denied: rm was not run.*")

@@ -22,8 +22,8 @@ ASK = [{"role": "user", "content": "Weather in Paris?"}]
 
 def test_only_a_required_choice_constrains_the_answer() -> None:
     tools = [function_tool("get_weather", None, CITY)]
-    assert constrained(Tooling(tools, ToolChoice("auto")), GREEDY).json_schema is None
-    schema = json.loads(constrained(Tooling(tools, ToolChoice("required")), GREEDY).json_schema)
+    assert constrained(Tooling(tools, ToolChoice("auto")), GREEDY, None) == GREEDY
+    schema = json.loads(constrained(Tooling(tools, ToolChoice("required")), GREEDY, None).json_schema)
     assert schema["properties"] == {"name": {"const": "get_weather"}, "arguments": {**CITY, "additionalProperties": False}}
 
 
@@ -60,11 +60,13 @@ def test_greedy_calls_are_the_same_with_and_without_speculation(client) -> None:
     assert answers[0] == answers[1]
 
 
-def test_instructors_structured_output_parses_twenty_of_twenty(client) -> None:
-    """instructor's default mode (TOOLS) sends a named tool_choice and parses the call into its model."""
-    instructor = pytest.importorskip("instructor", reason="instructor is not installed (pip install instructor)")
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_instructors_structured_output_parses_twenty_of_twenty(client, temperature) -> None:
+    """instructor's default mode (TOOLS) sends a named tool_choice and parses the call into its model. The Makefile
+    installs instructor (its caps on jiter and rich would hold openai back), so this runs wherever `make test` does."""
     from typing import Literal
 
+    import instructor
     from pydantic import BaseModel, Field
 
     class Alarm(BaseModel):  # bounded fields: random weights fill an open string or integer up to the token limit
@@ -75,7 +77,7 @@ def test_instructors_structured_output_parses_twenty_of_twenty(client) -> None:
     patched = instructor.from_openai(oa)
     for seed in range(20):
         alarm = patched.chat.completions.create(model=model, messages=ASK, response_model=Alarm, max_tokens=60,
-                                                max_retries=0, temperature=0.8, seed=seed)
+                                                max_retries=0, temperature=temperature, seed=seed)
         assert isinstance(alarm, Alarm)
 
 
@@ -97,3 +99,73 @@ def test_a_named_custom_tools_input_follows_its_lark_grammar(client, temperature
         assert item.type == "custom_tool_call" and re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", item.input)
         inputs.append(item.input)
     assert temperature > 0 or inputs[0] == inputs[1]  # greedy: the same with and without speculation
+
+
+def test_under_auto_a_request_with_a_custom_tool_answers_alike_with_and_without_speculation(client) -> None:
+    oa, model = client
+    weather = {"type": "function", "name": "get_weather", "parameters": CITY}
+    texts = [oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL, weather], max_output_tokens=40,
+                                 temperature=0, extra_body={"mode": mode}).output_text for mode in ("standard", "speculative")]
+    assert texts[0] and texts[0] == texts[1]
+
+
+PATCH_INPUT = {"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}
+AUTO = Tooling([TOOLS[0], function_tool("apply_patch", None, PATCH_INPUT)], ToolChoice("auto"), freeform={"apply_patch": BOUNDED_PATCH})
+OPEN = '<tool_call>\n{"name": "apply_patch", "arguments": {"input": "'
+
+
+@pytest.fixture(scope="module")
+def tool_pair(tool_dirs):
+    from engine.decoding.pair import ModelPair
+    from engine.models.loading import load_model
+
+    return ModelPair(load_model(str(tool_dirs[0])), load_model(str(tool_dirs[1])))
+
+
+def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
+    """Text and the choice of tool stay free; once the call names the custom tool, its input is the grammar's."""
+    from engine.decoding.constraint import Constraint
+
+    tokenizer = tool_pair.target.tokenizer
+    constraint = Constraint.for_lark(constrained(AUTO, GREEDY, tokenizer).grammar, tokenizer, tool_pair.vocab_width)
+    eos = sorted(tokenizer.eos_token_ids)[0]
+
+    def takes(text: str) -> bool:
+        tokens = tokenizer.encode(text, add_special_tokens=False)
+        kept, masks = constraint.masks_along(tokens)
+        return kept == len(tokens) and bool(masks[-1, eos])
+
+    patch = "*** Begin Patch\n+hello\n+world\n*** End Patch"
+    call = OPEN + json.dumps(patch)[1:-1] + '"}}\n</tool_call>'
+    assert takes("Let me edit it.") and takes("Done. " + call + " Anything else?")
+    assert takes("<tool_response>a model's own special tokens</tool_response> stay free, as a thinking model's <think>")
+    assert takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>')
+    assert not takes(OPEN + json.dumps("*** Begin Patch\nhello\n*** End Patch")[1:-1] + '"}}\n</tool_call>')
+    assert not takes(OPEN + patch + '"}}\n</tool_call>')  # the input unescaped is no JSON string
+    splitter = AUTO.splitter(tokenizer)
+    [made] = [p for p in splitter.feed("Done. " + call) + splitter.finish() if not hasattr(p, "text")]
+    assert made.name == "apply_patch" and json.loads(made.arguments) == {"input": patch}
+
+
+def test_auto_holds_nothing_without_a_grammar_or_for_a_model_without_json_calls(tool_pair, tiny_target) -> None:
+    no_grammar = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None})
+    assert constrained(no_grammar, GREEDY, tool_pair.target.tokenizer) == GREEDY
+    assert constrained(AUTO, GREEDY, tiny_target.tokenizer) == GREEDY
+
+
+@pytest.mark.parametrize("drafter", ["model", "lookup"])
+def test_greedy_under_a_call_grammar_is_the_same_with_and_without_speculation(tool_pair, drafter) -> None:
+    """The envelope (random weights write text under it) and a custom tool's input alone, escaped: draft and target
+    are masked alike, so speculation writes what standard decoding writes."""
+    import re
+
+    from engine.decoding.generation import generate
+    from engine.serving.json_string_grammar import json_string_grammar
+
+    envelope = constrained(AUTO, GREEDY, tool_pair.target.tokenizer)
+    for params in (envelope, GREEDY.replace(grammar=json_string_grammar(BOUNDED_PATCH))):
+        params = params.replace(max_tokens=40, adaptive=False)
+        standard = generate(ASK, tool_pair, params.replace(mode="standard"), chat=True)
+        speculative = generate(ASK, tool_pair, params.replace(mode="speculative", drafter=drafter), chat=True)
+        assert speculative.tokens == standard.tokens and speculative.stats.drafted > 0
+    assert re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", json.loads(f'"{standard.text}"'))
