@@ -156,14 +156,18 @@ class DiskCache:
             return
         if nbytes > self.budget_bytes:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
         images = [twin.images.start, twin.images.delta, twin.images.images] if twin.images is not None else None
         header = {"format": FORMAT, "identity": twin.identity, "tokens": twin.tokens, "images": images}
         name = hashlib.sha256(json.dumps(header).encode()).hexdigest()[:32] + SUFFIX
         temporary = self.path / f".{name}.{os.getpid()}{TEMPORARY}"
-        with open(temporary, "wb") as out:
-            save_prompt_cache(out, twin.cache, {"specchat": json.dumps(header)})  # type: ignore[arg-type]  # a file will do
-        os.replace(temporary, self.path / name)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            with open(temporary, "wb") as out:
+                save_prompt_cache(out, twin.cache, {"specchat": json.dumps(header)})  # type: ignore[arg-type]  # a file will do
+            os.replace(temporary, self.path / name)
+        except OSError:  # a full disk, a folder that cannot be written: the prefix is simply not kept
+            _remove(temporary)
+            return
         self.writes += 1
         new = self._read(self.path / name)
         for dominated in (e for e in mine if new is not None and e.path != new.path and new.holds(e.tokens, e.images)):
@@ -213,7 +217,7 @@ class DiskCache:
         return entry
 
     def _delete(self, path: Path) -> None:
-        path.unlink(missing_ok=True)
+        _remove(path)
         self._index.pop(path.name, None)
 
 
@@ -231,6 +235,14 @@ def _describe(meta: dict, layers: list, path: Path) -> Spilled:
     if any(layer.offset != len(entry.tokens) or layer.keys.shape[2] != len(entry.tokens) for layer in layers):
         raise ValueError("a layer holds another number of positions than the file has tokens")
     return entry
+
+
+def _remove(path: Path) -> None:
+    """Delete a file if it can be (one that cannot is left for the next try)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _touch(path: Path) -> None:

@@ -174,3 +174,14 @@ def test_keys_quantized_with_kv_bits_write_nothing(family_models, tmp_path) -> N
     for prompt in (A, B):
         _answer(pair, prompt, GenerationParams(mode="standard", temperature=0.0, max_tokens=8, kv_bits=8))
     assert _files(tmp_path) == [] and {type(c).__name__ for c in pair.target_cache.cache} == {"QuantizedKVCache"}
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_answers_as_before(tiny_target, tmp_path) -> None:
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    expected, _ = _answer(ModelPair(tiny_target), A + TURN, STANDARD)
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, blocked)
+    for prompt in (A, B):
+        _answer(pair, prompt, STANDARD)
+    assert _answer(pair, A + TURN, STANDARD)[0] == expected and disk.writes == 0 and disk.entries() == []
