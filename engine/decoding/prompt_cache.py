@@ -71,7 +71,8 @@ class PromptCache:
     """Shelved prefixes of the pair's models, least recently shelved first, within a memory budget.
 
     Args:
-        budget_mb: the most the shelved keys and values may take, in MiB (0: shelve nothing, one live prefix only).
+        budget_mb: the most the shelved keys and values may take, in MiB (0: none in memory, so one live prefix only,
+            and every prefix thrown away goes to the disk if there is one).
 
     Attributes:
         hits: recalls that took a shelved entry (or a spilled one) back (for tests and the benchmark).
