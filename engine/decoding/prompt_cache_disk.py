@@ -10,8 +10,8 @@ them costs the model's passes over every token (docs/prompt-cache.md has the mea
   and the images' fingerprint (`Shift`), so the folder can be indexed from the files' headers alone. The output
   after a restore is the one after a fresh read: the keys and values are the very ones the prefix's passes computed.
 - **Identity.** Keys and values depend on the weights, the model's code and the arithmetic that ran it, so a file
-  is filed under `model_identity`: the model folder's files (path, size, modification time), MLX's and mlx-lm's
-  versions, and the device. Another model, an edited file, an upgrade: another identity, never a wrong hit.
+  is filed under `model_identity`: the model folder's files (path, size, modification time), the versions of
+  MLX, mlx-lm and mlx-vlm, and the device. Another model, an edited file, an upgrade: another identity, never a wrong hit.
 - **Families.** Only plain `KVCache` layers are ever shelved (`CachedModel.fork`), so only they reach disk.
   Recurrent state, sliding windows and quantized keys keep the one live prefix they keep in memory.
 - **Safety.** A file is written under a temporary name and renamed, so a crash leaves no half file under a real
@@ -30,7 +30,7 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import mlx.core as mx
@@ -65,8 +65,19 @@ def model_identity(model: LoadedModel) -> str | None:
                        if f.is_file())
     except OSError:
         return None
-    made_by = [str(model.path.resolve()), files, version("mlx"), version("mlx-lm"), str(mx.default_device())]
+    made_by = [str(model.path.resolve()), files, _versions(), str(mx.default_device())]
     return hashlib.sha256(json.dumps(made_by).encode()).hexdigest()
+
+
+def _versions() -> list[str]:
+    """The versions of the code that computes keys and values: MLX, mlx-lm, and mlx-vlm (a vision target's)."""
+    found = []
+    for package in ("mlx", "mlx-lm", "mlx-vlm"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} absent")
+    return found
 
 
 @dataclass

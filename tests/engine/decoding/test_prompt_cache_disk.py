@@ -185,3 +185,12 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_answers_as_before(tin
     for prompt in (A, B):
         _answer(pair, prompt, STANDARD)
     assert _answer(pair, A + TURN, STANDARD)[0] == expected and disk.writes == 0 and disk.entries() == []
+
+
+@pytest.mark.parametrize("package", ["mlx", "mlx-lm", "mlx-vlm"])
+def test_an_upgrade_of_the_code_that_computes_keys_changes_the_identity(tiny_target, monkeypatch, package: str) -> None:
+    from importlib.metadata import version
+
+    before = model_identity(tiny_target)
+    monkeypatch.setattr("engine.decoding.prompt_cache_disk.version", lambda p: "99.0" if p == package else version(p))
+    assert model_identity(tiny_target) != before
