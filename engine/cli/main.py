@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ..decoding.prompt_cache import BUDGET_HELP, DEFAULT_BUDGET_MB, MB, megabytes
+from ..decoding.prompt_cache_disk import DEFAULT_DISK_MB, DISK_HELP, DiskCache
+from ..decoding.prompt_cache_disk import folder as disk_folder
 from ..drafter_kinds import names
 from ..errors import SpecChatError
 from ..params import MODES, PRESETS, GenerationParams
@@ -111,6 +113,7 @@ def _add_serve_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
     s.add_argument("--max-waiting", type=int, default=8, help="requests that may wait behind the running one (more: 503)")
     s.add_argument("--prompt-cache-mb", type=megabytes, default=DEFAULT_BUDGET_MB, metavar="MB", help=BUDGET_HELP)
+    s.add_argument("--prompt-cache-disk-mb", type=megabytes, default=DEFAULT_DISK_MB, metavar="MB", help=DISK_HELP)
     _add_hosts_option(s)
 
 
@@ -285,6 +288,8 @@ def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load
     try:
         engine.start()  # loads the pair on the thread that will generate with it (a load error is raised here)
         engine.pair.prompt_cache.budget_bytes = args.prompt_cache_mb * MB  # before any request reaches it
+        if args.prompt_cache_disk_mb:
+            engine.pair.prompt_cache.disk = DiskCache(disk_folder(), args.prompt_cache_disk_mb * MB)
         app = create_app(engine, params, api_key=args.api_key, max_waiting=args.max_waiting,
                          log=lambda record: print(record.line(), file=sys.stderr, flush=True))
         server = RunningServer(app, sock)

@@ -49,6 +49,15 @@ def common_prefix_length(a: list[int], b: list[int]) -> int:
     return lo
 
 
+def shared_prefix(tokens: list[int], shift: Shift | None, ids: list[int], images: ImageKey | None) -> int:
+    """How many first positions of a prompt (`ids`, showing `images`) keys and values held for `tokens` (showing the
+    images of `shift`) serve: the ids in common, and positions from the held images on only if they are the same."""
+    shared = common_prefix_length(tokens, ids)
+    if shift is not None and shift.key != images:
+        shared = min(shared, shift.start)
+    return shared
+
+
 @dataclass
 class Checkpoint:
     """Where the cache held `position` tokens, and what each layer needs to return there."""
@@ -64,6 +73,8 @@ class CachedModel:
         model: the mlx-lm model.
         prefill_step_size: prompt tokens per forward pass when catching up on a long stretch of context.
         kv_bits: quantize full-attention keys and values to 8 or 4 bits (None: full precision).
+        identity: what tells this model's keys and values from another's (`prompt_cache_disk.model_identity`: its
+            files and the machine's MLX), which a prefix written to disk is filed under; None: never written.
 
     Attributes:
         cache: one entry per layer (`caches.make_cache`).
@@ -76,8 +87,10 @@ class CachedModel:
             depends on them too (`shared_with`); they go with the cache's contents (rewinds, forks, adoptions).
     """
 
-    def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None) -> None:
+    def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None,
+                 identity: str | None = None) -> None:
         self.model = model
+        self.identity = identity
         self.prefill_step_size = prefill_step_size
         self.kv_bits = kv_bits
         self.rewinds = {"dropped": 0, "restored": 0, "reset": 0}
@@ -167,11 +180,8 @@ class CachedModel:
 
     def shared_with(self, ids: list[int], images: ImageKey | None = None) -> int:
         """How many first positions of a prompt (`ids`, showing `images`) the cache holds as the prompt's own pass
-        would compute them: the ids in common, and positions from the cache's images on only if they are the same."""
-        shared = common_prefix_length(self.tokens, ids)
-        if self.images is not None and self.images.key != images:
-            shared = min(shared, self.images.start)
-        return shared
+        would compute them (`shared_prefix`)."""
+        return shared_prefix(self.tokens, self.images, ids, images)
 
     def catch_up(self, context: list[int], max_tail: int = 1) -> list[int]:
         """Make the cache hold all of `context` but a short tail, and return that tail (1 to `max_tail` ids).

@@ -212,13 +212,14 @@ def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
         pair.discard_pending()
 
 
-def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int], images: ImageKey | None) -> None:
+def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int], images: ImageKey | None) -> int:
     """Take back a shelved prefix the prompt starts with (`prompt_cache.py`; past an image only for the same
     images); not for a target across Macs, whose other Macs hold their layers' caches, which the head cannot shelve
-    or take back."""
+    or take back. Returns the prompt tokens the target's cache then holds (the last is always read again)."""
     if pair.network_clock() is None:
         caches = [cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)]
         pair.prompt_cache.recall(caches, prompt_ids, images)
+    return min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, images))
 
 
 def generate_stream(
@@ -260,10 +261,10 @@ def generate_stream(
     mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     image_key = vision.key if vision is not None else None
-    _recall_prefix(pair, params, prompt_ids, image_key)
-    stats.cached_prompt_tokens = min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, image_key))
+    started = time.perf_counter()  # a prefix read back from disk (or spilled to it) is part of the wait
+    stats.cached_prompt_tokens = _recall_prefix(pair, params, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, time.perf_counter(), pair.think_markers,
+    answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
                     network=pair.network_clock())
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, prompt_ids, params, cancelled, vision)

@@ -27,6 +27,7 @@ from .cached_model import CachedModel
 from .drafting.drafter_state import AttachedStates
 from .drafting.history_lookup import DraftHistory
 from .prompt_cache import PromptCache
+from .prompt_cache_disk import model_identity
 from .prompt_ids import Message, is_base_model, prompt_token_ids
 from .reasoning import ThinkMarkers, can_switch_thinking, think_markers
 
@@ -55,7 +56,7 @@ class ModelPair:
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
         self.target = target
         self.kv_bits: int | None = None
-        self.target_cache = CachedModel(target.model)
+        self.target_cache = CachedModel(target.model, identity=model_identity(target))
         self.prompt_cache = PromptCache()
         self.draft: LoadedModel | None = None
         self.draft_cache: CachedModel | None = None
@@ -95,7 +96,8 @@ class ModelPair:
             raise IncompatiblePairError(
                 check.explain(self.target.name, draft.name) + " Pick a draft from the target's model family."
             )
-        self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model, kv_bits=self.kv_bits), check
+        self.draft, self.draft_cache, self.check = draft, CachedModel(draft.model, kv_bits=self.kv_bits,
+                                                                  identity=model_identity(draft)), check
 
     @property
     def tokenizer(self):  # mlx-lm's TokenizerWrapper

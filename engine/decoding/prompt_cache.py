@@ -17,7 +17,10 @@ So before a prompt is read, `PromptCache.recall` does, for each model that will 
 
 Entries go least recently shelved first, so that the keys and values they hold stay within `budget_bytes`
 (`specchat-cli serve --prompt-cache-mb`). The target's and the draft model's entries share that one budget;
-the live caches are not counted (they exist without this cache too).
+the live caches are not counted (they exist without this cache too). With a `disk` (`--prompt-cache-disk-mb`),
+an entry that goes is written to a file instead (`prompt_cache_disk.py`), and step 2 also weighs the files: one
+sharing more with the prompt than the live cache and every shelved entry is read back (with no memory budget,
+every prefix thrown away goes straight to disk).
 
 A vision target's prompt shows images whose tokens all take the same id, so ids alone would take one image's
 prefix for another's: a cache keeps its images' fingerprint (`CachedModel.images`), an entry keeps it with its
@@ -38,6 +41,7 @@ from dataclasses import dataclass
 
 from ..models.vision import ImageKey
 from .cached_model import CachedModel
+from .prompt_cache_disk import DiskCache
 
 MB = 1 << 20
 DEFAULT_BUDGET_MB = 4096  # a 7B model's keys and values for ~70k tokens; for a 0.5B model ~350k
@@ -47,10 +51,10 @@ SHELVE_AFTER = 32  # tokens a prompt would rewind away before they are worth she
 
 
 def megabytes(text: str) -> int:
-    """A memory budget in MiB as given on the command line (`--prompt-cache-mb`): 0 or more."""
+    """A budget in MiB as given on the command line (`--prompt-cache-mb`, `--prompt-cache-disk-mb`): 0 or more."""
     value = int(text)
     if value < 0:
-        raise ValueError(f"{value} MB: give 0 (one prefix) or more")
+        raise ValueError(f"{value} MB: give 0 or more")
     return value
 
 
@@ -67,16 +71,19 @@ class PromptCache:
     """Shelved prefixes of the pair's models, least recently shelved first, within a memory budget.
 
     Args:
-        budget_mb: the most the shelved keys and values may take, in MiB (0: shelve nothing, one live prefix only).
+        budget_mb: the most the shelved keys and values may take, in MiB (0: none in memory, so one live prefix only,
+            and every prefix thrown away goes to the disk if there is one).
 
     Attributes:
-        hits: recalls that took a shelved entry back (for tests and the benchmark).
+        hits: recalls that took a shelved entry (or a spilled one) back (for tests and the benchmark).
+        disk: where evicted entries go rather than away (`prompt_cache_disk.py`; None, the default: nowhere).
     """
 
     def __init__(self, budget_mb: int = DEFAULT_BUDGET_MB) -> None:
         self.budget_bytes = budget_mb * MB
         self._entries: list[Entry] = []
         self.hits = 0
+        self.disk: DiskCache | None = None
 
     @property
     def nbytes(self) -> int:
@@ -100,22 +107,33 @@ class PromptCache:
         if cache.pending:
             return  # ids not known yet: nothing to compare (an interrupted answer's cache starts over anyway)
         live = _shared(cache, prompt, images)
-        best = max((e for e in self._entries if e.owner is cache), key=lambda e: _shared(e.twin, prompt, images),
-                   default=None)
-        better = best is not None and _shared(best.twin, prompt, images) > live and _same_layers(best, cache)
-        taken = best if better else None
-        if taken is not None:
-            self._entries.remove(taken)  # before shelving, whose eviction might drop it
+        taken = self._take(cache, prompt, images, live)
         thrown = len(cache.tokens) - (0 if taken is not None else live)
         if thrown >= SHELVE_AFTER:
             self._shelve(cache)
         if taken is not None:
-            cache.adopt(taken.twin)
+            cache.adopt(taken)
             self.hits += 1
+
+    def _take(self, cache: CachedModel, prompt: list[int], images: ImageKey | None, live: int) -> CachedModel | None:
+        """The twin sharing the most with the prompt, if more than the live cache: a shelved entry (off the shelf,
+        before shelving, whose eviction might drop it), or else a file (a disk read, dearer than a shelved view)."""
+        best = max((e for e in self._entries if e.owner is cache and _same_layers(e, cache)),
+                   key=lambda e: _shared(e.twin, prompt, images), default=None)
+        shelved = _shared(best.twin, prompt, images) if best is not None else 0
+        if self.disk is not None:
+            spilled, on_disk = self.disk.best(cache, prompt, images)
+            twin = self.disk.load(spilled, cache) if spilled is not None and on_disk > max(live, shelved) else None
+            if twin is not None:
+                return twin  # else: no file, or a bad one (deleted)
+        if best is None or shelved <= live:
+            return None
+        self._entries.remove(best)
+        return best.twin
 
     def _shelve(self, cache: CachedModel) -> None:
         """Keep the live cache's contents as an entry, unless another entry already holds them, then evict."""
-        if self.budget_bytes <= 0:
+        if self.budget_bytes <= 0 and self.disk is None:
             return
         mine = [e for e in self._entries if e.owner is cache]
         if any(_holds(e.twin, cache) for e in mine):
@@ -129,9 +147,11 @@ class PromptCache:
         self._evict()
 
     def _evict(self) -> None:
-        """Drop the entries shelved longest ago until the rest fit the budget."""
+        """Drop the entries shelved longest ago until the rest fit the budget, onto the disk if it takes them."""
         while self._entries and self.nbytes > self.budget_bytes:
-            self._entries.pop(0)
+            dropped = self._entries.pop(0)
+            if self.disk is not None:
+                self.disk.write(dropped.twin)
 
 
 def _shared(cache: CachedModel, prompt: list[int], images: ImageKey | None) -> int:

@@ -394,6 +394,18 @@ def test_serve_keeps_its_prompt_cache_within_the_memory_asked_for(tiny_dirs, mon
     assert "argument --prompt-cache-mb: invalid megabytes value: '-1'" in capsys.readouterr().err
 
 
+def test_serve_spills_prompt_prefixes_to_the_app_data_folder_only_when_asked(tiny_dirs, monkeypatch,
+                                                                              isolated_home) -> None:
+    served = []
+    monkeypatch.setattr("engine.serving.listener.RunningServer.run", lambda server: served.append(server))
+    monkeypatch.setattr("engine.serving.server.create_app", lambda engine, *a, **k: served.append(engine.pair.prompt_cache))
+    assert main(["serve", "--target", str(tiny_dirs[0]), "--port", "0"]) == 0
+    assert served[0].disk is None  # off by default
+    assert main(["serve", "--target", str(tiny_dirs[0]), "--port", "0", "--prompt-cache-disk-mb", "5"]) == 0
+    disk = served[2].disk
+    assert disk.budget_bytes == 5 << 20 and disk.path == isolated_home / "app-data" / "cache" / "prompts"
+
+
 def test_generate_answers_about_an_image(vision_dir, vision_images) -> None:
     """`--image` shows the image to a vision target: the answer changes with the image, and greedy lookup speculation
     answers as standard decoding does."""

@@ -353,3 +353,15 @@ def test_a_base_model_chatting_stops_where_it_starts_the_next_user_turn(tmp_path
         params = GenerationParams(mode=mode, drafter="lookup", temperature=0.0, max_tokens=30)
         result = generate("What is the capital of France?", ModelPair(base), params)
         assert result.text.strip() == "Paris." and result.finish_reason == "stop", (mode, result.text)
+
+
+def test_the_time_to_first_token_counts_taking_a_prefix_back(tiny_pair: ModelPair, monkeypatch) -> None:
+    """A prefix read back from disk (or one written to it) is part of the wait: the clock starts before the recall."""
+    import time
+
+    real, skipped = time.perf_counter, [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + skipped[0])
+    recall = tiny_pair.prompt_cache.recall
+    monkeypatch.setattr(tiny_pair.prompt_cache, "recall", lambda *a: (recall(*a), skipped.__setitem__(0, 100.0)))
+    stats = generate("Hi", tiny_pair, GenerationParams(mode="standard", max_tokens=2)).stats
+    assert stats.ttft_s >= 100.0 and stats.prompt_s >= 100.0

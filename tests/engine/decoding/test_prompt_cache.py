@@ -10,6 +10,7 @@ from engine.decoding.generation import generate
 from engine.decoding.image_prefill import image_prompt, with_images
 from engine.decoding.pair import ModelPair
 from engine.decoding.prompt_cache import SHELVE_AFTER
+from engine.decoding.prompt_cache_disk import DiskCache
 from engine.params import GenerationParams
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, adaptive=False, num_draft=3)
@@ -104,17 +105,20 @@ def test_caches_that_cannot_be_shelved_keep_one_prefix_exactly(family_models, fa
     assert tokens == expected and cached < len(A) // 10 and len(pair.prompt_cache) == 0
 
 
+@pytest.mark.parametrize("shelf", ["memory", "disk"])
 def test_a_question_about_an_image_shelved_earlier_reuses_it_and_another_image_of_its_size_does_not(
-        vision_target, vision_images, vision_image_twin, monkeypatch) -> None:
+        vision_target, vision_images, vision_image_twin, monkeypatch, tmp_path, shelf: str) -> None:
     """Image, another image of the same size (the same ids), then another question about the first image: the
-    second is read from its image on, the third takes the first's prefix back from the shelf (neither the vision
-    tower nor the image's prefill runs again) and answers as a fresh pair does."""
+    second is read from its image on, the third takes the first's prefix back from the shelf, or from the file it
+    was spilled to (neither the vision tower nor the image's prefill runs again) and answers as a fresh pair does."""
     params = GenerationParams(mode="standard", temperature=0.0, max_tokens=24)
     question, follow_up = "What is in the image?", "What colour is it?"
     expected = generate(follow_up, ModelPair(vision_target), params, images=[vision_images[0]])
     messages, sources = with_images(follow_up, [vision_images[0]])
     image = image_prompt(vision_target, ModelPair(vision_target).prompt_ids(messages), sources)
     pair, towers = ModelPair(vision_target), []
+    if shelf == "disk":
+        pair.prompt_cache.budget_bytes, pair.prompt_cache.disk = 0, DiskCache(tmp_path, 64 << 20)
     embed = vision_target.sight.model.get_input_embeddings
     monkeypatch.setattr(vision_target.sight.model, "get_input_embeddings", lambda *a, **k: towers.append(1) or embed(*a, **k))
     first = generate(question, pair, params, images=[vision_images[0]])

@@ -1,0 +1,196 @@
+"""Prompt prefixes spilled to disk: taken back exactly, across pairs, within their budget, never trusted when bad."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.decoding.pair import ModelPair
+from engine.decoding.prompt_cache_disk import STALE_SECONDS, DiskCache, model_identity
+from engine.params import GenerationParams
+from tests.engine.decoding.test_prompt_cache import DRAFTERS, GREEDY, TURN, A, B, C, _answer
+
+MB = 1 << 20
+STANDARD = GREEDY.replace(mode="standard")
+
+
+def _spilling(pair: ModelPair, folder: Path, budget: int = 64 * MB) -> DiskCache:
+    """Give the pair no memory for shelved prefixes and a disk in `folder`, so that every prefix it throws away
+    goes to disk; return the disk."""
+    pair.prompt_cache.budget_bytes = 0
+    pair.prompt_cache.disk = DiskCache(folder, budget)
+    return pair.prompt_cache.disk
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.safetensors"))
+
+
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_a_prefix_spilled_to_disk_comes_back_with_the_output_of_a_fresh_read(tiny_target, tiny_draft, tmp_path,
+                                                                             drafter: str) -> None:
+    params = DRAFTERS[drafter]
+    expected, _ = _answer(ModelPair(tiny_target, tiny_draft), A + TURN, params)
+    pair = ModelPair(tiny_target, tiny_draft)
+    disk = _spilling(pair, tmp_path)
+    _answer(pair, A, params)
+    _answer(pair, B, params)
+    models = 2 if drafter == "draft model" else 1  # the draft model's prefix is spilled and taken back as well
+    assert len(_files(tmp_path)) == models and len(pair.prompt_cache) == 0
+    tokens, cached = _answer(pair, A + TURN, params)
+    assert cached >= len(A) and tokens == expected and disk.hits == models
+    if models == 2:
+        assert pair.draft_cache is not None and pair.draft_cache.tokens[: len(A)] == A
+
+
+def test_a_new_pair_takes_back_what_an_earlier_one_spilled(tiny_target, tmp_path) -> None:
+    """A restart: the files outlive the pair (and the process) that wrote them."""
+    expected, _ = _answer(ModelPair(tiny_target), A + TURN, STANDARD)
+    first, restarted = ModelPair(tiny_target), ModelPair(tiny_target)
+    _spilling(first, tmp_path)
+    _answer(first, A, STANDARD)
+    _answer(first, B, STANDARD)
+    _spilling(restarted, tmp_path)
+    tokens, cached = _answer(restarted, A + TURN, STANDARD)
+    assert cached >= len(A) and tokens == expected
+
+
+def test_another_model_or_a_changed_file_never_takes_a_file(tiny_target, tiny_draft, tmp_path) -> None:
+    first, other = ModelPair(tiny_target), ModelPair(tiny_draft)
+    for pair in (first, other):
+        _spilling(pair, tmp_path)
+    for prompt in (A, B):
+        _answer(first, prompt, STANDARD)
+    assert _answer(other, A + TURN, STANDARD)[1] < len(A) // 10  # the same tokenizer, other weights
+    before = model_identity(tiny_target)
+    config = tiny_target.path / "config.json"
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 1))
+    try:
+        changed = ModelPair(tiny_target)
+        _spilling(changed, tmp_path)
+        assert model_identity(tiny_target) != before and _answer(changed, A + TURN, STANDARD)[1] < len(A) // 10
+    finally:
+        os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns - 1))
+    assert model_identity(tiny_target) == before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "a header that lies"])
+def test_a_bad_file_is_deleted_and_the_prompt_read_anew(tiny_target, tmp_path, damage: str) -> None:
+    expected, _ = _answer(ModelPair(tiny_target), A + TURN, STANDARD)
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, tmp_path)
+    _answer(pair, A, STANDARD)
+    _answer(pair, B, STANDARD)
+    (spilled,) = _files(tmp_path)
+    data = spilled.read_bytes()
+    if damage == "truncated":
+        spilled.write_bytes(data[: len(data) - 1000])
+    elif damage == "garbage":
+        spilled.write_bytes(b"not a safetensors file" * 10)
+    else:
+        _shorten_header(spilled)
+    tokens, cached = _answer(pair, A + TURN, STANDARD)
+    assert tokens == expected and cached < len(A) // 10
+    assert spilled not in _files(tmp_path) and disk.hits == 0
+
+
+def _shorten_header(path: Path, by: int = 5) -> None:
+    """Take `by` ids off the tokens a file's header lists (its tensors unchanged): a file that loads, but holds
+    other positions than it says."""
+    data = path.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    ours = json.loads(header["__metadata__"]["0.specchat"])
+    ours["tokens"] = ours["tokens"][:-by]
+    header["__metadata__"]["0.specchat"] = json.dumps(ours)
+    encoded = json.dumps(header).encode()
+    path.write_bytes(len(encoded).to_bytes(8, "little") + encoded + data[8 + length :])
+
+
+def test_files_stay_within_the_disk_budget_least_recently_used_going_first(tiny_target, tmp_path) -> None:
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, tmp_path)
+    _answer(pair, A, STANDARD)
+    _answer(pair, B, STANDARD)  # spills A
+    one_file = sum(f.stat().st_size for f in _files(tmp_path))
+    disk.budget_bytes = one_file * 3 // 2  # room for one file, not two
+    _answer(pair, C, STANDARD)  # spills B: A goes
+    assert len(_files(tmp_path)) == 1 and disk.nbytes <= disk.budget_bytes
+    assert _answer(pair, B + TURN, STANDARD)[1] >= len(B)  # kept: taken back
+    assert _answer(pair, A + TURN, STANDARD)[1] < len(A) // 10  # deleted: read anew
+
+
+def test_a_prefix_larger_than_the_whole_disk_budget_is_not_written(tiny_target, tmp_path) -> None:
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, tmp_path, budget=1024)
+    for prompt in (A, B):
+        _answer(pair, prompt, STANDARD)
+    assert _files(tmp_path) == [] and disk.writes == 0
+
+
+def test_a_longer_prefix_replaces_the_file_it_holds_and_one_held_writes_nothing(tiny_target, tmp_path) -> None:
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, tmp_path)
+    answer, _ = _answer(pair, A, STANDARD)
+    _answer(pair, B, STANDARD)  # spills A and its answer
+    chat = A + answer + TURN
+    _answer(pair, chat, STANDARD)  # a chat's next turn: takes A back, spills B
+    _answer(pair, C, STANDARD)  # spills the chat, which holds A's file: that goes
+    assert disk.writes == 3 and len(_files(tmp_path)) == 2  # B, the chat
+    _answer(pair, chat, STANDARD)  # takes the chat back, spills C
+    _answer(pair, B, STANDARD)  # takes B back; the chat, thrown away again, is on disk already
+    assert disk.writes == 4 and len(_files(tmp_path)) == 3
+
+
+def test_no_temporary_file_is_left_and_a_stale_one_is_deleted(tmp_path) -> None:
+    fresh, stale = tmp_path / ".a.1.tmp", tmp_path / ".b.2.tmp"
+    for path in (fresh, stale):
+        path.write_bytes(b"half a file")
+    os.utime(stale, (time.time() - STALE_SECONDS - 60,) * 2)
+    assert DiskCache(tmp_path, MB).entries() == []
+    assert fresh.exists() and not stale.exists()  # another process may be writing the fresh one
+
+
+@pytest.mark.parametrize("family", ["qwen3_next", "gemma3_text"])
+def test_caches_that_cannot_be_shelved_write_nothing_and_answer_exactly(family_models, tmp_path, family: str) -> None:
+    """Recurrent state (Qwen3-Next) and sliding windows (Gemma 3) are never shelved, so never spilled either."""
+    target, _ = family_models(family)
+    expected, _ = _answer(ModelPair(target), A + TURN, STANDARD)
+    pair = ModelPair(target)
+    _spilling(pair, tmp_path)
+    for prompt in (A, B):
+        _answer(pair, prompt, STANDARD)
+    assert _answer(pair, A + TURN, STANDARD)[0] == expected and _files(tmp_path) == []
+
+
+def test_keys_quantized_with_kv_bits_write_nothing(family_models, tmp_path) -> None:
+    """Quantized keys are never shelved (nor, so, spilled): a QuantizedKVCache cannot be forked."""
+    pair = ModelPair(family_models("llama")[0])  # heads of 32: quantizable
+    _spilling(pair, tmp_path)
+    for prompt in (A, B):
+        _answer(pair, prompt, GenerationParams(mode="standard", temperature=0.0, max_tokens=8, kv_bits=8))
+    assert _files(tmp_path) == [] and {type(c).__name__ for c in pair.target_cache.cache} == {"QuantizedKVCache"}
+
+
+def test_a_folder_that_cannot_be_written_keeps_nothing_and_answers_as_before(tiny_target, tmp_path) -> None:
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    expected, _ = _answer(ModelPair(tiny_target), A + TURN, STANDARD)
+    pair = ModelPair(tiny_target)
+    disk = _spilling(pair, blocked)
+    for prompt in (A, B):
+        _answer(pair, prompt, STANDARD)
+    assert _answer(pair, A + TURN, STANDARD)[0] == expected and disk.writes == 0 and disk.entries() == []
+
+
+@pytest.mark.parametrize("package", ["mlx", "mlx-lm", "mlx-vlm"])
+def test_an_upgrade_of_the_code_that_computes_keys_changes_the_identity(tiny_target, monkeypatch, package: str) -> None:
+    from importlib.metadata import version
+
+    before = model_identity(tiny_target)
+    monkeypatch.setattr("engine.decoding.prompt_cache_disk.version", lambda p: "99.0" if p == package else version(p))
+    assert model_identity(tiny_target) != before
