@@ -46,8 +46,7 @@ def make_drafter(given: MakerInputs) -> Drafter:
     asks its candidates for drafts each round), plainly otherwise."""
     pair, params = given.pair, given.params
     assert pair.draft_cache is not None  # asked for without a draft model: `generation._check_request` refused it
-    source = model_source(pair, list(given.prompt_ids)) if given.prompt_ids else "model"
-    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, source, given.constraint)
+    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, given.draft_source, given.constraint)
     if not params.ssd or given.constraint is not None or given.automatic:
         return plain
     switch = None if params.ssd_always else pair.policy(("ssd", *given.settings), SsdSwitch)
@@ -55,7 +54,8 @@ def make_drafter(given: MakerInputs) -> Drafter:
 
 
 def model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
-    """The policy's name for the draft model on this prompt: code and chat keep their own estimates."""
+    """The policy's name for the draft model on this prompt: code and chat keep their own estimates. It decodes the
+    prompt's last PROMPT_KIND_TOKENS tokens: `generation` reads it once an answer and hands it to the maker."""
     return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
 
 
