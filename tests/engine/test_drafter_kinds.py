@@ -101,6 +101,9 @@ class SketchState(AttachedStates):
     def reset(self):
         self.heard_positions = 0
 
+    def forget_from(self, position):
+        self.heard_positions = min(self.heard_positions, position)
+
 
 class SketchDrafter:
     idle = False

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
+from ...arrays import int_item
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
 from ..policy.draft_length import DraftPolicy
@@ -140,7 +141,7 @@ def constrained_steps(cached: CachedModel, warper: Warper, history: mx.array | N
         if history is not None:
             row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
         token, logprobs = warper.choose(row, position + i)
-        token_id = int(token.item())
+        token_id = int_item(token)
         if not constraint.push(token_id):
             break
         ids.append(token_id)
