@@ -7,6 +7,7 @@ import pytest
 from engine import drafter_kinds
 from engine.drafter_kinds import candidates, drafter_label, drafters_named, is_block, is_persistent, kind, names
 from engine.params import GenerationParams
+from tests.helpers import registered
 
 
 def test_the_policy_s_qualified_sources_are_read_as_their_kind() -> None:
@@ -136,16 +137,6 @@ SKETCH = drafter_kinds.DrafterKind(
     listens=True, needs="a Sketch drafter", checkpoint="a Sketch checkpoint", network="sketch_kind.network",
     round="sketch_kind.round", about="A Sketch drafter folder loaded beside the target",
 )
-
-
-def registered(row, files, tmp_path, monkeypatch):
-    """Register `row` with its files (name: text) in a package of their own on the path, as a new kind would be."""
-    package = tmp_path / "code" / row.round.split(".")[0]
-    package.mkdir(parents=True)
-    for name, text in {"__init__.py": "", **files}.items():
-        (package / name).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path / "code"))
-    drafter_kinds.register(row)
 
 
 @pytest.fixture
