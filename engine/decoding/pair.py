@@ -20,6 +20,7 @@ import mlx.core as mx
 from .. import drafter_kinds
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
 from ..models.compatibility import PairCheck, check_tokenizers
+from ..models.draft_choice import drafter_folder
 from ..models.load_progress import LoadProgress
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
@@ -73,10 +74,8 @@ class ModelPair:
     def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> ModelPair:
         """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id), reporting each
         stage of each to `progress`."""
-        from ..drafters.draft_folder import hidden_drafter
-
         target_model = load_model(target, progress=progress)
-        drafter = hidden_drafter(draft)  # a drafter folder (EAGLE-3, DFlash...): no draft model, a drafter of the target
+        drafter = drafter_folder(draft)  # a drafter folder (EAGLE-3, DFlash...): no draft model, a drafter of the target
         draft_model = load_model(draft, progress=progress) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
         if drafter is not None:

@@ -48,6 +48,15 @@ def folder_drafter(folder: Path | None) -> str | None:
     return drafter_kind(read_json(folder / "config.json")) if folder is not None else None
 
 
+def drafter_folder(draft: str | None) -> tuple[str, Path] | None:
+    """(the drafter kind, its folder) when `draft` names a drafter folder SpecChat drafts with ("eagle3", "dflash"...):
+    what `ModelPair.load` loads as a drafter of the target instead of a draft model; None for anything else (a draft
+    model, a missing folder)."""
+    path = draft_folder(draft) if draft else None
+    kind = folder_drafter(path)
+    return (kind, path) if kind is not None and path is not None else None
+
+
 def drafter_for(draft: str | None) -> str:
     """The drafter a chosen draft is: "dflash", "dspark", "eagle3" (a drafter folder), "model" (a draft model), ""
     (no draft)."""
