@@ -10,10 +10,10 @@ without `.weight`). There is no embedding table and no LM head: the drafter borr
 The API the round uses (one generation, batch 1; the network is `dflash_model.py`):
 
     drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashRunner(model, target)
-    logits, taps = tap(prompt_ids, target_cache)     # the target's pass that also returns its tapped
-    drafter.feed(taps)                               # layers, concatenated: (1, L, n_taps * hidden)
+    logits, states = forward_with_taps(target_model, ids, cache, taps)   # the target's pass and its tapped
+    drafter.feed(mx.concatenate(states, axis=-1))    # layers' outputs: (1, L, n_taps * hidden)
     block = drafter.draft(last_token)                # -> BlockDraft: ids (B-1,), logits (B-1, V), probs or None
-    ... the target verifies [last_token, *block.ids[:k]] with `tap` and accepts a of them ...
+    ... the target verifies [last_token, *block.ids[:k]] the same way and accepts a of them ...
     drafter.feed(verify_taps[:, : a + 1])            # the accepted positions only, last_token's included
     drafter.draft(correction_or_bonus)               # and so on; drafter.length is the context positions held
     drafter.rewind(n)                                # a turn edited or regenerated: keep the first n positions
