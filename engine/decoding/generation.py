@@ -84,8 +84,9 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, draft_source: 
     64-token answers: 0.905x standard with 8 tokens drafted in 8 answers). A probe's draft catches up instead.
     """
     caches = [("target", pair.target_cache)]
-    if draft_source is not None and not _policy(pair, params).gave_up_on(draft_source):
-        caches.append(("draft", pair.draft_cache))  # type: ignore[arg-type]  # drafting from a model: it has a cache
+    draft = pair.draft_cache  # there is one wherever a draft model drafts (`draft_source` is not None)
+    if draft_source is not None and draft is not None and not _policy(pair, params).gave_up_on(draft_source):
+        caches.append(("draft", draft))
     return caches
 
 
