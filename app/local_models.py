@@ -25,9 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.models.base_model import BASE_MODEL_NOTE
-from engine.models.draft_choice import drafts_with, has_mtp_heads
+from engine.models.draft_choice import built_in_drafters, drafts_with
 from engine.models.memory import Fit, check_fit, estimate_memory_gb, folder_size_gb
 from engine.models.model_store import LocalModel, all_local_models, delete_cached_model, forget_model, remember_model
 from engine.models.vision import SEES_IMAGES
@@ -231,9 +232,11 @@ class LocalModelsTab(QWidget):
 
     @staticmethod
     def _heads_note(target: LocalModel | None) -> str:
-        """For a target with built-in MTP heads, that they need nothing loaded beside it (they load with it)."""
-        has_heads = target is not None and target.path.is_dir() and has_mtp_heads(target.path)
-        return " (its built-in MTP drafter needs none: choose it as the Drafter in the toolbar)" if has_heads else ""
+        """For a target with drafters built in (MTP heads), that they need nothing loaded beside it (they load with it)."""
+        built_in = built_in_drafters(target.path) if target is not None and target.path.is_dir() else ()
+        if not built_in:
+            return ""
+        return f" (its {' and '.join(map(drafter_label, built_in))} needs none: choose it as the Drafter in the toolbar)"
 
     @staticmethod
     def _can_draft(model: LocalModel) -> bool:

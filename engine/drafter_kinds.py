@@ -157,6 +157,13 @@ def kind(name: str) -> DrafterKind:
     return KINDS[base]
 
 
+def kind_name(source: str) -> str:
+    """The name of the kind a drafter's drafts come from, by the policy's name for them ("model:code" -> "model",
+    "lookup+copying" -> "lookup"); a name no row has, as it is ("none")."""
+    row = _row_of(source)
+    return row.name if row is not None else source
+
+
 # How a person reads the policy's finer names for a drafter's drafts (a lookup match's kind, the draft model on code).
 QUALIFIED_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches",
                     "model:code": "draft model on code"}
@@ -212,16 +219,24 @@ def is_persistent(source: str) -> bool:
     return row is not None and row.persistent
 
 
+def built_in(target_config: dict[str, Any]) -> tuple[str, ...]:
+    """The kinds built into a target: those whose heads its config declares (`target_keys`, at the top level or in
+    `text_config`)."""
+    text = target_config.get("text_config") or {}
+    return tuple(row.name for row in KINDS.values() if row.pairs_with == "built-in"
+                 and any(text.get(key) or target_config.get(key) for key in row.target_keys))
+
+
 def candidates(loaded: tuple[str, ...], has_draft_model: bool, target_config: dict[str, Any]) -> tuple[str, ...]:
     """Every single drafter a pair has, in the registry's order: lookup, the draft model when one is loaded, the heads
     the target declares, and the drafter folders loaded (`loaded`): what an Automatic choice picks among."""
-    text = target_config.get("text_config") or {}
+    declared = built_in(target_config)
     found = []
     for row in KINDS.values():
         if row.parts:
             continue
         has = {"any": True, "tokenizer": has_draft_model, "trained-for": row.name in loaded,
-               "built-in": any(text.get(key) or target_config.get(key) for key in row.target_keys)}[row.pairs_with]
+               "built-in": row.name in declared}[row.pairs_with]
         if has:
             found.append(row.name)
     return tuple(found)

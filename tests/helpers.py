@@ -259,6 +259,19 @@ def recorded_head_rounds(pair: ModelPair, runner, monkeypatch, prompts: list[str
     return [(context, tokens.tolist(), mx.concatenate(rows(), axis=0)) for context, tokens, rows in rounds]
 
 
+def registered(row: Any, files: dict[str, str], tmp_path: Path, monkeypatch: Any) -> None:
+    """Register the drafter kind `row` with its files (name: text) in a package of their own on the path, as a new
+    kind would be (take it out of `drafter_kinds.KINDS` afterwards)."""
+    from engine import drafter_kinds
+
+    package = tmp_path / "code" / row.round.split(".")[0]
+    package.mkdir(parents=True)
+    for name, text in {"__init__.py": "", **files}.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    drafter_kinds.register(row)
+
+
 def agent_request(name: str) -> list[dict]:
     """An agent's request: a long system prompt of its own (Claude Code's main loop, its title request), a question.
     Alternating two of them is what thrashed a prompt cache with one prefix."""

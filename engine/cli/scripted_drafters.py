@@ -209,9 +209,7 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path | None
 def make_drafter(given: MakerInputs) -> ScriptedDrafter:
     """The round's drafter of the scripted kind asked for, from the state `script_drafters` loaded into the pair (its
     drafts are point masses: the warp is not needed)."""
-    state = given.pair.drafter_state(given.kind)
-    assert isinstance(state, ScriptedState)  # this module's load_state made it
-    return ScriptedDrafter(state, given.policy)
+    return ScriptedDrafter(given.state(ScriptedState), given.policy)
 
 
 def register_scripted(path: Path) -> str:

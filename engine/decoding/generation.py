@@ -70,7 +70,13 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (a folder's: none loaded)
 
 
-def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> list[tuple[str, CachedModel]]:
+def _draft_source(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> str | None:
+    """The policy's name for the draft model on this prompt ("model", "model:code"), None when no draft model drafts:
+    read once an answer, for its prefill and its drafter alike (it decodes up to 2048 of the prompt's tokens)."""
+    return model_source(pair, prompt_ids) if _uses_draft(pair, params) else None
+
+
+def _caches_to_prefill(pair: ModelPair, params: GenerationParams, draft_source: str | None) -> list[tuple[str, CachedModel]]:
     """The target, and the draft model too when it will draft (its first draft would otherwise prefill it).
 
     Not when the adaptive policy has given up on the draft model: prefilling a draft that will not draft cost
@@ -78,8 +84,9 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_ids: li
     64-token answers: 0.905x standard with 8 tokens drafted in 8 answers). A probe's draft catches up instead.
     """
     caches = [("target", pair.target_cache)]
-    if _uses_draft(pair, params) and not _policy(pair, params).gave_up_on(model_source(pair, prompt_ids)):
-        caches.append(("draft", pair.draft_cache))  # type: ignore[arg-type]  # drafting from a model: it has a cache
+    draft = pair.draft_cache  # there is one wherever a draft model drafts (`draft_source` is not None)
+    if draft_source is not None and draft is not None and not _policy(pair, params).gave_up_on(draft_source):
+        caches.append(("draft", draft))
     return caches
 
 
@@ -102,7 +109,7 @@ def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple[object, ..
             params.json_schema is not None or params.grammar is not None)
 
 
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_ids: list[int],
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, draft_source: str | None,
              compared: object = None) -> Decoder:
     """Standard decoding, or speculation with the chosen drafter (a combination's parts in their order), or with
     Automatic's candidates (every drafter the pair has) as one drafter: each made by its kind's maker, looked up by
@@ -112,7 +119,7 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_i
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     automatic = params.drafter == AUTO
     policy: DraftPolicy = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
-    given = MakerInputs(pair, params, warper, policy, _settings_key(pair, params), tuple(prompt_ids), constraint,
+    given = MakerInputs(pair, params, warper, policy, _settings_key(pair, params), draft_source or "model", constraint,
                         automatic, compared)
     drafters: list[Drafter] = [round_side(kind).make_drafter(replace(given, kind=kind)) for kind in asked_drafters(pair, params)]
     if isinstance(policy, Ballot):
@@ -138,14 +145,15 @@ def _rounds(decoder: Decoder, answer: Answer, cancelled: Cancel) -> Iterator[Eve
 
 
 def _prefill(
-    pair: ModelPair, prompt_ids: list[int], params: GenerationParams, cancelled: Cancel, vision: ImagePrompt | None = None
+    pair: ModelPair, caches: list[tuple[str, CachedModel]], prompt_ids: list[int], cancelled: Cancel,
+    vision: ImagePrompt | None = None,
 ) -> Generator[ImagesRead | PrefillEvent, None, bool]:
-    """Prefill the prompt into the models that will read it, chunk by chunk (a vision target's images first, in one
-    pass); returns whether it finished."""
+    """Prefill the prompt into the models that will read it (`caches`: `_caches_to_prefill`'s), chunk by chunk (a
+    vision target's images first, in one pass); returns whether it finished."""
     if vision is not None:
         yield ImagesRead(vision.counts)
     prefill_images(pair.target, pair.target_cache, vision, prompt_ids)
-    for name, cache in _caches_to_prefill(pair, params, prompt_ids):
+    for name, cache in caches:
         for processed, total in cache.catch_up_steps(prompt_ids):
             yield PrefillEvent(processed, total, name)
             if cancelled():
@@ -187,7 +195,8 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
 
 
 def _set_up(pair: ModelPair, params: GenerationParams) -> None:
-    """The seed, prefill chunk and key precision this answer asks for."""
+    """The seed, prefill chunk and key precision this answer asks for; its peak memory counted from here."""
+    mx.reset_peak_memory()
     if params.seed is not None:
         mx.random.seed(params.seed)
     pair.set_prefill_step_size(params.prefill_step_size)
@@ -212,13 +221,13 @@ def _answering(pair: ModelPair, params: GenerationParams) -> Iterator[None]:
         pair.discard_pending()
 
 
-def _recall_prefix(pair: ModelPair, params: GenerationParams, prompt_ids: list[int], images: ImageKey | None) -> int:
+def _recall_prefix(pair: ModelPair, caches: list[tuple[str, CachedModel]], prompt_ids: list[int],
+                   images: ImageKey | None) -> int:
     """Take back a shelved prefix the prompt starts with (`prompt_cache.py`; past an image only for the same
     images); not for a target across Macs, whose other Macs hold their layers' caches, which the head cannot shelve
     or take back. Returns the prompt tokens the target's cache then holds (the last is always read again)."""
     if pair.network_clock() is None:
-        caches = [cache for _, cache in _caches_to_prefill(pair, params, prompt_ids)]
-        pair.prompt_cache.recall(caches, prompt_ids, images)
+        pair.prompt_cache.recall([cache for _, cache in caches], prompt_ids, images)
     return min(len(prompt_ids) - 1, pair.target_cache.shared_with(prompt_ids, images))
 
 
@@ -256,21 +265,21 @@ def generate_stream(
     params = _with_turn_end(pair, params, chat and not _is_token_ids(prompt))
     _check_request(pair, prompt_ids, params)
     _set_up(pair, params)
-
     warper = Warper(params, pair.vocab_width)
-    mx.reset_peak_memory()
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     image_key = vision.key if vision is not None else None
     started = time.perf_counter()  # a prefix read back from disk (or spilled to it) is part of the wait
-    stats.cached_prompt_tokens = _recall_prefix(pair, params, prompt_ids, image_key)
+    draft_source = _draft_source(pair, params, prompt_ids)
+    caches = _caches_to_prefill(pair, params, draft_source)
+    stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
                     network=pair.network_clock())
     with _answering(pair, params):
-        prefilled = yield from _prefill(pair, prompt_ids, params, cancelled, vision)
+        prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            decoder = _decoder(pair, params, warper, prompt_ids, prompt if comparing else None)
+            decoder = _decoder(pair, params, warper, draft_source, prompt if comparing else None)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
             if params.drafter == AUTO and params.mode == "speculative":

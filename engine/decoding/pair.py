@@ -20,11 +20,12 @@ import mlx.core as mx
 from .. import drafter_kinds
 from ..errors import IncompatiblePairError, InvalidParameterError, UnsupportedModelError
 from ..models.compatibility import PairCheck, check_tokenizers
+from ..models.draft_choice import drafter_folder
 from ..models.load_progress import LoadProgress
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
 from .cached_model import CachedModel
-from .drafting.drafter_state import AttachedStates
+from .drafting.drafter_state import AttachedStates, DrafterState
 from .drafting.history_lookup import DraftHistory
 from .prompt_cache import PromptCache
 from .prompt_cache_disk import model_identity
@@ -49,8 +50,8 @@ class ModelPair:
         idle: set while no answer is being generated. Background work for the pair (indexing the saved chats)
             waits for it, so it never competes with an answer for Python's lock and the cores (the first
             answer after a launch used to run beside the indexing of every saved chat).
-        drafters: the sides of the chat of the drafters that hear the target's hidden states, by kind (a drafter
-            folder loaded as the draft; the target's own heads once used).
+        drafters: the sides of the chat of the drafters that keep one, by kind (a drafter folder loaded as the
+            draft; the target's own heads once used; each made by its kind's `load_state`).
     """
 
     def __init__(self, target: LoadedModel, draft: LoadedModel | None = None) -> None:
@@ -67,17 +68,15 @@ class ModelPair:
         self.history = DraftHistory()
         self.idle = threading.Event()
         self.idle.set()
-        self.drafters: dict[str, AttachedStates] = {}
+        self.drafters: dict[str, DrafterState] = {}
         self.set_draft(draft)
 
     @classmethod
     def load(cls, target: str, draft: str | None = None, progress: LoadProgress | None = None) -> ModelPair:
         """Load a target and an optional draft by name (folder, .gguf file or downloaded repo id), reporting each
         stage of each to `progress`."""
-        from ..drafters.draft_folder import hidden_drafter
-
         target_model = load_model(target, progress=progress)
-        drafter = hidden_drafter(draft)  # a drafter folder (EAGLE-3, DFlash...): no draft model, a drafter of the target
+        drafter = drafter_folder(draft)  # a drafter folder (EAGLE-3, DFlash...): no draft model, a drafter of the target
         draft_model = load_model(draft, progress=progress) if draft and drafter is None else None
         pair = cls(target_model, draft_model)
         if drafter is not None:
@@ -191,10 +190,10 @@ class ModelPair:
         """The drafter folder loaded as the pair's draft ("eagle3", "dflash"...), None for none (or a draft model)."""
         return next((kind for kind in self.drafters if drafter_kinds.kind(kind).folder is not None), None)
 
-    def drafter_state(self, kind: str) -> AttachedStates:
-        """The side of the chat of a drafter that hears the target's hidden states: the target's own heads (MTP)
-        loaded on first use, or one line saying why the target has none; a drafter folder's, or one line saying
-        what the `kind` drafter needs loaded."""
+    def drafter_state(self, kind: str) -> DrafterState:
+        """The side of the chat of a drafter that keeps one: the target's own heads (MTP) loaded on first use, or one
+        line saying why the target has none; a drafter folder's, or one line saying what the `kind` drafter needs
+        loaded."""
         if kind not in self.drafters:
             row = drafter_kinds.kind(kind)
             if row.folder is not None:
@@ -207,7 +206,13 @@ class ModelPair:
 
     def hidden_listener(self, drafter: str) -> AttachedStates | None:
         """The drafter state that hears the target's hidden states when `drafter` drafts (None: no such drafter)."""
-        return self.drafter_state(drafter) if drafter_kinds.listens(drafter) else None
+        if not drafter_kinds.listens(drafter):
+            return None
+        state = self.drafter_state(drafter)
+        if not isinstance(state, AttachedStates):
+            raise TypeError(f"The {drafter} drafter listens to the target (its row says so), so its load_state must "
+                            f"make AttachedStates, not a {type(state).__name__}.")
+        return state
 
     def drafter_names(self) -> tuple[str, ...]:
         """Every single drafter this pair can draft with (an Automatic choice's candidates)."""

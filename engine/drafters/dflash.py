@@ -10,10 +10,10 @@ without `.weight`). There is no embedding table and no LM head: the drafter borr
 The API the round uses (one generation, batch 1; the network is `dflash_model.py`):
 
     drafter = load_drafter_for(path, target_model, target_config, target_name)   # or DFlashRunner(model, target)
-    logits, taps = tap(prompt_ids, target_cache)     # the target's pass that also returns its tapped
-    drafter.feed(taps)                               # layers, concatenated: (1, L, n_taps * hidden)
+    logits, states = forward_with_taps(target_model, ids, cache, taps)   # the target's pass and its tapped
+    drafter.feed(mx.concatenate(states, axis=-1))    # layers' outputs: (1, L, n_taps * hidden)
     block = drafter.draft(last_token)                # -> BlockDraft: ids (B-1,), logits (B-1, V), probs or None
-    ... the target verifies [last_token, *block.ids[:k]] with `tap` and accepts a of them ...
+    ... the target verifies [last_token, *block.ids[:k]] the same way and accepts a of them ...
     drafter.feed(verify_taps[:, : a + 1])            # the accepted positions only, last_token's included
     drafter.draft(correction_or_bonus)               # and so on; drafter.length is the context positions held
     drafter.rewind(n)                                # a turn edited or regenerated: keep the first n positions
@@ -42,14 +42,14 @@ import mlx.nn as nn
 
 from ..arrays import load_arrays
 from ..errors import NotAModelError
-from ..models.folder_kind import architectures, folder_name, read_json
+from ..models.folder_kind import architectures, drafter_kind, folder_name, read_json
 from .dflash_model import Chooser, DFlashConfig, DFlashModel
 from .dflash_pairing import check_target
-from .draft_folder import dflash_version, hidden_drafter
 from .weights import load_strictly
 
 # Published torch checkpoints store DFlash2's codebooks as bare tensors; MLX's Embedding names them `.weight`.
 CODEBOOKS = ("candidate_selector.predecessor_codebook", "candidate_selector.successor_codebook")
+DFLASH_ARCHITECTURES = {"DFlashDraftModel": 1, "DFlash2DraftModel": 2}
 
 
 @dataclass
@@ -70,10 +70,16 @@ class BlockDraft:
 # --- the published format -----------------------------------------------------------------------------------
 
 
-def dflash_folder(spec: str | None) -> Path | None:
-    """The local folder of a DFlash drafter named by a path or a downloaded repo id; None for anything else."""
-    found = hidden_drafter(spec)
-    return found[1] if found is not None and found[0] == "dflash" else None
+def dflash_version(config: dict[str, Any] | None) -> int | None:
+    """1 for a DFlash drafter's config, 2 for DFlash2, None for anything else: another kind (DSpark's share
+    `dflash_config`), or a DFlash version SpecChat cannot run (`DFlash3DraftModel`)."""
+    if drafter_kind(config) != "dflash":
+        return None
+    names = architectures(config or {})
+    known = [DFLASH_ARCHITECTURES[n] for n in names if n in DFLASH_ARCHITECTURES]
+    if known:
+        return known[0]
+    return None if any("dflash" in n.lower() for n in names) else 1  # no DFlash class named: its dflash_config says
 
 
 def read_dflash_config(path: Path) -> DFlashConfig:

@@ -27,19 +27,11 @@ from ..arrays import int_list, load_arrays
 from ..errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from ..models.folder_kind import drafter_kind, folder_name, read_json
 from ..models.loading import LoadedModel
-from .draft_folder import hidden_drafter
 from .eagle3_model import DraftVocabulary, Eagle3Config, Eagle3Model, Eagle3Runner, Tap
 from .mtp import text_model
 from .weights import load_strictly
 
 LAYER_TYPES = {"llama": False, "qwen3": True}  # transformer_layer_config.model_type -> q/k norms
-
-
-def eagle3_folder(spec: str | None) -> Path | None:
-    """The local folder of an EAGLE-3 drafter named by a path or a downloaded repo id; None for anything else
-    (JSON only: cheap enough to decide what `--draft` names before anything loads)."""
-    found = hidden_drafter(spec)
-    return found[1] if found is not None and found[0] == "eagle3" else None
 
 
 def _layer_config(config: dict[str, Any]) -> dict[str, Any]:

@@ -30,8 +30,8 @@ import mlx.core as mx
 import mlx.nn as nn
 
 from ..arrays import load_arrays
+from ..drafter_kinds import kind
 from ..errors import UnsupportedModelError
-from ..models.draft_choice import mtp_layer_count
 from ..models.folder_kind import folder_name
 from .mtp import Concat, MTPHead, head_blocks, text_model
 from .weights import load_strictly
@@ -45,6 +45,18 @@ NORM_SUFFIXES = ("pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "i
 DELTA_ENCODINGS = {"delta", "delta_plus_one", "mlx_delta"}
 _EXPERT = re.compile(r"^(?P<layer>.+\.mlp)\.experts\.(?P<expert>\d+)\.(?P<part>\w+_proj\.(?:weight|scales|biases))$")
 DELTA_MEAN = 0.5  # mean gain below which a sidecar's norms are zero-centred (MTPLX's threshold for these norms)
+
+
+def mtp_layer_count(config: dict[str, Any]) -> int:
+    """How many MTP layers the config declares (0: none): Qwen3.5/3.6's `mtp_num_hidden_layers` (in
+    `text_config` for the multimodal checkpoints), Qwen3-Next's and MiMo's `num_nextn_predict_layers` (the keys
+    of the "mtp" row)."""
+    text = config.get("text_config") or {}
+    for key in kind("mtp").target_keys:
+        value = text.get(key) or config.get(key)
+        if value:
+            return int(value)
+    return 0
 
 
 def load_mtp_head(path: Path, target: nn.Module, config: dict[str, Any]) -> MTPHead:

@@ -1,8 +1,8 @@
 """What a chosen draft is, told from JSON before anything loads: a draft model, a drafter folder (DFlash, DSpark, EAGLE-3)
-that reads the target's hidden states, or nothing; and whether a target has built-in MTP heads of its own.
+that reads the target's hidden states, or nothing; and which drafters a target has built in (MTP heads).
 
 The picker, the saved pair and the worker pass a pair around as two strings (target, draft): what is loaded. The
-target's own MTP heads are part of the target, loaded with it, so they never travel as a draft; which drafter
+target's own heads are part of the target, loaded with it, so they never travel as a draft; which drafter
 drafts is chosen apart from what is loaded (the app's Drafter choice, `--drafter`). `drafter_for` says which of the
 engine's drafters (engine/drafter_kinds.py) a draft is. JSON only, no MLX: the picker asks on the GUI thread.
 """
@@ -10,9 +10,8 @@ engine's drafters (engine/drafter_kinds.py) a draft is. JSON only, no MLX: the p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ..drafter_kinds import KINDS, folder_kinds
+from ..drafter_kinds import KINDS, built_in, folder_kinds
 from .folder_kind import drafter_kind, folder_name, read_json
 
 
@@ -28,21 +27,9 @@ def pair_drafters() -> dict[str, str]:
     return {row.name: row.label for row in KINDS.values() if not row.parts and row.pairs_with != "any"}
 
 
-def mtp_layer_count(config: dict[str, Any]) -> int:
-    """How many MTP layers the config declares (0: none): Qwen3.5/3.6's `mtp_num_hidden_layers` (in
-    `text_config` for the multimodal checkpoints), Qwen3-Next's and MiMo's `num_nextn_predict_layers` (the keys
-    of the "mtp" row)."""
-    text = config.get("text_config") or {}
-    for key in KINDS["mtp"].target_keys:
-        value = text.get(key) or config.get(key)
-        if value:
-            return int(value)
-    return 0
-
-
-def has_mtp_heads(folder: Path) -> bool:
-    """Whether the model in `folder` declares built-in MTP heads (its config.json says so)."""
-    return mtp_layer_count(read_json(Path(folder) / "config.json") or {}) > 0
+def built_in_drafters(folder: Path) -> tuple[str, ...]:
+    """The drafters built into the model in `folder`: those whose heads its config.json declares ("mtp")."""
+    return built_in(read_json(Path(folder) / "config.json") or {})
 
 
 def draft_folder(spec: str) -> Path | None:
@@ -59,6 +46,15 @@ def folder_drafter(folder: Path | None) -> str | None:
     """The drafter kind ("dflash", "eagle3"...) of a drafter folder SpecChat drafts with; None for anything else
     (folder_kind.drafter_family is the one rule)."""
     return drafter_kind(read_json(folder / "config.json")) if folder is not None else None
+
+
+def drafter_folder(draft: str | None) -> tuple[str, Path] | None:
+    """(the drafter kind, its folder) when `draft` names a drafter folder SpecChat drafts with ("eagle3", "dflash"...):
+    what `ModelPair.load` loads as a drafter of the target instead of a draft model; None for anything else (a draft
+    model, a missing folder)."""
+    path = draft_folder(draft) if draft else None
+    kind = folder_drafter(path)
+    return (kind, path) if kind is not None and path is not None else None
 
 
 def drafter_for(draft: str | None) -> str:

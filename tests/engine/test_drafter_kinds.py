@@ -5,8 +5,19 @@ from __future__ import annotations
 import pytest
 
 from engine import drafter_kinds
-from engine.drafter_kinds import candidates, drafter_label, drafters_named, is_block, is_persistent, kind, names
+from engine.drafter_kinds import (
+    built_in,
+    candidates,
+    drafter_label,
+    drafters_named,
+    is_block,
+    is_persistent,
+    kind,
+    kind_name,
+    names,
+)
 from engine.params import GenerationParams
+from tests.helpers import registered
 
 
 def test_the_policy_s_qualified_sources_are_read_as_their_kind() -> None:
@@ -18,6 +29,8 @@ def test_the_policy_s_qualified_sources_are_read_as_their_kind() -> None:
             if is_block(source)] == ["dflash", "dspark"]
     with pytest.raises(KeyError):
         kind("none")
+    assert [kind_name(source) for source in ("model:code", "lookup+copying", "lookup+long", "dspark", "none")] == [
+        "model", "lookup", "lookup", "dspark", "none"]  # a round's drafter, as its RoundEvent names it
 
 
 def test_the_kinds_that_read_the_target_s_hidden_states_listen() -> None:
@@ -40,6 +53,7 @@ def test_every_drafter_a_pair_has_is_a_candidate() -> None:
     assert candidates(("dflash",), True, {"text_config": {"mtp_num_hidden_layers": 1}}) == (
         "model", "lookup", "mtp", "dflash")
     assert candidates(("eagle3",), False, {"num_nextn_predict_layers": 1}) == ("lookup", "mtp", "eagle3")
+    assert built_in({"text_config": {"mtp_num_hidden_layers": 1}}) == ("mtp",) and built_in({"hidden_size": 8}) == ()
 
 
 def test_labels_name_each_drafter_and_each_share() -> None:
@@ -101,6 +115,9 @@ class SketchState(AttachedStates):
     def reset(self):
         self.heard_positions = 0
 
+    def forget_from(self, position):
+        self.heard_positions = min(self.heard_positions, position)
+
 
 class SketchDrafter:
     idle = False
@@ -133,16 +150,6 @@ SKETCH = drafter_kinds.DrafterKind(
     listens=True, needs="a Sketch drafter", checkpoint="a Sketch checkpoint", network="sketch_kind.network",
     round="sketch_kind.round", about="A Sketch drafter folder loaded beside the target",
 )
-
-
-def registered(row, files, tmp_path, monkeypatch):
-    """Register `row` with its files (name: text) in a package of their own on the path, as a new kind would be."""
-    package = tmp_path / "code" / row.round.split(".")[0]
-    package.mkdir(parents=True)
-    for name, text in {"__init__.py": "", **files}.items():
-        (package / name).write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path / "code"))
-    drafter_kinds.register(row)
 
 
 @pytest.fixture

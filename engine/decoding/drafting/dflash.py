@@ -47,33 +47,33 @@ class DFlashState(AttachedStates):
     but not fed yet.
 
     Args:
-        drafter: the drafter bound to the target (`drafters/dflash.load_drafter_for`).
+        runner: the drafter bound to the target (`drafters/dflash.load_drafter_for`).
         target: the target's cache, whose passes it hears while attached.
 
     Attributes:
         base: the target position of the drafter's first cached position (0 unless it started over after a gap).
-        ids: the context ids the positions held were computed from: context[: base + drafter.length].
+        ids: the context ids the positions held were computed from: context[: base + runner.length].
     """
 
-    def __init__(self, drafter: DFlashRunner, target: CachedModel) -> None:
+    def __init__(self, runner: DFlashRunner, target: CachedModel) -> None:
         super().__init__(target)
-        self.drafter = drafter
-        self.taps = tuple(LayerTap(layer) for layer in drafter.config.target_layer_ids)
+        self.runner = runner
+        self.taps = tuple(LayerTap(layer) for layer in runner.config.target_layer_ids)
         self.reset()
 
     @property
     def block_tokens(self) -> int:
         """Draft tokens one block pass proposes: the most a round can verify."""
-        return self.drafter.max_draft
+        return self.runner.max_draft
 
     @property
     def end(self) -> int:
         """The target position after the last one the drafter holds."""
-        return self.base + self.drafter.length
+        return self.base + self.runner.length
 
     def reset(self) -> None:
         """Forget every position held and every state stored."""
-        self.drafter.reset()
+        self.runner.reset()
         self.store.clear()
         self.base = 0
         self.ids: list[int] = []
@@ -88,12 +88,12 @@ class DFlashState(AttachedStates):
         tokens = self.target.tokens  # a prefix of the context being answered: rejected drafts are rewound by now
         self._follow(tokens)
         self._advance(tokens, len(tokens) - 1)
-        self.drafter.absorb()
+        self.runner.absorb()
 
     @property
     def state(self) -> list[mx.array]:
         """The drafter's cache, evaluated with each prefill chunk."""
-        return [a for c in self.drafter.cache if c.keys is not None for a in (c.keys, c.values)]
+        return [a for c in self.runner.cache if c.keys is not None for a in (c.keys, c.values)]
 
     def forget_from(self, position: int) -> None:
         """Forget the states at `position` and after, and the drafter's positions built from them."""
@@ -110,7 +110,7 @@ class DFlashState(AttachedStates):
         self._follow(context)
         self._rewind_to(last)  # a Regenerate: the context ends before what the drafter holds
         self._advance(context, last)
-        return self.end == last and self.drafter.length > 0
+        return self.end == last and self.runner.length > 0
 
     def _follow(self, ids: list[int]) -> None:
         """Rewind to where `ids` depart from the ids the positions held were computed from (not where they end)."""
@@ -123,10 +123,10 @@ class DFlashState(AttachedStates):
         if length >= self.end:
             return
         if length <= self.base:
-            self.drafter.reset()
+            self.runner.reset()
             self.base = length
         else:
-            self.drafter.rewind(length - self.base)
+            self.runner.rewind(length - self.base)
         self.ids = self.ids[:length]
 
     def _advance(self, ids: list[int], upto: int) -> None:
@@ -135,13 +135,13 @@ class DFlashState(AttachedStates):
         if self.end >= upto:
             return
         rows = self.store.rows(self.end, upto)
-        if rows is None:
-            if not self.store.start < upto <= self.store.end:
-                return
-            self.drafter.reset()
+        if rows is None and self.store.start < upto <= self.store.end:
+            self.runner.reset()
             self.base = self.store.start
             rows = self.store.rows(self.base, upto)
-        self.drafter.feed(rows[None])
+        if rows is None:
+            return
+        self.runner.feed(rows[None])
         self.ids = list(ids[:upto])
         self.store.drop_before(upto)
 
@@ -150,7 +150,7 @@ class DFlashBlockDrafter(NetworkDrafter):
     """Proposes the first K tokens of a block the DFlash drafter drafts in one pass, with the q each was drawn from.
 
     Args:
-        state: the chat's DFlash side (`ModelPair.drafter_state("dflash")`).
+        state: the chat's DFlash side (`load_state`'s, which the pair keeps).
         warper: the sampling warp shared with the target.
         policy: chooses how many of the block's tokens to verify.
     """
@@ -177,7 +177,7 @@ class DFlashBlockDrafter(NetworkDrafter):
     def _block(self, context: list[int], k: int) -> tuple[mx.array, mx.array | None]:
         """The first k ids of the block after `context`, and the q each was drawn from (None when greedy): the
         whole block is drafted, its positions seeing each other, and the rest of it dropped."""
-        block = self.state.drafter.draft(context[-1], choose=self._chooser(context), position=len(context))
+        block = self.state.runner.draft(context[-1], choose=self._chooser(context), position=len(context))
         return block.ids[:k], None if block.probs is None else block.probs[:k]
 
     def _chooser(self, context: list[int]) -> Chooser | None:
@@ -208,4 +208,4 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> DF
 
 def make_drafter(given: MakerInputs) -> DFlashBlockDrafter:
     """The round's drafter for the pair's DFlash side of the chat."""
-    return DFlashBlockDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy)
+    return DFlashBlockDrafter(given.state(DFlashState), given.warper, given.policy)

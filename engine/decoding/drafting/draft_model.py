@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
+from ...arrays import int_item
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
 from ..policy.draft_length import DraftPolicy
@@ -46,8 +47,7 @@ def make_drafter(given: MakerInputs) -> Drafter:
     asks its candidates for drafts each round), plainly otherwise."""
     pair, params = given.pair, given.params
     assert pair.draft_cache is not None  # asked for without a draft model: `generation._check_request` refused it
-    source = model_source(pair, list(given.prompt_ids)) if given.prompt_ids else "model"
-    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, source, given.constraint)
+    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, given.draft_source, given.constraint)
     if not params.ssd or given.constraint is not None or given.automatic:
         return plain
     switch = None if params.ssd_always else pair.policy(("ssd", *given.settings), SsdSwitch)
@@ -55,7 +55,8 @@ def make_drafter(given: MakerInputs) -> Drafter:
 
 
 def model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
-    """The policy's name for the draft model on this prompt: code and chat keep their own estimates."""
+    """The policy's name for the draft model on this prompt: code and chat keep their own estimates. It decodes the
+    prompt's last PROMPT_KIND_TOKENS tokens: `generation` reads it once an answer and hands it to the maker."""
     return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
 
 
@@ -140,7 +141,7 @@ def constrained_steps(cached: CachedModel, warper: Warper, history: mx.array | N
         if history is not None:
             row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
         token, logprobs = warper.choose(row, position + i)
-        token_id = int(token.item())
+        token_id = int_item(token)
         if not constraint.push(token_id):
             break
         ids.append(token_id)

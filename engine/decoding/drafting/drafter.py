@@ -1,11 +1,11 @@
 """A draft, and the protocol every source of drafts follows.
 
-A draft is what one round proposes: up to K token ids and, for a draft model, the warped distributions q they
-were sampled from (the acceptance rule needs q; prompt lookup proposes without one, so its q is a point mass).
-The drafters: a draft model (`draft_model.py`), the target's built-in MTP head (`mtp.py`), an EAGLE-3
-drafter (`eagle3.py`), a DFlash block drafter (`dflash.py`) and prompt lookup
-(`lookup.py`). The speculative round asks them in order and verifies the first draft offered; a round
-nobody drafts for is a plain target step.
+A draft is what one round proposes: up to K token ids and, for a network, the warped distributions q they were
+sampled from (the acceptance rule needs q; prompt lookup proposes without one, so its q is a point mass). Each
+drafter kind (`engine/drafter_kinds.py`) has its round module here under its own stem (`draft_model.py`,
+`lookup.py`, `mtp.py`, `eagle3.py`, `dflash.py`, `dspark.py`), whose maker (`maker.py`) makes a `Drafter`. The
+speculative round asks an answer's drafters in order and verifies the first draft offered; a round nobody drafts
+for is a plain target step.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import mlx.core as mx
+
+from ...drafter_kinds import kind_name
 
 if TYPE_CHECKING:
     from ..acceptance import Verdict
@@ -28,8 +30,8 @@ class Draft:
         count: K, known on the host.
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
-        source: the policy's name for where it came from: "model", "mtp", "eagle3", "dflash", "lookup", "lookup+copying", or
-            "none".
+        source: the policy's name for where it came from: a kind's name ("mtp", "dflash"...), or a finer name the
+            policy keeps apart estimates under ("model:code", "lookup+copying"), or "none".
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
         timed: whether the host waited for the draft, so that draft_s is its cost.
@@ -72,8 +74,8 @@ class Draft:
 
     @property
     def drafter(self) -> str:
-        """What a RoundEvent calls the drafter: "model", "mtp", "eagle3", "dflash", "lookup" or "none"."""
-        return "lookup" if self.source.startswith("lookup") else "model" if self.source.startswith("model") else self.source
+        """What a RoundEvent calls the drafter: the name of its kind ("model" for "model:code"), or "none"."""
+        return kind_name(self.source)
 
 
 NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none")

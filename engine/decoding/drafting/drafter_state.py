@@ -1,17 +1,30 @@
-"""A drafter's side of a chat: the target's hidden states it heard, kept by position, and its place on the target.
+"""A drafter's side of a chat: what the pair keeps of a drafter between answers, and, for a drafter that listens, the
+target's hidden states it heard, kept by position, and its place on the target.
 
-A drafter that drafts from the target's hidden states (MTP heads, EAGLE-3, DFlash, DSpark) attaches to the
-target's `CachedModel` as its listener (`hidden_states.py`: how a pass hands them over) and keeps what it heard
-until it drafts from it. The stores sit above `CachedModel`, the tap mechanism below it.
+The pair keeps one `DrafterState` per drafter that has one (its round module's `load_state` makes it) and forgets
+it with the caches. A drafter that drafts from the target's hidden states (MTP heads, EAGLE-3, DFlash, DSpark)
+keeps `AttachedStates`: it attaches to the target's `CachedModel` as its listener (`hidden_states.py`: how a pass
+hands them over) and keeps what it heard until it drafts from it. The stores sit above `CachedModel`, the tap
+mechanism below it.
 """
 
 from __future__ import annotations
 
 import bisect
+from abc import ABC, abstractmethod
+from typing import Protocol
 
 import mlx.core as mx
 
 from ..cached_model import CachedModel
+from ..hidden_states import LayerTap
+
+
+class DrafterState(Protocol):
+    """What the pair keeps of a drafter across answers (its network bound to the target, what it built of the chat)."""
+
+    def reset(self) -> None:
+        """Forget what it built of the chat, as the pair's caches do (a fresh pair would hold none)."""
 
 
 class HiddenStore:
@@ -76,13 +89,16 @@ class HiddenStore:
         self._segments = []
 
 
-class AttachedStates:
+class AttachedStates(ABC):
     """What a drafter's side of a chat that hears the target's passes keeps: the target's cache it listens to, the
-    states heard and not read yet, and whether it missed passes (an answer that ran without it).
+    states heard and not read yet, and whether it missed passes (an answer that ran without it). A subclass is the
+    target's `HiddenStateListener`: it names its `taps`, takes what it `heard`, and says how to forget.
 
     Args:
         target: the target's cache, whose passes it hears while attached.
     """
+
+    taps: tuple[LayerTap, ...]  # the target states it reads
 
     def __init__(self, target: CachedModel) -> None:
         self.target = target
@@ -95,7 +111,7 @@ class AttachedStates:
         if self.target.passes != self.heard_passes:
             self.store.clear()
         self.follow_images()
-        self.target.listener = self  # type: ignore[assignment]  # subclasses are HiddenStateListeners
+        self.target.listener = self
 
     def follow_images(self) -> None:
         """Forget what was heard from the first image on when the target's cache holds other images than it did
@@ -106,9 +122,22 @@ class AttachedStates:
         self.forget_from(min(s.start for s in (self.target.images, self.images) if s is not None))
         self.images = self.target.images
 
+    @abstractmethod
+    def heard(self, position: int, states: list[mx.array]) -> None:
+        """A target pass ran over the positions from `position` on: its taps' (L, H) states, lazy."""
+
+    @property
+    @abstractmethod
+    def state(self) -> list[mx.array]:
+        """Arrays to evaluate with each prefill chunk (what it built from the chunk, kept small)."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Forget everything heard and built from it."""
+
+    @abstractmethod
     def forget_from(self, position: int) -> None:
         """Forget the states at `position` and after, and what the drafter built from them."""
-        raise NotImplementedError
 
     def detach(self) -> None:
         if self.target.listener is self:

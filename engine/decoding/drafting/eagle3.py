@@ -49,4 +49,4 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path) -> Ea
 def make_drafter(given: MakerInputs) -> MTPDrafter:
     """The round's drafter for the pair's EAGLE-3 state: K chained steps, each keeping the (target-width) q it drew
     from."""
-    return MTPDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy, SOURCE)
+    return MTPDrafter(given.state(Eagle3State), given.warper, given.policy, SOURCE)

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..prompt_ids import Message, prompt_token_ids
-from .suffix_index import NO_CONTINUATION, Continuation, SuffixIndex
+from .suffix_index import NO_CONTINUATION, Continuation, Document, SuffixIndex
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class DraftHistory:
 class FilteredHistory:
     """Part of a history, indexed once: what `DraftHistory.excluding` leaves."""
 
-    def __init__(self, documents: Sequence[Sequence[int]]) -> None:
+    def __init__(self, documents: Sequence[Document]) -> None:
         self.documents = len(documents)
         self._index = SuffixIndex(documents)
 

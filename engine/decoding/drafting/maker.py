@@ -5,13 +5,13 @@ Each row of the registry (`engine/drafter_kinds.py`) names its round module, and
 drafter as for each of Automatic's candidates, so no kind is spelled out where drafters are made. One signature for
 every kind means each gets all a round could be made from and takes what it needs: lookup its policy and the
 saved chats, the draft model its cache and whether it may draft ahead (SSD), a drafter that hears the target's
-hidden states its side of the chat (`pair.drafter_state(kind)`, made by the same module's `load_state`).
+hidden states its side of the chat (`given.state(ItsState)`, made by the same module's `load_state`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from ...params import GenerationParams
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from ..pair import ModelPair
     from ..policy.draft_length import DraftPolicy
     from ..sampling import Warper
+    from .drafter_state import DrafterState
+
+State = TypeVar("State", bound="DrafterState")
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,8 @@ class MakerInputs:
         warper: the sampling warp shared with the target.
         policy: what the drafter chooses its K through (under Automatic, the ballot all candidates share).
         settings: the key the pair keeps this answer's policy under: keep anything else per settings beside it.
-        prompt_ids: the prompt's token ids (the draft model keeps apart estimates for code and chat).
+        draft_source: the policy's name for the draft model on this prompt ("model", or "model:code": it keeps apart
+            estimates for code and chat), read once an answer (`draft_model.model_source` decodes the prompt's end).
         constraint: the grammar the output must follow (None: free text).
         automatic: the drafter is one of Automatic's candidates: asked each round what it would draft, so it must
             not draft ahead of being asked.
@@ -46,8 +50,17 @@ class MakerInputs:
     warper: Warper
     policy: DraftPolicy
     settings: tuple[object, ...] = ()
-    prompt_ids: tuple[int, ...] = ()
+    draft_source: str = "model"
     constraint: Constraint | None = None
     automatic: bool = False
     compared: object = None
     kind: str = ""
+
+    def state(self, made: type[State]) -> State:
+        """The pair's side of the chat of the kind being made, as the class its round module's `load_state` makes
+        (`made`): what a maker drafts from, typed."""
+        state = self.pair.drafter_state(self.kind)
+        if not isinstance(state, made):
+            raise TypeError(f"The {self.kind} drafter's state is a {type(state).__name__}, where its maker reads a "
+                            f"{made.__name__}: its row's round module makes both.")
+        return state

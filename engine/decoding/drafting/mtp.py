@@ -119,13 +119,13 @@ class MTPState(AttachedStates):
         if start > upto:
             return
         rows = self.store.rows(start, upto + 1)
-        if rows is None:
-            if not self.store.start <= upto < self.store.end:
-                return
+        if rows is None and self.store.start <= upto < self.store.end:
             self.runner.reset()  # a gap: start over from the states held (attention sees the head's entries since)
             self.base, self.committed, self._last = self.store.start, 0, None
             start = self.base
             rows = self.store.rows(start, upto + 1)
+        if rows is None:
+            return
         outputs = self.runner.feed(rows, mx.array(ids[start + 1 : upto + 2], dtype=mx.uint32))
         self.committed += upto + 1 - start
         self.ids = list(ids[: upto + 2])
@@ -150,7 +150,7 @@ class MTPDrafter(NetworkDrafter):
     the distribution it sampled from (the exact rejection rule needs q at T > 0).
 
     Args:
-        state: the chat's MTP side (`ModelPair.drafter_state("mtp")`), or another head that chains on its own outputs
+        state: the chat's MTP side (`load_state`'s, which the pair keeps), or another head that chains on its own outputs
             (EAGLE-3's, `eagle3.py`).
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
@@ -193,7 +193,7 @@ def load_state(target: LoadedModel, target_cache: CachedModel, path: Path | None
 
 def make_drafter(given: MakerInputs) -> MTPDrafter:
     """The round's drafter for the MTP head's side of the chat (`load_state`'s, which the pair keeps)."""
-    return MTPDrafter(given.pair.drafter_state(SOURCE), given.warper, given.policy)
+    return MTPDrafter(given.state(MTPState), given.warper, given.policy)
 
 
 class _Chain:

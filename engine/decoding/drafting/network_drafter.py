@@ -10,9 +10,10 @@ read fetches the draft ids together with the verdict (as mlx-lm's loop does).
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import mlx.core as mx
 
-from ..cached_model import CachedModel
 from ..policy.draft_length import DraftPolicy
 from ..sampling import Warper
 from .drafter import Draft
@@ -58,7 +59,14 @@ class NetworkDrafter:
         return 0
 
 
-def draft_steps(cached: CachedModel, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
+class Stepper(Protocol):
+    """What `draft_steps` feeds each drafted token to: a draft model's `CachedModel`, or a head that chains on its own
+    outputs (`mtp.py`); it returns the (1, V) logits of the next step."""
+
+    def forward(self, token: mx.array, /) -> mx.array: ...
+
+
+def draft_steps(cached: Stepper, warper: Warper, history: mx.array | None, logits: mx.array, k: int,
                 position: int, keep_rows: bool = False) -> tuple[mx.array, mx.array | None, mx.array | None]:
     """Sample `k` tokens autoregressively from `logits` (the (1, V) row after the cached tokens), lazily.
 

@@ -35,6 +35,7 @@ from typing import Protocol
 
 import mlx.core as mx
 
+from ...arrays import int_item, int_list
 from ..acceptance import Verdict
 from ..cached_model import CachedModel
 from ..policy.draft_length import DraftPolicy
@@ -182,8 +183,8 @@ class SsdDrafter:
     def _take_hit(self, pending: list[_PreDraft], context: list[int], k: int) -> Draft | None:
         """The pre-draft for the outcome the context ends with, as a draft of at most `k` tokens."""
         for pre in pending:
-            if len(context) == pre.base + pre.accepted + 1 and context[-1] == int(pre.ending.item()):
-                ids = pre.draft.tokens.tolist()  # ready or nearly: the verify pass needs them anyway
+            if len(context) == pre.base + pre.accepted + 1 and context[-1] == int_item(pre.ending):
+                ids = int_list(pre.draft.tokens)  # ready or nearly: the verify pass needs them anyway
                 pre.twin.resolve((context + ids)[len(pre.twin.tokens) :])  # what it fed while only lazily known
                 self.cached.adopt(pre.twin)
                 n = min(k, len(ids))
@@ -196,8 +197,9 @@ class SsdDrafter:
 
     def speculate(self, context: list[int], draft: Draft, verdict: Verdict) -> int:
         """Start the verify pass, then pre-draft the next round for the likely outcomes; tokens pre-drafted."""
-        self._last_round_ssd = draft.source == self.source and draft.rows is not None and self._ssd_round
-        if not self._last_round_ssd:
+        rows = draft.rows if draft.source == self.source and self._ssd_round else None
+        self._last_round_ssd = rows is not None
+        if rows is None:
             return 0
         mx.async_eval(verdict.accepted, verdict.next_token)  # the verify pass goes first
         acceptance = (self._accepted + 1) / (self._accepted + self._rejected + 2)
@@ -205,7 +207,7 @@ class SsdDrafter:
         with mx.stream(side_stream()):
             for n in likely_lengths(acceptance, k):
                 rejected = draft.tokens[n] if n < k else None
-                candidates = outcome_candidates(draft.rows[n], self.fanout, rejected)
+                candidates = outcome_candidates(rows[n], self.fanout, rejected)
                 for j in range(min(self.fanout, candidates.shape[0])):
                     pre = self._pre_draft(context, draft, base, n, candidates[j : j + 1], k)
                     if pre is None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 
@@ -24,6 +25,8 @@ MAX_CONTINUATION = 16  # the longest continuation read
 MAX_OCCURRENCES = 128  # occurrences of a match whose continuations are counted (spread evenly over them)
 SEPARATOR = -1
 NARROW_BELOW = 2048  # ranges at most this long are matched against the whole pattern at once
+
+Document: TypeAlias = "Sequence[int] | np.ndarray"  # a document's token ids: a list, or an int32 array as kept
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class Continuation:
 NO_CONTINUATION = Continuation(0, [], [], 0)
 
 
-def concatenate(documents: Sequence[Sequence[int]]) -> np.ndarray:
+def concatenate(documents: Sequence[Document]) -> np.ndarray:
     """The documents as one int32 text, each followed by SEPARATOR."""
     parts: list[np.ndarray] = []
     for document in documents:
@@ -85,7 +88,7 @@ class SuffixIndex:
         documents: token id lists (conversations, answers).
     """
 
-    def __init__(self, documents: Sequence[Sequence[int]]) -> None:
+    def __init__(self, documents: Sequence[Document]) -> None:
         text = concatenate(documents)
         self.tokens = len(text)
         self.documents = len(documents)

@@ -309,6 +309,19 @@ def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPa
     assert {e.model for e in fresh if isinstance(e, PrefillEvent)} == {"target", "draft"}
 
 
+@pytest.mark.parametrize("drafter", ["model", "auto"])
+def test_the_draft_model_s_prompt_kind_is_read_once_an_answer(tiny_pair: ModelPair, monkeypatch, drafter: str) -> None:
+    """Reading it decodes up to 2048 of the prompt's tokens: the prefill (whether to prefill the draft model, for the
+    prompt cache and for the pass itself) and the draft model's drafter (whose estimates it drafts under) share one."""
+    from engine.decoding.drafting import draft_model
+
+    read: list[str] = []
+    kind_of = draft_model.draft_model_source
+    monkeypatch.setattr(draft_model, "draft_model_source", lambda text: read.append(text) or kind_of(text))
+    code = generate("Finish this:\n```python\ndef add(a, b):\n```", tiny_pair, GREEDY.replace(drafter=drafter, adaptive=True))
+    assert len(read) == 1 and "model:code" in [b.drafter for b in code.stats.policy]
+
+
 def test_a_compare_run_never_drafts_from_saved_answers_to_its_question(tiny_pair: ModelPair) -> None:
     """Issue 22: a new prompt answered at 1.1 tokens per pass; Compare on it then claimed 5.00x, 100% accepted,
     because lookup copied the answer just saved. A Compare run drafts as if no conversation had asked it."""

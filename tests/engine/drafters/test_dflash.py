@@ -22,7 +22,7 @@ import pytest
 from mlx_lm import load
 from mlx_lm.models.cache import can_trim_prompt_cache, make_prompt_cache
 
-from engine.drafters.dflash import DFlashRunner, load_dflash, load_drafter_for
+from engine.drafters.dflash import DFlashRunner, dflash_version, load_dflash, load_drafter_for
 from engine.errors import NotAModelError
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from tests.dflash_pairs import reference_drafter
@@ -314,3 +314,11 @@ def test_a_rewound_sliding_window_takes_one_position_at_a_time(root: Path) -> No
         block = drafter.draft(2, hidden[:, position : position + 1])
         mx.eval(block.ids)
     assert drafter.length == 11
+
+
+def test_dflash_versions_are_read_from_the_architecture_or_the_dflash_config() -> None:
+    assert dflash_version({"architectures": ["DFlash2DraftModel"]}) == 2
+    assert dflash_version({"architectures": ["DFlashDraftModel"]}) == 1
+    assert dflash_version({"dflash_config": {"mask_token_id": 5}}) == 1  # an export that names no architecture
+    assert dflash_version({"architectures": ["Qwen3ForCausalLM"]}) is None and dflash_version(None) is None
+    assert dflash_version({"architectures": ["DFlash3DraftModel"]}) is None  # a DFlash version SpecChat cannot run

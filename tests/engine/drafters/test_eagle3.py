@@ -11,7 +11,7 @@ import pytest
 
 from engine.decoding.generation import generate
 from engine.decoding.pair import ModelPair
-from engine.drafters.eagle3 import eagle3_folder, load_eagle3
+from engine.drafters.eagle3 import load_eagle3
 from engine.drafters.eagle3_model import DraftVocabulary
 from engine.errors import IncompatiblePairError, NotAModelError, UnsupportedModelError
 from engine.fixtures.tiny_eagle3 import DRAFT_IDS
@@ -142,8 +142,3 @@ def test_a_layer_type_it_cannot_run_is_refused_in_one_line(eagle3_pair, tmp_path
         load_eagle3(_copy(eagle3_pair.folders()[1], tmp_path / "gemma", gemma), eagle3_pair.target())
 
 
-def test_eagle3_folders_are_told_from_other_drafts(eagle3_pair, tmp_path: Path) -> None:
-    target, drafter = eagle3_pair.folders()
-    assert eagle3_folder(str(drafter)) == drafter
-    assert eagle3_folder(str(target)) is None and eagle3_folder(str(tmp_path / "missing")) is None
-    assert eagle3_folder("someone/not-downloaded") is None and eagle3_folder(None) is None

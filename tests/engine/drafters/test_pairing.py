@@ -13,7 +13,7 @@ from engine.drafters.pairing import check_draft, parameters_per_token
 from engine.fixtures.tiny_dflash import build_dflash_pair
 from engine.fixtures.tiny_dspark import build_dspark_pair
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
-from engine.models.draft_choice import has_mtp_heads
+from engine.models.draft_choice import built_in_drafters
 
 
 def without_weights(folder: Path, into: Path) -> Path:
@@ -97,8 +97,8 @@ def test_a_vision_target_is_offered_the_drafters_made_for_its_language_model(vis
     for build in (fixtures.build_vision_dflash, fixtures.build_vision_dspark, fixtures.build_vision_eagle3):
         assert check_draft(str(vision_dir), str(without_weights(build(vision_dir, tmp_path), tmp_path / "json"))).compatible
         shutil.rmtree(tmp_path / "json")
-    assert has_mtp_heads(fixtures.build_vision_mtp(vision_dir, tmp_path / "tiny-vl-mtp"))
-    assert not has_mtp_heads(vision_dir)
+    assert built_in_drafters(fixtures.build_vision_mtp(vision_dir, tmp_path / "tiny-vl-mtp")) == ("mtp",)
+    assert built_in_drafters(vision_dir) == ()
     other = build_dflash_pair(tmp_path)[1]
     verdict = check_draft(str(vision_dir), str(other))
     assert not verdict.compatible and "cannot draft for tiny-vl: its vocabulary has" in verdict.reasons[0]

@@ -1,25 +1,20 @@
-"""What a chosen draft is, told from JSON: a DFlash, DSpark or EAGLE-3 folder, a draft model; and whether a target
-has MTP heads of its own."""
+"""What a chosen draft is, told from JSON: a DFlash, DSpark or EAGLE-3 folder, a draft model; and which drafters a
+target has built in (MTP heads)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from engine.fixtures.tiny_dflash import build_dflash_pair
-from engine.fixtures.tiny_dspark import build_dspark_pair
+from engine.fixtures.tiny_dspark import build_dspark_pair, specforge_layout
 from engine.fixtures.tiny_eagle3 import build_eagle3_pair
-from engine.models.draft_choice import drafter_for, has_mtp_heads, mtp_layer_count, shown_draft_name
+from engine.models.draft_choice import built_in_drafters, drafter_folder, drafter_for, shown_draft_name
+from tests import model_folders
 
 
 def test_a_target_with_mtp_heads_is_told_from_a_plain_one(mtp_target, tiny_dirs) -> None:
-    assert has_mtp_heads(mtp_target.folder("hybrid")) and has_mtp_heads(mtp_target.folder("dense"))
-    assert not has_mtp_heads(tiny_dirs[0])
-
-
-def test_the_config_keys_that_declare_mtp_heads() -> None:
-    assert mtp_layer_count({"text_config": {"mtp_num_hidden_layers": 1}}) == 1  # Qwen3.5/3.6
-    assert mtp_layer_count({"num_nextn_predict_layers": 2}) == 2  # Qwen3-Next, MiMo, DeepSeek
-    assert mtp_layer_count({"num_hidden_layers": 4}) == 0
+    assert built_in_drafters(mtp_target.folder("hybrid")) == built_in_drafters(mtp_target.folder("dense")) == ("mtp",)
+    assert built_in_drafters(tiny_dirs[0]) == ()
 
 
 def test_each_kind_of_draft_runs_its_own_drafter(tmp_path: Path, tiny_dirs) -> None:
@@ -29,3 +24,21 @@ def test_each_kind_of_draft_runs_its_own_drafter(tmp_path: Path, tiny_dirs) -> N
     assert drafter_for(str(build_dspark_pair(tmp_path)[1])) == "dspark"
     assert drafter_for(str(tiny_dirs[1])) == "model"
     assert drafter_for("") == "" and shown_draft_name("") is None and shown_draft_name(str(dflash)) == dflash.name
+
+
+def test_each_drafter_folder_is_named_with_its_kind(tmp_path: Path, tiny_dirs) -> None:
+    dflash = model_folders.dflash_drafter(tmp_path / "Qwen3-8B-DFlash-b16")
+    eagle3 = model_folders.eagle3_speculator(tmp_path / "Llama-3.1-8B-Instruct-speculator.eagle3")
+    assert drafter_folder(str(dflash)) == ("dflash", dflash)
+    assert drafter_folder(str(eagle3)) == ("eagle3", eagle3)
+    assert drafter_folder(str(tiny_dirs[1])) is None  # a draft model
+    assert drafter_folder(str(tmp_path / "missing")) is None and drafter_folder(None) is None
+    assert drafter_folder("someone/not-downloaded") is None
+
+
+def test_a_dspark_folder_in_either_packaging_is_a_dspark_drafter(tmp_path: Path) -> None:
+    """SpecForge's packaging carries a `dflash_config` too: it must not be taken for a DFlash drafter."""
+    deepseek = build_dspark_pair(tmp_path, "qwen3")[1]
+    specforge = specforge_layout(deepseek, tmp_path / "Qwen3.8-27B-DSpark")
+    assert drafter_folder(str(deepseek)) == ("dspark", deepseek)
+    assert drafter_folder(str(specforge)) == ("dspark", specforge)

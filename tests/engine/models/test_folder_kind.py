@@ -185,7 +185,6 @@ def loaded_as(folder: Path, target: Path, monkeypatch: pytest.MonkeyPatch) -> st
 def test_a_folder_means_one_thing_to_the_picker_the_cli_the_server_and_the_loader(
     layout: str, tmp_path: Path, tiny_dirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.drafters import default_drafter
     from engine.models.draft_choice import drafter_for
 
     config, expected = LAYOUTS[layout]
@@ -193,7 +192,6 @@ def test_a_folder_means_one_thing_to_the_picker_the_cli_the_server_and_the_loade
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
     assert drafter_for(str(folder)) == expected  # the picker, the saved pair and the app's worker
-    assert default_drafter(str(folder)) == expected  # `specchat-cli generate` and `serve` with no --drafter
     assert loaded_as(folder, tiny_dirs[0], monkeypatch) == expected  # ModelPair.load: the CLI, the server, the app
     picker_kind = foreign_kind(folder)
     if expected != "model":

@@ -145,5 +145,5 @@ def test_a_long_prompt_goes_into_the_drafters_cache_as_it_is_prefilled(dflash_pa
     for event in generate_stream(pair, "abcdefg" * 30, params):
         if isinstance(event, PrefillEvent) and event.processed >= event.total - 1:  # the last chunk is in
             break
-    assert state.drafter.cache[0].offset >= event.total - 3  # all but the latest position, in the cache
+    assert state.runner.cache[0].offset >= event.total - 3  # all but the latest position, in the cache
     assert state.store.end - state.store.start <= 2

@@ -56,6 +56,6 @@ def test_a_drafter_forgets_the_states_of_another_image_its_ids_cannot_tell_apart
 def _held(pair: ModelPair, kind: str) -> list[float]:
     """The keys the drafter's first layer holds, rounded: what it built from the target's states."""
     state = pair.drafters[kind]
-    cache = (state.drafter if kind == "dflash" else state.runner).cache[0]
+    cache = state.runner.cache[0]
     keys = cache.keys[..., : int(cache.offset), :]
     return [round(x, 4) for x in np.array(keys.astype(mx.float32)).reshape(-1).tolist()]

@@ -108,13 +108,10 @@ def test_the_draft_model_drafter_with_a_dspark_draft_says_how_to_draft_with_it(d
 
 
 def test_a_dspark_folder_as_the_draft_loads_its_drafter(dflash_pairs) -> None:
-    """`--draft DSPARK_FOLDER`: no draft model, the DSpark drafter of the target, drafting by default."""
-    from engine.drafters import default_drafter
-
+    """`--draft DSPARK_FOLDER`: no draft model, the DSpark drafter of the target."""
     target_dir, drafter_dir = dflash_pairs.dspark_folders("qwen3")
     pair = ModelPair.load(str(target_dir), str(drafter_dir))
-    assert pair.draft is None and pair.drafter_loaded == "dspark"
-    assert default_drafter(str(drafter_dir)) == "dspark"
+    assert pair.draft is None and pair.drafter_loaded == "dspark" and pair.drafter_names() == ("lookup", "dspark")
 
 
 # --- mlx-dspark's drafts, round by round -----------------------------------------------------------------------
