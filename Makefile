@@ -22,6 +22,9 @@ endif
 # left that three-test file, minutes of PyInstaller, to trail the run on one worker).
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+# Each worker keeps a core busy, so OpenBLAS's own threads only contend with the other worker's: one thread each
+# cut the drafters' tests' CPU time by 7% and their time by a fifth (measured side by side on a loaded machine).
+TEST_ENV := $(RUN_ENV) $(if $(OPENBLAS),OPENBLAS_NUM_THREADS=1,)
 
 # Tests that need no real weights and no long runs: a verdict on a change in minutes.
 SLOW_MARKERS := real_weights or packaging or statistical or soak or distributed or large_file
@@ -50,10 +53,10 @@ run: $(STAMP)
 	$(RUN_ENV) $(BIN)/specchat
 
 test: $(STAMP)
-	$(RUN_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15
+	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15
 
 test-fast: $(STAMP)
-	$(RUN_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 -m "not ($(SLOW_MARKERS))"
+	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 -m "not ($(SLOW_MARKERS))"
 
 # ruff (its rules in pyproject.toml), mypy (strict on the engine's public API) and the import-linter contracts.
 lint: $(STAMP)

@@ -314,6 +314,7 @@ def test_stop_in_ssd_mode_ends_the_answer_and_leaves_no_thread_behind(make_windo
         window.stop()
     result = blocker.args[1]
     assert result.finish_reason == "cancelled" and result.stats.predrafted > 0 and len(result.tokens) < 900
+    window.apply_settings(window.session.params.replace(max_tokens=20), "")  # still SSD; 900 tokens cost 4 CPU s
     assert_usable(qtbot, window)
     window.close()
     qtbot.waitUntil(lambda: threading.active_count() <= before, timeout=60_000)

@@ -57,8 +57,9 @@ def cut_at(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_greedy_dspark_drafts_are_token_identical_to_standard_decoding(kind: str, dflash_pairs) -> None:
+    """K = 1, 2, 4 and 7: the block cut at its ends and between, as DFlash's (every K from 1 to 7 cost a third more)."""
     pair = dflash_pairs.dspark_pair(kind)
-    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, range(1, BLOCK + 1))
+    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, 2, 4, BLOCK])
     assert pair.target_cache.rewinds["reset"] == 0
     assert (pair.target_cache.rewinds["restored"] > 0) == (kind == "qwen3_5")
 
