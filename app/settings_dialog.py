@@ -199,17 +199,17 @@ class SettingsDialog(QDialog):
     def _lay_out(self, page: QWidget) -> None:
         """The settings scroll above the error line and OK/Cancel, which stay in view: with the MCP section they are
         about 740 px tall, and on a 900x600 screen OK and Cancel were below its bottom edge."""
-        self.scroll = PageScroll(page)
-        self.scroll.setMinimumWidth(page.sizeHint().width() + self.scroll.verticalScrollBar().sizeHint().width())
+        self.page_scroll = PageScroll(page)
+        self.page_scroll.setMinimumWidth(page.sizeHint().width() + self.page_scroll.verticalScrollBar().sizeHint().width())
         layout = QVBoxLayout(self)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.page_scroll, 1)
         layout.addWidget(self.error)
         self.buttons = self._buttons()
         layout.addWidget(self.buttons)
 
     def fit_to(self, screen_height: int) -> None:
         """As tall as the settings where the screen has room (no scroll bar then), else as tall as the screen."""
-        self.scroll.updateGeometry()  # the page's hint changed as its rows were filled in
+        self.page_scroll.updateGeometry()  # the page's hint changed as its rows were filled in
         hint = self.sizeHint()
         self.resize(hint.width(), min(hint.height(), screen_height - TITLE_BAR_PX))
 
@@ -298,4 +298,4 @@ class SettingsDialog(QDialog):
         if self.across_macs.check():
             super().accept()
         else:
-            self.scroll.ensureWidgetVisible(self.across_macs.error)  # said where the field is, maybe scrolled away
+            self.page_scroll.ensureWidgetVisible(self.across_macs.error)  # said where the field is, maybe scrolled away

@@ -18,9 +18,9 @@ from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
-from .chat_view import FIRST_TOKEN_MEANING
 from .cost_card import CostCard
 from .live_plots import LivePlots
+from .message_widget import FIRST_TOKEN_MEANING
 from .page_scroll import PageScroll
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram

@@ -178,8 +178,8 @@ def test_ok_and_cancel_stay_on_a_short_screen_and_the_settings_scroll(qtbot, iso
     assert dialog.height() < 600 < dialog.form.sizeHint().height() + dialog.buttons.height()
     ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
     assert dialog.rect().contains(QRect(ok.mapTo(dialog, QPoint(0, 0)), ok.size()))
-    scroll = dialog.scroll.verticalScrollBar()
-    assert scroll.maximum() > 0 and not dialog.scroll.horizontalScrollBar().maximum()  # down, never sideways
+    scroll = dialog.page_scroll.verticalScrollBar()
+    assert scroll.maximum() > 0 and not dialog.page_scroll.horizontalScrollBar().maximum()  # down, never sideways
 
 
 def test_on_a_tall_screen_the_settings_show_whole(qtbot, isolated_home) -> None:
@@ -187,8 +187,8 @@ def test_on_a_tall_screen_the_settings_show_whole(qtbot, isolated_home) -> None:
     qtbot.addWidget(dialog)
     dialog.fit_to(2000)
     dialog.show()
-    qtbot.waitUntil(lambda: dialog.scroll.widget().height() == dialog.scroll.viewport().height())
-    assert dialog.scroll.verticalScrollBar().maximum() == 0
+    qtbot.waitUntil(lambda: dialog.page_scroll.widget().height() == dialog.page_scroll.viewport().height())
+    assert dialog.page_scroll.verticalScrollBar().maximum() == 0
 
 
 def test_a_hostfile_error_scrolls_into_view_on_ok(qtbot, isolated_home) -> None:
@@ -201,7 +201,7 @@ def test_a_hostfile_error_scrolls_into_view_on_ok(qtbot, isolated_home) -> None:
     dialog.accept()
     error = dialog.across_macs.error
     assert error.text().startswith("Choose the hostfile")
-    qtbot.waitUntil(lambda: dialog.scroll.viewport().rect().contains(error.mapTo(dialog.scroll.viewport(), QPoint(0, 0))))
+    qtbot.waitUntil(lambda: dialog.page_scroll.viewport().rect().contains(error.mapTo(dialog.page_scroll.viewport(), QPoint(0, 0))))
 
 
 def test_the_reason_ssd_does_not_apply_names_the_drafter_as_the_toolbar_does() -> None:
