@@ -68,6 +68,7 @@ class LivePlots(QWidget):
         self.accept_plot.getAxis("left").setTicks(PERCENT_TICKS)
         self.accept_plot.setYRange(0, 100, padding=PERCENT_PADDING)
         self.accept_plot.setXLink(self.rate_plot)
+        self.rate_plot.getViewBox().setLimits(yMin=0)  # the first rates, alike, autoranged to -4 … 4 tokens/s
         self.rate_plot.hideAxis("bottom")  # the seconds are written once, below
         self.rate_plot.getPlotItem().setContentsMargins(0, 8, 6, 6)  # room for the lowest tick's label
         self.accept_plot.setLabel("bottom", "seconds")

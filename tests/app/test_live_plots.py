@@ -33,6 +33,18 @@ def test_a_short_rate_axis_writes_no_more_labels_than_its_height_holds(qtbot, si
     assert 2 <= len(values) <= max(3, size // LABEL_GAP_PX) + 1
 
 
+def test_the_rate_axis_never_goes_below_zero(qtbot) -> None:
+    """The first rates of a slow answer, alike, autoranged to -4 … 4 tokens/s."""
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    plots.show()
+    for at_s in (10.30, 10.35, 10.40):
+        plots.add_rate(at_s, 0.1)
+    plots.redraw()
+    qtbot.waitUntil(lambda: plots.rate_plot.viewRange()[0][0] > 1.0)  # autoranged to the new points
+    assert plots.rate_plot.viewRange()[1][0] >= 0
+
+
 def test_ticks_fall_on_round_numbers() -> None:
     assert [nice_step(1.0, 2), nice_step(350.0, 10), nice_step(0.7, 4), nice_step(12.0, 1)] == [0.5, 50.0, 0.2, 20.0]
 
