@@ -4,7 +4,8 @@ tokens accepted so far.
 They are read together, so they share one time axis: its seconds are written once, under the lower plot. Each
 plot's name is a line of text above it rather than a rotated axis label: at 900x600 a plot is under 100 px tall,
 which cut "acceptance %" off and crowded pyqtgraph's ticks. Acceptance keeps a fixed 0-100 % scale with three
-ticks; the rate's ticks keep a label's height apart.
+ticks; the rate's scale starts at 0 (autoranged, a slow answer's steady 0.23 tok/s read as a climb from 0.227 to
+0.232, and alike first rates as -4 … 4) and its ticks keep a label's height apart.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ class LivePlots(QWidget):
         self.accept_plot.getAxis("left").setTicks(PERCENT_TICKS)
         self.accept_plot.setYRange(0, 100, padding=PERCENT_PADDING)
         self.accept_plot.setXLink(self.rate_plot)
-        self.rate_plot.getViewBox().setLimits(yMin=0)  # the first rates, alike, autoranged to -4 … 4 tokens/s
         self.rate_plot.hideAxis("bottom")  # the seconds are written once, below
         self.rate_plot.getPlotItem().setContentsMargins(0, 8, 6, 6)  # room for the lowest tick's label
         self.accept_plot.setLabel("bottom", "seconds")
@@ -121,7 +121,7 @@ class LivePlots(QWidget):
         self.rate_curve.setData([], [])
         self.accept_curve.setData([], [])
         self.rate_plot.setRange(xRange=(0, 1), yRange=(0, EMPTY_RATE), padding=0)
-        self.rate_plot.enableAutoRange()
+        self.rate_plot.enableAutoRange(axis="x")
         self.accept_plot.enableAutoRange(axis="x")
 
     def add_rate(self, at_s: float, tokens_per_s: float) -> None:
@@ -133,5 +133,8 @@ class LivePlots(QWidget):
         self._accept_rates.append(percent)
 
     def redraw(self) -> None:
+        """The lines so far; the rate's scale from 0 to a tenth above its highest point."""
         self.rate_curve.setData(self._times, self._rates)
+        top = max(self._rates, default=0.0)
+        self.rate_plot.setYRange(0, 1.1 * top if top > 0 else EMPTY_RATE, padding=0)
         self.accept_curve.setData(self._accept_times, self._accept_rates)
