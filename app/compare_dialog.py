@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
 from engine.comparison import STANDARD, runnable_sides, side_heading, side_label, sides, verdict
@@ -21,6 +21,7 @@ from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
 
+from .session import ChatSession
 from .token_view import TokenTextView
 
 
@@ -37,7 +38,7 @@ class CompareDialog(QDialog):
         views, speeds: each side's tokens and stats line.
     """
 
-    def __init__(self, messages: list[dict[str, str]], conversation_id: int | None, session: QObject,
+    def __init__(self, messages: list[dict[str, str]], conversation_id: int | None, session: ChatSession,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.session, self.messages, self.conversation_id = session, messages, conversation_id

@@ -21,6 +21,7 @@ from .conversation_list import ConversationList
 from .drafter_choice import DrafterChoice
 from .load_status import LoadStatus
 from .local_server import LocalServer
+from .message_widget import MessageWidget
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
@@ -31,7 +32,6 @@ from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
 from .toolbar import MainToolbar
 from .trace_export import save_trace
-from .worker import PairInfo
 
 
 class MainWindow(QMainWindow):
@@ -51,7 +51,7 @@ class MainWindow(QMainWindow):
         self.resize(1280, 800)
         self.session = ChatSession(self)
         self.conversation_id: int | None = None
-        self.answer_view = None
+        self.answer_view: MessageWidget | None = None
         self.compare_dialog: CompareDialog | None = None
         self.ask_before_quitting = True
         self._build()
@@ -112,7 +112,7 @@ class MainWindow(QMainWindow):
         for signal, slot in ((t.models_action.triggered, self.open_picker), (t.speculative_action.toggled, self._mode_toggled),
                              (t.compare_action.triggered, self.compare), (t.markdown_action.toggled, self._markdown_toggled),
                              (t.settings_action.triggered, self.open_settings), (t.drafter.chosen, self._update_controls),
-                             (t.server_action.triggered, lambda: (self.server_dialog.show(), self.server_dialog.raise_()))):
+                             (t.server_action.triggered, lambda: self.server_dialog.present())):
             signal.connect(slot)
         install_shortcuts(self, stop=self.stop, new_chat=self.new_conversation, models=self.open_picker,
                           settings=self.open_settings, quit=self.close)
@@ -120,7 +120,8 @@ class MainWindow(QMainWindow):
     def _connect_session(self) -> None:
         s = self.session
         for signal, slot in (
-            (s.pair_loading, self._update_controls), (s.pair_loaded, self._on_loaded), (s.pair_failed, self._on_load_failed),
+            (s.pair_loading, self._update_controls), (s.pair_loaded, self.hide_error), (s.pair_loaded, self._update_controls),
+            (s.pair_failed, self._on_load_failed),
             (s.load_cancelled, self._update_controls), (s.answer_started, self._on_answer_started),
             (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
@@ -138,10 +139,6 @@ class MainWindow(QMainWindow):
         self.picker.check_hub()
         self.picker.show()
         self.picker.raise_()
-
-    def _on_loaded(self, info: PairInfo) -> None:
-        self.hide_error()
-        self._update_controls()
 
     def _on_load_failed(self, message: str) -> None:
         self.show_error(message + (" The models loaded before are still in use." if self.session.pair else ""))
@@ -185,7 +182,7 @@ class MainWindow(QMainWindow):
 
     def _leave_answer(self, going_to: int | None) -> None:
         """Stop an answer in a chat the user leaves, and say so: it stopped silently."""
-        if self.session.busy and self.session.answer.conversation_id != going_to:
+        if (answer := self.session.answer) is not None and answer.conversation_id != going_to:
             self.session.stop()
             self.statusBar().showMessage("Stopped the answer in the chat you left: what it wrote so far is kept there.", 10000)
 
@@ -201,7 +198,7 @@ class MainWindow(QMainWindow):
             widget.trace_requested.connect(lambda m=stored.id: self.export_trace(m))
 
     def delete_conversation(self, conversation_id: int) -> None:
-        if self.session.busy and self.session.answer.conversation_id == conversation_id:
+        if (answer := self.session.answer) is not None and answer.conversation_id == conversation_id:
             self.session.stop()
         if conversation_id == self.conversation_id:
             self.new_conversation()
@@ -209,9 +206,8 @@ class MainWindow(QMainWindow):
         self.conversations.refresh(self.conversation_id)
 
     def edit_message(self, message_id: int, text: str) -> None:
-        if self.session.ready:
-            self.session.edit(message_id, text)
-            self.open_conversation(self.conversation_id)
+        if self.session.ready and (conversation_id := self.session.edit(message_id, text)) is not None:
+            self.open_conversation(conversation_id)
 
     def delete_message(self, message_id: int) -> None:
         """Delete a message and what followed it at once; the banner under the chat offers to undo it."""
@@ -224,7 +220,8 @@ class MainWindow(QMainWindow):
 
     def select_branch(self, message_id: int, step: int) -> None:
         self.session.select_branch(message_id, step)
-        self.open_conversation(self.conversation_id)
+        if self.conversation_id is not None:  # a message's arrows: of the chat shown
+            self.open_conversation(self.conversation_id)
 
     # --- generating --------------------------------------------------------------------------------------
 
@@ -331,8 +328,8 @@ class MainWindow(QMainWindow):
 
     def _update_controls(self, *_: object) -> None:
         self._update_pair_label()
-        busy = self.session.busy
-        stopping = busy and self.session.answer.stopping
+        answer = self.session.answer
+        busy, stopping = answer is not None, answer is not None and answer.stopping
         self.send_button.setText("Stopping…" if stopping else ("Stop" if busy else "Send"))
         self.send_button.setEnabled((busy and not stopping) or (self.session.pair is not None and not self.session.loading))
         self.toolbar.compare_action.setEnabled(self.session.ready)
@@ -347,7 +344,7 @@ class MainWindow(QMainWindow):
         self.session.settings.save_show_markdown(on)
         for message in self.chat.messages:
             if message.role == "assistant" and message is not self.answer_view:
-                message.render(on)
+                message.show_text(on)
 
     def _show_rejected_toggled(self, on: bool) -> None:
         self.session.settings.save_show_rejected(on)

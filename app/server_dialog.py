@@ -46,6 +46,11 @@ class ServerDialog(QDialog):
         server.failed.connect(self._failed)
         self._show_state(server.address)
 
+    def present(self) -> None:
+        """Show the window in front (it may be open behind the main window)."""
+        self.show()
+        self.raise_()
+
     def _lay_out(self) -> None:
         row = QHBoxLayout()
         row.addWidget(self.switch)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
-from engine.attachments import Attachment
+from engine.attachments import Attached
 from engine.comparison import STANDARD, check_sides, compare_messages, side_params
 from engine.conversation_title import automatic_title
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
@@ -228,7 +228,7 @@ class ChatSession(QObject):
             self.new_chat_think = None
         return conversation_id
 
-    def send(self, conversation_id: int, text: str, attachments: tuple[Attachment, ...] = ()) -> None:
+    def send(self, conversation_id: int, text: str, attachments: tuple[Attached, ...] = ()) -> None:
         """Save the user's message (with the files attached to it) and start its answer."""
         self.store.add_message(conversation_id, "user", text, attachments=attachments)
         self.start_answer(conversation_id)
@@ -238,7 +238,7 @@ class ChatSession(QObject):
         conversation_id = self.store.conversation_of(message_id)
         if self.busy or conversation_id is None:
             return None
-        files = next((m.attachments for m in self.store.messages(conversation_id) if m.id == message_id), [])
+        files = next((tuple(m.attachments) for m in self.store.messages(conversation_id) if m.id == message_id), ())
         self.store.add_message(conversation_id, "user", text, parent_id=self.store.parent_of(message_id), attachments=files)
         self.start_answer(conversation_id)
         return conversation_id
@@ -303,23 +303,23 @@ class ChatSession(QObject):
             self._requests.generate.emit(request)
         return dict(self.compare_requests)
 
-    def _is_answer(self, request_id: int) -> bool:
-        return not self._closed and self.answer is not None and request_id == self.answer.request_id
+    def _answer_for(self, request_id: int) -> StreamingAnswer | None:
+        """The chat answer the request is (None: a Compare's, or one the user left and a new one replaced)."""
+        return self.answer if not self._closed and self.answer is not None and request_id == self.answer.request_id else None
 
     def _is_compare(self, request_id: int) -> bool:
         return not self._closed and request_id in self.compare_requests.values()
 
     def _on_started(self, request_id: int) -> None:
-        if self._is_answer(request_id):
-            self.answer.start_running()
-            self.answer_running.emit(self.answer)
+        if (answer := self._answer_for(request_id)) is not None:
+            answer.start_running()
+            self.answer_running.emit(answer)
 
     def _on_events(self, request_id: int, events: list[object]) -> None:
         if self._is_compare(request_id):
             self.compare_events.emit(request_id, events)
-        if not self._is_answer(request_id):
+        if (answer := self._answer_for(request_id)) is None:
             return
-        answer = self.answer
         tokens = [e for e in events if isinstance(e, TokenEvent)]
         answer.add_tokens(tokens)
         answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
@@ -337,21 +337,20 @@ class ChatSession(QObject):
     def _on_finished(self, request_id: int, result: GenerationResult) -> None:
         if self._is_compare(request_id):
             self.compare_finished.emit(request_id, result)
-        if not self._is_answer(request_id):
+        if (answer := self._answer_for(request_id)) is None:
             return
-        answer = self.answer
         answer.take_result(result)
         summary = answer.summary(result)
         self._save(answer, result.finish_reason, summary)
-        self.tools.take(answer, result) or self._idle()  # an answer that called tools runs on until its calls are done
+        if not self.tools.take(answer, result):  # an answer that called tools runs on until its calls are done
+            self._idle()
         self.answer_finished.emit(answer, result, summary)
 
     def _on_error(self, request_id: int, message: str, kind: str) -> None:
         if self._is_compare(request_id):
             self.compare_failed.emit(request_id, message)
-        if not self._is_answer(request_id):
+        if (answer := self._answer_for(request_id)) is None:
             return
-        answer = self.answer
         if answer.text:
             self._save(answer, "error", "(interrupted by an error)")
         else:

@@ -31,6 +31,7 @@ from engine.params import RANGES, GenerationParams
 from .file_dialogs import open_file
 from .mcp_servers import McpServers
 from .mcp_settings import McpSettings
+from .page_scroll import PageScroll
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes of each verify are made during it; a "
@@ -38,6 +39,7 @@ SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes
                "faster. Exact: answers are the target's either way.")
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 ERROR_RED = "#b00020"
+TITLE_BAR_PX = 40  # what a window manager's title bar and frame take of the screen's height, with a margin
 
 
 def ssd_reason(drafter: str) -> str:
@@ -148,7 +150,8 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self._base = params
-        form = QFormLayout(self)
+        page = QWidget()
+        self.form = form = QFormLayout(page)
         self.num_draft = whole_number_box("num_draft", params.num_draft)
         self.adaptive = QCheckBox("Adaptive: choose each round's draft length (0 when speculation loses)")
         self.adaptive.setChecked(params.adaptive)
@@ -187,11 +190,28 @@ class SettingsDialog(QDialog):
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)
-        form.addRow(self.error)
-        form.addRow(self._buttons())
+        self._lay_out(page)
         self.adaptive.toggled.connect(self._adaptive_toggled)
         self._adaptive_toggled(params.adaptive)
         self._follow_drafter(params)
+        self.fit_to((self.parentWidget() or self).screen().availableGeometry().height())
+
+    def _lay_out(self, page: QWidget) -> None:
+        """The settings scroll above the error line and OK/Cancel, which stay in view: with the MCP section they are
+        about 740 px tall, and on a 900x600 screen OK and Cancel were below its bottom edge."""
+        self.page_scroll = PageScroll(page)
+        self.page_scroll.setMinimumWidth(page.sizeHint().width() + self.page_scroll.verticalScrollBar().sizeHint().width())
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.page_scroll, 1)
+        layout.addWidget(self.error)
+        self.buttons = self._buttons()
+        layout.addWidget(self.buttons)
+
+    def fit_to(self, screen_height: int) -> None:
+        """As tall as the settings where the screen has room (no scroll bar then), else as tall as the screen."""
+        self.page_scroll.updateGeometry()  # the page's hint changed as its rows were filled in
+        hint = self.sizeHint()
+        self.resize(hint.width(), min(hint.height(), screen_height - TITLE_BAR_PX))
 
     def _buttons(self) -> QDialogButtonBox:
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -277,3 +297,5 @@ class SettingsDialog(QDialog):
             return
         if self.across_macs.check():
             super().accept()
+        else:
+            self.page_scroll.ensureWidgetVisible(self.across_macs.error)  # said where the field is, maybe scrolled away

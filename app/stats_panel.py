@@ -1,6 +1,6 @@
 """The side panel: what speculation is doing, live, in four tabs.
 
-Live: two plots over the seconds of the current answer (tokens per second, acceptance rate) and the numbers
+Live: two plots over the seconds of the current answer (tokens per second, acceptance rate: live_plots.py) and the numbers
 behind them (tokens per target pass, drafted and accepted tokens, the last round's draft length, time to first
 token, peak memory), with a legend of the token colours and the switch for rejected drafts. Rounds: every round
 as a bar (round_timeline.py). Positions: acceptance by draft position (position_histogram.py). Cost: the cost
@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import time
 
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QScrollArea, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QSize, Signal
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
 
-from .chat_view import FIRST_TOKEN_MEANING
 from .cost_card import CostCard
+from .live_plots import LivePlots
+from .message_widget import FIRST_TOKEN_MEANING
+from .page_scroll import PageScroll
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
 from .round_timeline import RoundTimeline
@@ -104,15 +105,8 @@ class StatsPanel(QFrame):
         self.legend.show_rejected.toggled.connect(self.show_rejected_changed)
         layout.addWidget(self.legend)
 
-        pg.setConfigOptions(antialias=False, background=None)
-        self.rate_plot = self._plot("tokens / s")
-        self.accept_plot = self._plot("acceptance %")
-        self.accept_plot.setYRange(0, 100)
-        layout.addWidget(self.rate_plot, 1)
-        layout.addWidget(self.accept_plot, 1)
-        self.accept_plot.setXLink(self.rate_plot)  # one time axis for both, as they are read together
-        self.rate_curve = self.rate_plot.plot(pen=pg.mkPen("#4C78A8", width=2))
-        self.accept_curve = self.accept_plot.plot(pen=pg.mkPen("#54A24B", width=2))
+        self.plots = LivePlots()
+        layout.addWidget(self.plots, 1)
 
         form = QFormLayout()
         self.values: dict[str, QLabel] = {}
@@ -163,44 +157,11 @@ class StatsPanel(QFrame):
             page_layout.addStretch()
             self.tabs.addTab(page, name)
 
-    def _plot(self, label: str) -> pg.PlotWidget:
-        plot = pg.PlotWidget()
-        plot.setMinimumHeight(80)  # enough for a trend; lets the window be 600 px tall
-        plot.setMenuEnabled(False)
-        plot.setMouseEnabled(False, False)
-        plot.hideButtons()
-        plot.setLabel("left", label)
-        plot.setLabel("bottom", "seconds")
-        plot.getViewBox().setDefaultPadding(0.08)
-        plot.getPlotItem().setContentsMargins(0, 10, 6, 0)  # room for the top tick's label, clear of the legend
-        plot.getAxis("left").setWidth(52)  # equal widths line the two time axes up, whatever the labels
-        for axis in ("left", "bottom"):
-            plot.getAxis(axis).enableAutoSIPrefix(False)
-        self._colour_axes(plot)
-        return plot
-
-    def _colour_axes(self, plot: pg.PlotWidget) -> None:
-        text = self.palette().text().color()
-        for axis in ("left", "bottom"):
-            plot.getAxis(axis).setPen(text)
-            plot.getAxis(axis).setTextPen(text)
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt API
-        """Axis labels follow the system into light or dark mode."""
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "accept_plot"):
-            for plot in (self.rate_plot, self.accept_plot):
-                self._colour_axes(plot)
-
     def reset(self, mode: str, draft_cost_on_gpu: float | None = None, lenience: float = 0.0) -> None:
         """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card;
         `lenience` above 0: lenient acceptance, which the Mode row calls lossy)."""
         self._start = time.perf_counter()
         self._rate = RecentRate(RATE_WINDOW_S)  # over the tokens so far
-        self._times: list[float] = []
-        self._rates: list[float] = []
-        self._accept_times: list[float] = []
-        self._accept_rates: list[float] = []
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
         self.ssd = GenerationStats()  # only its SSD counts are used
         self.network_s = self.round_s = 0.0
@@ -210,13 +171,7 @@ class StatsPanel(QFrame):
         self._first_token: float | None = None
         self._prompt_tokens = 0
         self._last_plot = 0.0
-        self.rate_curve.setData([], [])
-        self.accept_curve.setData([], [])
-        # Empty plots autorange to nothing and would keep the last answer's axes: start from 0 s and 0 tokens/s,
-        # autoranged from the new answer's data on (acceptance keeps its 0-100 %, its time axis linked).
-        self.rate_plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
-        self.rate_plot.enableAutoRange()
-        self.accept_plot.enableAutoRange(axis="x")
+        self.plots.reset()
         for label in self.values.values():
             label.setText("–")
         self.values["mode"].setText(f"{mode}, {lossy_label(lenience)}" if lenience else mode)
@@ -247,8 +202,7 @@ class StatsPanel(QFrame):
                 self._count_ssd(event)
                 self._count_network(event)
                 if self.drafted:
-                    self._accept_times.append(now)
-                    self._accept_rates.append(100.0 * self.accepted / self.drafted)
+                    self.plots.add_acceptance(now, 100.0 * self.accepted / self.drafted)
             elif isinstance(event, PrefillEvent):
                 self._prompt_tokens = event.total
                 by = " by the draft" if event.model == "draft" else ""  # one line in a narrow panel; the bubble says more
@@ -258,9 +212,8 @@ class StatsPanel(QFrame):
         self._rate.add(now, self.tokens)
         rate = self._rate.per_second()
         if rate is not None and self._first_token is not None:
-            self._times.append(now)
-            self._rates.append(rate)
-            self.values["tps"].setText(f"{self._rates[-1]:.1f}")
+            self.plots.add_rate(now, rate)
+            self.values["tps"].setText(f"{rate:.1f}")
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._redraw_plots(now)
         self._show_counts()
@@ -288,8 +241,7 @@ class StatsPanel(QFrame):
 
     def _redraw_plots(self, now: float) -> None:
         self._last_plot = now
-        self.rate_curve.setData(self._times, self._rates)
-        self.accept_curve.setData(self._accept_times, self._accept_rates)
+        self.plots.redraw()
         self.histogram.redraw()
         self.cost_card.redraw()
 
@@ -330,26 +282,14 @@ class StatsPanel(QFrame):
             + ", ".join(f"{tps:.1f}" for tps in b.predicted_tps) for b in beliefs if b.predicted_tps))
 
 
-class Scrolling(QScrollArea):
+class Scrolling(PageScroll):
     """The numbers under the plots: as tall as they are while the window has room (the plots give way first), and
-    scrolling down when it is too short for them (the Policy row's lines were cut off), never sideways: their
-    labels wrap to the panel's width."""
-
-    def __init__(self, page: QWidget) -> None:
-        super().__init__()
-        self.setWidget(page)
-        self.setWidgetResizable(True)
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scrolling down when it is too short for them (the Policy row's lines were cut off)."""
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        """Its page's height (a QScrollArea would cap it at a few lines), up to half the tab's: the plots keep the
-        other half."""
-        page, tab = self.widget(), self.parentWidget()
-        if page is None:
-            return super().sizeHint()
-        height = page.heightForWidth(self.viewport().width()) if page.hasHeightForWidth() else page.sizeHint().height()
-        return QSize(super().sizeHint().width(), min(height, tab.height() // 2) if tab is not None else height)
+        """Up to half the tab's height: the plots keep the other half."""
+        hint, tab = super().sizeHint(), self.parentWidget()
+        return QSize(hint.width(), min(hint.height(), tab.height() // 2) if tab is not None else hint.height())
 
 
 def policy_line(belief: PolicyBelief) -> str:

@@ -19,7 +19,8 @@ from shiboken6 import isValid
 from engine.mcp_tools.saved_calls import AnswerCalls
 
 from .chat_tools import ChatTools
-from .chat_view import ChatView, MessageWidget
+from .chat_view import ChatView
+from .message_widget import MessageWidget
 from .tool_call_card import ToolCallCard
 
 
@@ -45,7 +46,7 @@ class ToolCards(QObject):
         if not cards or not all(isValid(card) for card in cards) or cards[0].parent() is not widget:
             cards = self._cards[message_id] = [self._card(widget, message_id, index, calls) for index in range(len(calls.calls))]
             widget.text = calls.text  # copied and shown as Markdown without the calls: the cards show them
-            widget.render(self._markdown())
+            widget.show_text(self._markdown())
             widget.body.setVisible(bool(calls.text))  # an answer that only called: its cards alone
         live = calls is self.tools.live
         for index, (card, record) in enumerate(zip(cards, calls.calls)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QSizePolicy, QToolBar, QWidget
 
+from .drafter_choice import DrafterChoice
 from .elided_label import ElidedLabel
 
 
@@ -21,7 +22,7 @@ class MainToolbar(QToolBar):
         drafter: the drafter choice (`drafter_choice.DrafterChoice`), beside the mode switch.
     """
 
-    def __init__(self, speculative: bool, markdown: bool, drafter: QWidget, parent: QWidget | None = None) -> None:
+    def __init__(self, speculative: bool, markdown: bool, drafter: DrafterChoice, parent: QWidget | None = None) -> None:
         super().__init__("Main", parent)
         self.setMovable(False)
         self.models_action = self._action("Models…", "Choose models (Ctrl+K)")

@@ -32,6 +32,8 @@ def write_weights(
     total, done = sum(int(t.n_bytes) for t in tensors), 0
     layers: dict[str, Quantization] = {}
     writer = ShardWriter(folder)
+    if progress:
+        progress(0, total)  # the stage starts now: its first tensor (the embedding, a third of a small model) takes a while
     with TensorFile(source) as file:
         for tensor in tensors:
             name = hf_name(tensor.name, arch)

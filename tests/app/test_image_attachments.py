@@ -90,7 +90,7 @@ def test_a_vision_target_answers_about_the_image_and_the_question_shows_its_toke
     assert captions(shown) == ["image-0.png · 100×80"]
     assert shown.body.toPlainText() == f"[image: 1 of 1, {image.tokens} tokens] \n{QUESTION}"
     assert {r["drafter"] for r in answer.trace} == {"lookup", "none"} and sum(r["accepted"] for r in answer.trace) > 0
-    window.chat.messages[1].render(markdown=False)
+    window.chat.messages[1].show_text(markdown=False)
     origins = {window.chat.messages[1].body.origin_at(f.position())[0] for f in window.chat.messages[1].body.token_fragments()}
     assert "accepted" in origins  # lookup's accepted tokens, tinted in the answer's token view
 

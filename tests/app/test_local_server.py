@@ -8,7 +8,7 @@ import time
 import httpx
 import openai
 
-from app.chat_view import WAITING_FOR_SERVER
+from app.message_widget import WAITING_FOR_SERVER
 from engine.decoding.generation import generate
 from engine.events import TokenEvent
 from engine.params import GenerationParams

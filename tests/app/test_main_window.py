@@ -82,7 +82,7 @@ def test_the_stats_panel_and_the_stats_line_follow_the_answer(make_window, qtbot
     assert values["accepted"].startswith(str(result.stats.accepted))
     assert values["per_pass"] == f"{result.stats.tokens_per_pass:.2f}"
     assert values["ttft"].endswith(" s") and values["memory"] != "–"
-    assert window.stats.rate_curve.getData()[0] is not None
+    assert window.stats.plots.rate_curve.getData()[0] is not None
     assert window.chat.messages[-1].stats.text() == result.summary()
 
 
@@ -565,7 +565,7 @@ def test_compare_halves_and_plot_axes_stay_aligned(make_window, qtbot) -> None:
     assert grid.columnStretch(0) == grid.columnStretch(1) == 1
     qtbot.waitUntil(lambda: len(window.compare_dialog.results) == 2, timeout=60_000)
     window.compare_dialog.close()
-    assert window.stats.accept_plot.getViewBox().linkedView(0) is window.stats.rate_plot.getViewBox()
+    assert window.stats.plots.accept_plot.getViewBox().linkedView(0) is window.stats.plots.rate_plot.getViewBox()
 
 
 @pytest.mark.parametrize(

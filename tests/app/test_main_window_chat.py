@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QColor, QPalette
 
-from app.chat_view import cut_notice
+from app.message_widget import cut_notice
 from app.palette import notice_colour
 from engine.events import PrefillEvent, TokenEvent
 from tests.app.conftest import send_and_wait, stream_in_a_second_chat

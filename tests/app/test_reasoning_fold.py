@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.chat_view import MessageWidget
+from app.message_widget import MessageWidget
 from app.reasoning_fold import route, thought_for
 from engine.events import PartStats, RoundEvent, TokenEvent
 from tests.app.test_token_view import document_pieces

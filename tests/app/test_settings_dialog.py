@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtWidgets import QComboBox, QDialog, QFormLayout
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout
 
+from app.mcp_servers import McpServers
+from app.settings import AppSettings
 from app.settings_dialog import SSD_MEANING, SettingsDialog, ssd_reason
 from engine.params import RANGES, GenerationParams
 
@@ -32,8 +35,6 @@ def test_the_dialog_returns_what_it_was_given_when_nothing_changes(qtbot) -> Non
 
 
 def test_kv_cache_bits_and_repetition_penalty_are_edited_and_remembered(qtbot, isolated_home) -> None:
-    from app.settings import AppSettings
-
     dialog = SettingsDialog(GenerationParams(), "")
     qtbot.addWidget(dialog)
     assert dialog.params().kv_bits is None
@@ -48,8 +49,6 @@ def test_kv_cache_bits_and_repetition_penalty_are_edited_and_remembered(qtbot, i
 
 
 def test_lenience_is_edited_and_remembered(qtbot, isolated_home) -> None:
-    from app.settings import AppSettings
-
     dialog = SettingsDialog(GenerationParams(), "")
     qtbot.addWidget(dialog)
     assert dialog.params().lenience == 0.0 and "LOSSY" in dialog.lenience.toolTip()
@@ -59,8 +58,6 @@ def test_lenience_is_edited_and_remembered(qtbot, isolated_home) -> None:
 
 
 def test_ssd_and_its_fanout_are_edited_and_remembered(qtbot, isolated_home) -> None:
-    from app.settings import AppSettings
-
     dialog = SettingsDialog(GenerationParams(), "")
     qtbot.addWidget(dialog)
     assert not dialog.params().ssd and not dialog.fanout.isEnabled()
@@ -72,8 +69,6 @@ def test_ssd_and_its_fanout_are_edited_and_remembered(qtbot, isolated_home) -> N
 
 
 def test_drafting_from_saved_chats_is_switched_with_lookup_and_remembered(qtbot, isolated_home) -> None:
-    from app.settings import AppSettings
-
     dialog = SettingsDialog(GenerationParams(drafter="model"), "")
     qtbot.addWidget(dialog)
     assert dialog.history.isChecked() and not dialog.history.isEnabled()  # a draft model alone never looks up
@@ -86,8 +81,6 @@ def test_drafting_from_saved_chats_is_switched_with_lookup_and_remembered(qtbot,
 
 
 def test_the_think_default_is_shown_for_a_model_that_can_switch_and_remembered(qtbot, isolated_home) -> None:
-    from app.settings import AppSettings
-
     plain = SettingsDialog(GenerationParams(), "")
     qtbot.addWidget(plain)
     assert plain.think.isHidden()
@@ -157,7 +150,7 @@ def test_the_dialog_chooses_no_drafter_and_passes_the_toolbars_choice_through(qt
     """The drafter is chosen in one place, the toolbar (issue 32): Settings had "Drafts come from" too."""
     dialog = SettingsDialog(GenerationParams(drafter=drafter), "")
     qtbot.addWidget(dialog)
-    rows = [dialog.layout().itemAt(i, QFormLayout.ItemRole.LabelRole) for i in range(dialog.layout().rowCount())]
+    rows = [dialog.form.itemAt(i, QFormLayout.ItemRole.LabelRole) for i in range(dialog.form.rowCount())]
     assert "Drafts come from" not in [row.widget().text() for row in rows if row is not None and row.widget()]
     assert not any(box.findData(drafter) >= 0 for box in dialog.findChildren(QComboBox))
     assert dialog.params().drafter == drafter
@@ -173,6 +166,42 @@ def test_ssd_applies_only_while_a_draft_model_chosen_as_the_drafter_drafts(qtbot
     assert dialog.ssd.isEnabled() == applies and dialog.fanout.isEnabled() == applies
     assert dialog.ssd_note.isVisibleTo(dialog) != applies and dialog.ssd_note.text() == ssd_reason(drafter)
     assert dialog.ssd.toolTip() == (SSD_MEANING if applies else ssd_reason(drafter))
+
+
+def test_ok_and_cancel_stay_on_a_short_screen_and_the_settings_scroll(qtbot, isolated_home) -> None:
+    """Issue 32: with its MCP section the dialog was about 740 px tall, and on a 900x600 screen OK and Cancel were below
+    the screen's bottom edge."""
+    dialog = SettingsDialog(GenerationParams(), "", mcp=McpServers(AppSettings()))
+    qtbot.addWidget(dialog)
+    dialog.fit_to(600)
+    dialog.show()
+    assert dialog.height() < 600 < dialog.form.sizeHint().height() + dialog.buttons.height()
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert dialog.rect().contains(QRect(ok.mapTo(dialog, QPoint(0, 0)), ok.size()))
+    scroll = dialog.page_scroll.verticalScrollBar()
+    assert scroll.maximum() > 0 and not dialog.page_scroll.horizontalScrollBar().maximum()  # down, never sideways
+
+
+def test_on_a_tall_screen_the_settings_show_whole(qtbot, isolated_home) -> None:
+    dialog = SettingsDialog(GenerationParams(), "", mcp=McpServers(AppSettings()))
+    qtbot.addWidget(dialog)
+    dialog.fit_to(2000)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.page_scroll.widget().height() == dialog.page_scroll.viewport().height())
+    assert dialog.page_scroll.verticalScrollBar().maximum() == 0
+
+
+def test_a_hostfile_error_scrolls_into_view_on_ok(qtbot, isolated_home) -> None:
+    """The across-Macs field sits low in the scrolled settings: its error must not be said out of sight."""
+    dialog = SettingsDialog(GenerationParams(), "", mcp=McpServers(AppSettings()))
+    qtbot.addWidget(dialog)
+    dialog.fit_to(600)
+    dialog.show()
+    dialog.across_macs.switch.setChecked(True)
+    dialog.accept()
+    error = dialog.across_macs.error
+    assert error.text().startswith("Choose the hostfile")
+    qtbot.waitUntil(lambda: dialog.page_scroll.viewport().rect().contains(error.mapTo(dialog.page_scroll.viewport(), QPoint(0, 0))))
 
 
 def test_the_reason_ssd_does_not_apply_names_the_drafter_as_the_toolbar_does() -> None:

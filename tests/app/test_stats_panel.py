@@ -112,19 +112,3 @@ def test_on_one_machine_there_is_no_network_row(qtbot) -> None:
     panel.add_events([network_round(0, None), network_round(1, None)])
     panel.finish(GenerationResult("text", [1] * 6, ["accepted"] * 6, "speculative", "stop", GenerationStats(generation_s=0.1)))
     assert not panel._form.isRowVisible(panel.values["network"])
-
-
-def test_cleared_graphs_drop_the_last_answer_s_axes(qtbot) -> None:
-    """Issue 32: after a switch or New chat the empty graphs kept the axes of the answer before."""
-    panel = StatsPanel()
-    qtbot.addWidget(panel)
-    panel.show()  # a hidden plot does not autorange
-    panel.rate_curve.setData([0.0, 40.0], [0.0, 500.0])
-    panel.accept_curve.setData([0.0, 40.0], [0.0, 80.0])
-    plots = (panel.rate_plot, panel.accept_plot)
-    qtbot.waitUntil(lambda: all(plot.viewRange()[0][1] >= 40.0 for plot in plots))
-    percent = panel.accept_plot.viewRange()[1]
-    panel.reset("speculative")
-    qtbot.waitUntil(lambda: all(plot.viewRange()[0][1] < 40.0 for plot in plots) and panel.rate_plot.viewRange()[1][1] < 500)
-    assert all(panel.rate_plot.getViewBox().autoRangeEnabled())  # the next answer's data sets them
-    assert panel.accept_plot.viewRange()[1] == percent  # acceptance keeps its 0-100 % scale

@@ -348,6 +348,16 @@ def test_an_import_cancelled_from_its_progress_keeps_nothing(synthetic, tmp_path
     assert (imported_model_path(path, cache_dir=tmp_path) / "config.json").exists()
 
 
+def test_the_weights_stage_is_said_before_its_first_tensor(synthetic, tmp_path: Path) -> None:
+    """Issue 32's silent import: the weights' first report came after their first tensor, the embedding (31% of
+    SmolLM2's bytes, 32 s on a busy CPU), all of it under "Reading …gguf"."""
+    path, _, _ = synthetic
+    reports: list[tuple[str, int, int]] = []
+    imported_model_path(path, cache_dir=tmp_path, progress=lambda stage, done, total: reports.append((stage, done, total)))
+    total = reports[-3][2]  # the weights' last report, before the tokenizer's two
+    assert reports[:2] == [("Reading tiny.gguf", 0, 0), ("Importing tiny.gguf", 0, total)]
+
+
 @pytest.mark.parametrize("last", [1, 2])
 def test_an_import_cancelled_while_its_tokenizer_converts_keeps_nothing(synthetic, tmp_path: Path, last: int) -> None:
     """The weights at 100% were the last report: a cancel while the tokenizer converted was never seen. The
