@@ -364,7 +364,7 @@ class GenerationResult:
         if s.drafted:
             parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
         else:
-            parts.append(f"no tokens drafted by the {who}" if self.mode == "speculative" else "standard decoding")
+            parts.append(self._nothing_drafted(who))
         parts += [f"Automatic: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]  # its choice and why
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
@@ -376,6 +376,16 @@ class GenerationResult:
         if self.reasoning and s.drafted:
             parts.append(self.split_summary())
         return ", ".join(parts)
+
+    def _nothing_drafted(self, who: str) -> str:
+        """What the stats line says of an answer without a drafted token: Automatic is no drafter ("by the
+        Automatic"), and its reason follows in the line when the policy gave one."""
+        if self.mode != "speculative":
+            return "standard decoding"
+        if self.drafter != "auto":
+            return f"no tokens drafted by the {who}"
+        gave_reason = any(b.drafter == "auto" for b in self.stats.policy[:1])
+        return "no tokens drafted" if gave_reason else "no tokens drafted under Automatic"
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.events import GenerationResult, GenerationStats, RoundEvent, split_rounds
+from engine.events import GenerationResult, GenerationStats, PolicyBelief, RoundEvent, split_rounds
 
 
 def round_record(index: int, drafted: int, accepted: int, reasoning: bool) -> dict:
@@ -47,3 +47,14 @@ def test_an_answer_that_drafted_nothing_names_the_drafter_asked_for() -> None:
     assert "no tokens drafted by the built-in MTP drafter" in _result("speculative", "mtp").summary()
     assert "standard decoding" in _result("standard", "none").summary()
     assert _result("speculative", "mtp", mtp=8).as_dict()["drafter"] == "mtp"
+
+
+def test_an_automatic_answer_that_drafted_nothing_reads_as_a_sentence() -> None:
+    """It read "no tokens drafted by the Automatic, Automatic: standard decoding (...)": Automatic is a choice among
+    drafters, not a drafter, and its reason already says what it chose."""
+    silent = _result("speculative", "auto")
+    assert "no tokens drafted under Automatic," in silent.summary()
+    silent.stats.policy = [PolicyBelief("auto", 0.0, None, [1.0], 0, "standard decoding (no drafter measured yet)", None, 0)]
+    line = silent.summary()
+    assert "no tokens drafted, Automatic: standard decoding (no drafter measured yet)" in line
+    assert "by the Automatic" not in line
