@@ -73,7 +73,7 @@ class Draft:
     @property
     def drafter(self) -> str:
         """What a RoundEvent calls the drafter: "model", "mtp", "eagle3", "dflash", "lookup" or "none"."""
-        return "lookup" if self.source.startswith("lookup") else "model" if self.source.startswith("model") else self.source
+        return "lookup" if self.source.startswith("lookup") else self.source
 
 
 NO_DRAFT = Draft(tokens=mx.array([], dtype=mx.uint32), count=0, probs=None, source="none")

@@ -32,7 +32,6 @@ class MakerInputs:
         warper: the sampling warp shared with the target.
         policy: what the drafter chooses its K through (under Automatic, the ballot all candidates share).
         settings: the key the pair keeps this answer's policy under: keep anything else per settings beside it.
-        prompt_ids: the prompt's token ids (the draft model keeps apart estimates for code and chat).
         constraint: the grammar the output must follow (None: free text).
         automatic: the drafter is one of Automatic's candidates: asked each round what it would draft, so it must
             not draft ahead of being asked.
@@ -46,7 +45,6 @@ class MakerInputs:
     warper: Warper
     policy: DraftPolicy
     settings: tuple[object, ...] = ()
-    prompt_ids: tuple[int, ...] = ()
     constraint: Constraint | None = None
     automatic: bool = False
     compared: object = None

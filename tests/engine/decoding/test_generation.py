@@ -297,7 +297,7 @@ def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPa
     from engine.decoding.policy.estimates import RoundCosts
 
     params = GREEDY.replace(adaptive=True, max_tokens=30)
-    policy = _policy(tiny_pair, params)
+    policy = _policy(tiny_pair, params, "chat")
     for _ in range(20):  # a draft that is never accepted
         policy.observe(RoundCosts("model", 4, 0, 0.01, 0.06))
         policy.observe(RoundCosts("none", 0, 0, 0.0, 0.02))
