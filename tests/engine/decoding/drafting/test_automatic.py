@@ -116,6 +116,16 @@ def test_automatic_falls_back_to_plain_steps_when_no_drafter_pays() -> None:
     assert chosen.count("none") >= 160  # plain steps, and each given-up drafter probed now and then (as for one alone)
 
 
+def test_a_drafter_given_up_on_is_found_when_it_turns_good_while_another_pays() -> None:
+    """Issue 31: while one drafter paid, the others were never asked, so one given up on early in an answer was
+    never found when it turned good later in it. Probes go on against the one that pays."""
+    turns = 300
+    accepts = {"steady": lambda n: 0.5, "late": lambda n: 1.0 if n >= turns else 0.0}
+    chosen = run_rounds(["late", "steady"], turns + 300, lambda source, n: accepts[source](n))
+    assert chosen[100:turns].count("steady") >= 180  # the one that pays drafts, the other is probed now and then
+    assert chosen[-100:].count("late") >= 90
+
+
 def test_a_drafter_bad_on_chat_and_good_on_code_is_chosen_on_code_after_chat(tiny_pair: ModelPair) -> None:
     """Issue 31: estimates one kind of prompt earned decided for the next: a block drafter right 30% of the time on
     chat and 90% on code was given up during a chat and never drafted on the code after it. Each kind of prompt has a
