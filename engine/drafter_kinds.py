@@ -60,7 +60,7 @@ class DrafterKind:
 
     Attributes:
         name: what `--drafter`, the server's `drafter` field and the settings call it, and the policy's name for
-            its drafts ("dflash"; the policy may add a qualifier: "model:code", "lookup+copying").
+            its drafts ("dflash"; the policy may add a qualifier: "lookup+copying").
         label: how a person reads it (the stats line, the toolbar, Compare).
         about: what it is, in a sentence, for a person choosing it (the toolbar's Drafter choice shows it on hover).
         parts: for a combination, the kinds it runs in drafting order; () for a kind of its own.
@@ -149,24 +149,22 @@ def names() -> tuple[str, ...]:
 
 
 def kind(name: str) -> DrafterKind:
-    """The row of a drafter by its name or the policy's name for its drafts ("model:code", "lookup+copying");
-    KeyError for a name no row has."""
+    """The row of a drafter by its name or the policy's name for its drafts ("lookup+copying"); KeyError for a name
+    no row has."""
     if name in KINDS:
         return KINDS[name]
-    base = name.split(":", 1)[0].split("+", 1)[0]
-    return KINDS[base]
+    return KINDS[name.split("+", 1)[0]]
 
 
 def kind_name(source: str) -> str:
-    """The name of the kind a drafter's drafts come from, by the policy's name for them ("model:code" -> "model",
-    "lookup+copying" -> "lookup"); a name no row has, as it is ("none")."""
+    """The name of the kind a drafter's drafts come from, by the policy's name for them ("lookup+copying" ->
+    "lookup"); a name no row has, as it is ("none")."""
     row = _row_of(source)
     return row.name if row is not None else source
 
 
-# How a person reads the policy's finer names for a drafter's drafts (a lookup match's kind, the draft model on code).
-QUALIFIED_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches",
-                    "model:code": "draft model on code"}
+# How a person reads the policy's finer names for a drafter's drafts (a lookup match's kind).
+QUALIFIED_LABELS = {"lookup+copying": "lookup while copying", "lookup+long": "lookup, long matches"}
 
 
 def drafter_label(name: str) -> str:

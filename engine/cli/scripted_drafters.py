@@ -44,7 +44,7 @@ from ..models.loading import LoadedModel
 from ..models.memory import weight_bytes
 from ..params import GenerationParams
 
-NAME = re.compile(r"scripted[a-z0-9-]*")  # apart from the product's kinds, and free of the policy's qualifiers (":", "+")
+NAME = re.compile(r"scripted[a-z0-9-]*")  # apart from the product's kinds, and free of the policy's qualifier ("+")
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,12 @@ from .answer import Answer
 from .cached_model import CachedModel
 from .constraint import constraint_for
 from .drafting.automatic import AUTO, AutomaticDrafter, Ballot, asked_drafters, listening_drafter, recalled, remember
-from .drafting.draft_model import model_source
 from .drafting.drafter import Drafter
 from .drafting.maker import MakerInputs
 from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_images
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
+from .policy.prompt_kind import PROMPT_KIND_TOKENS, kind_of
 from .prompt_ids import FALLBACK_TURN_END, Message
 from .rounds import Decoder
 from .sampling import Warper
@@ -70,13 +70,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (a folder's: none loaded)
 
 
-def _draft_source(pair: ModelPair, params: GenerationParams, prompt_ids: list[int]) -> str | None:
-    """The policy's name for the draft model on this prompt ("model", "model:code"), None when no draft model drafts:
-    read once an answer, for its prefill and its drafter alike (it decodes up to 2048 of the prompt's tokens)."""
-    return model_source(pair, prompt_ids) if _uses_draft(pair, params) else None
-
-
-def _caches_to_prefill(pair: ModelPair, params: GenerationParams, draft_source: str | None) -> list[tuple[str, CachedModel]]:
+def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> list[tuple[str, CachedModel]]:
     """The target, and the draft model too when it will draft (its first draft would otherwise prefill it).
 
     Not when the adaptive policy has given up on the draft model: prefilling a draft that will not draft cost
@@ -84,32 +78,41 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, draft_source: 
     64-token answers: 0.905x standard with 8 tokens drafted in 8 answers). A probe's draft catches up instead.
     """
     caches = [("target", pair.target_cache)]
-    draft = pair.draft_cache  # there is one wherever a draft model drafts (`draft_source` is not None)
-    if draft_source is not None and draft is not None and not _policy(pair, params).gave_up_on(draft_source):
+    draft = pair.draft_cache  # there is one wherever a draft model drafts
+    if _uses_draft(pair, params) and draft is not None and not _policy(pair, params, prompt_kind).gave_up_on("model"):
         caches.append(("draft", draft))
     return caches
 
 
-def _policy(pair: ModelPair, params: GenerationParams) -> DraftPolicy:
-    """A fixed K, or the pair's adaptive policy for these settings (its estimates carry over between answers)."""
+def _policy(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> DraftPolicy:
+    """A fixed K, or the pair's adaptive policy for these settings and this kind of prompt (its estimates carry over
+    between answers)."""
     if not params.adaptive:
         return FixedDraftLength(params.num_draft)
-    max_draft, key = max(params.max_draft, params.num_draft), _settings_key(pair, params)
+    max_draft, key = max(params.max_draft, params.num_draft), _settings_key(pair, params, prompt_kind)
     if params.drafter == AUTO:  # Automatic starts from what earlier launches measured of the pair
         return pair.policy(key, lambda: recalled(AdaptiveDraftLength(max_draft, first_draft=params.num_draft), pair, key))
     return pair.policy(key, lambda: AdaptiveDraftLength(max_draft, first_draft=params.num_draft))
 
 
-def _settings_key(pair: ModelPair, params: GenerationParams) -> tuple[object, ...]:
-    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD, and
-    whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token)."""
+def _settings_key(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> tuple[object, ...]:
+    """What a kept policy's estimates depend on: the drafter, the lengths, the warp, the cache's precision, SSD,
+    whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token), and
+    the prompt's kind (which drafter pays differs between code and chat, `prompt_kind.py`; what a kind's
+    policy relearns of the costs, a few rounds once, is cheaper than drafting on another kind's evidence)."""
     warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
     return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
-            params.json_schema is not None or params.grammar is not None)
+            params.json_schema is not None or params.grammar is not None, prompt_kind)
 
 
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, draft_source: str | None,
+def _remember_automatic(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> None:
+    """After an answer under Automatic, keep what its policy measured for later launches (`policy/memory.py`)."""
+    if params.drafter == AUTO and params.mode == "speculative":
+        remember(_policy(pair, params, prompt_kind), pair, _settings_key(pair, params, prompt_kind))
+
+
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_kind: str,
              compared: object = None) -> Decoder:
     """Standard decoding, or speculation with the chosen drafter (a combination's parts in their order), or with
     Automatic's candidates (every drafter the pair has) as one drafter: each made by its kind's maker, looked up by
@@ -118,9 +121,9 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, draft_so
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
     automatic = params.drafter == AUTO
-    policy: DraftPolicy = Ballot(_policy(pair, params)) if automatic else _policy(pair, params)
-    given = MakerInputs(pair, params, warper, policy, _settings_key(pair, params), draft_source or "model", constraint,
-                        automatic, compared)
+    policy: DraftPolicy = Ballot(_policy(pair, params, prompt_kind)) if automatic else _policy(pair, params, prompt_kind)
+    settings = _settings_key(pair, params, prompt_kind)
+    given = MakerInputs(pair, params, warper, policy, settings, constraint, automatic, compared)
     drafters: list[Drafter] = [round_side(kind).make_drafter(replace(given, kind=kind)) for kind in asked_drafters(pair, params)]
     if isinstance(policy, Ballot):
         drafters = [AutomaticDrafter(drafters, policy)]
@@ -269,8 +272,8 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     image_key = vision.key if vision is not None else None
     started = time.perf_counter()  # a prefix read back from disk (or spilled to it) is part of the wait
-    draft_source = _draft_source(pair, params, prompt_ids)
-    caches = _caches_to_prefill(pair, params, draft_source)
+    prompt_kind = kind_of(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))  # "code" or "chat"
+    caches = _caches_to_prefill(pair, params, prompt_kind)
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
@@ -279,11 +282,10 @@ def generate_stream(
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = time.perf_counter() - answer.start
         if prefilled:
-            decoder = _decoder(pair, params, warper, draft_source, prompt if comparing else None)
+            decoder = _decoder(pair, params, warper, prompt_kind, prompt if comparing else None)
             yield from _rounds(decoder, answer, cancelled)
             stats.policy = decoder.policy.beliefs() if isinstance(decoder, SpeculativeDecoder) else []
-            if params.drafter == AUTO and params.mode == "speculative":
-                remember(_policy(pair, params), pair, _settings_key(pair, params))
+            _remember_automatic(pair, params, prompt_kind)
         else:
             answer.finish = "cancelled"
     result = answer.result()

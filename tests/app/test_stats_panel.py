@@ -45,7 +45,7 @@ def test_the_policy_row_speaks_plain_words_and_is_never_cut_off(qtbot) -> None:
     panel.show()
     reason = "drafts nothing: at best (3 tokens a round) 0.90x as fast as without drafting; tried now and then"
     finished(panel, [PolicyBelief(name, 0.5, 0.3, [10.0, 9.0], 0, reason, 3, 40)
-                     for name in ("auto", "lookup+copying", "lookup+long", "model:code", "model")])
+                     for name in ("auto", "lookup+copying", "lookup+long", "model")])
     row = panel.values["policy"]
     assert row.text().startswith("Automatic: ") and "\nlookup while copying: " in row.text() and "+" not in row.text()
     qtbot.waitUntil(lambda: row.height() >= row.heightForWidth(row.width()))

@@ -21,15 +21,15 @@ from tests.helpers import registered
 
 
 def test_the_policy_s_qualified_sources_are_read_as_their_kind() -> None:
-    """The policy keeps "model:code" and "lookup+copying" apart from "model" and "lookup"; the row is the same."""
-    assert kind("model:code").name == "model" and kind("lookup+copying").name == "lookup"
-    assert [source for source in ("model:code", "lookup+long", "mtp", "eagle3", "dflash", "dspark", "none")
-            if is_persistent(source)] == ["model:code", "mtp", "eagle3", "dflash", "dspark"]
+    """The policy keeps "lookup+copying" apart from "lookup"; the row is the same."""
+    assert kind("lookup+copying").name == "lookup"
+    assert [source for source in ("model", "lookup+long", "mtp", "eagle3", "dflash", "dspark", "none")
+            if is_persistent(source)] == ["model", "mtp", "eagle3", "dflash", "dspark"]
     assert [source for source in ("model", "lookup", "mtp", "eagle3", "dflash", "dspark", "none")
             if is_block(source)] == ["dflash", "dspark"]
     with pytest.raises(KeyError):
         kind("none")
-    assert [kind_name(source) for source in ("model:code", "lookup+copying", "lookup+long", "dspark", "none")] == [
+    assert [kind_name(source) for source in ("model", "lookup+copying", "lookup+long", "dspark", "none")] == [
         "model", "lookup", "lookup", "dspark", "none"]  # a round's drafter, as its RoundEvent names it
 
 

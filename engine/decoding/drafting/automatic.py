@@ -6,9 +6,12 @@ generalises it. Each round it asks every candidate what it would draft, without 
 found; a network drafter: up to the round's limit), ranks them by the tokens per second the pair's one adaptive
 policy predicts for each (`AdaptiveDraftLength.choose` without its probes: from the acceptance and cost it measured of
 each drafter on this machine, and the target's verify time), and asks them in that order; the first draft offered is verified.
-A candidate not measured yet goes first, so that it drafts once and is measured. When none is predicted to pay,
-they are asked cheapest first (lookup, the built-in or folder drafter, the draft model: `asking_order`), so that the
-policy's probes of given-up drafters go on as they do for one drafter; a round none drafts for is a plain step.
+A candidate not measured yet goes first, so that it drafts once and is measured. One not chosen (given up on, or
+slower than the best) is probed now and then (`AdaptiveDraftLength.probe`, cheapest first: lookup, the built-in or
+folder drafter, the draft model, `asking_order`), whether or not another pays: against the one that pays, a probe
+must look able to beat it, and what it loses is counted against it. So a drafter left behind in one stretch of an
+answer is found when it turns good later (the estimates of another kind of prompt are another policy's:
+`generation._settings_key`). A round none drafts for is a plain step.
 
 Which drafter proposes is all it changes: the verify pass and the acceptance rule are the same, so the output is
 the target's (greedy: what standard decoding writes; seeded: the same draw, `sampling.py`).
@@ -102,12 +105,14 @@ def remember(policy: DraftPolicy, pair: ModelPair, settings: tuple) -> None:
 
 class Ballot:
     """The pair's policy as Automatic and its candidates see it: while Automatic asks, a candidate's `choose` notes
-    what it would draft and grants nothing; otherwise every call is the policy's own."""
+    what it would draft and grants nothing; a candidate Automatic granted a probe drafts the probe's K (`granted`);
+    otherwise every call is the policy's own."""
 
     def __init__(self, policy: DraftPolicy) -> None:
         self.policy = policy
         self.asking = False
         self.asked: tuple[str, int] | None = None
+        self.granted: tuple[str, int] | None = None
 
     @property
     def max_draft(self) -> int:
@@ -121,6 +126,9 @@ class Ballot:
         if self.asking:
             self.asked = (source, available)
             return 0
+        if self.granted is not None and self.granted[0] == source:
+            k, self.granted = self.granted[1], None
+            return min(k, available)
         return self.policy.choose(source, available, split_pass)
 
     def observe(self, costs: RoundCosts) -> None:
@@ -169,10 +177,11 @@ class AutomaticDrafter:
         return NO_DRAFT
 
     def ranked(self, context: list[int], limit: int, split_pass: bool = False) -> list[Drafter]:
-        """The candidates with something to draft, in the order they are asked this round: any not measured yet
-        first, then those predicted to pay by their predicted tokens per second; if none pays, the fixed order."""
+        """The candidates that would draft this round, in the order they are asked: any not measured yet; else one
+        granted a probe (`_probed`); then those predicted to pay, by their predicted tokens per second."""
         asks = self._asks(context, limit, split_pass)
         policy = self.ballot.policy
+        self.ballot.granted = None
         if not isinstance(policy, AdaptiveDraftLength):
             return [candidate for candidate, _ in asks]
         unmeasured, paying = [], []
@@ -183,9 +192,22 @@ class AutomaticDrafter:
                 unmeasured.append(candidate)
             elif k:
                 paying.append((prediction[0], candidate))
-        if unmeasured or paying:
-            return unmeasured + [candidate for _, candidate in sorted(paying, key=lambda bid: -bid[0])]
-        return [candidate for candidate, _ in asks]
+        paying.sort(key=lambda bid: -bid[0])
+        best = paying[0] if paying else (0.0, None)
+        first = unmeasured or self._probed(policy, [ask for ask in asks if ask[0] is not best[1]], split_pass, best[0])
+        return first + [candidate for _, candidate in paying]
+
+    def _probed(self, policy: AdaptiveDraftLength, others: list[tuple[Drafter, tuple[str, int]]], split_pass: bool,
+                rival: float) -> list[Drafter]:
+        """The first of the candidates Automatic would not choose (`others`, in the fixed order) that the policy grants
+        a probe against the chosen one's predicted tokens per second (`rival`; 0: none pays, plain steps are the
+        rival), as a list of it; [] when none is granted."""
+        for candidate, (source, available) in others:
+            k = policy.probe(source, available, split_pass, rival)
+            if k:
+                self.ballot.granted = (source, k)
+                return [candidate]
+        return []
 
     def _asks(self, context: list[int], limit: int, split_pass: bool) -> list[tuple[Drafter, tuple[str, int]]]:
         """What each candidate would draft now, as (its policy name, tokens it has): asked, never drafted."""

@@ -17,7 +17,6 @@ when asked to, plainly otherwise.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import mlx.core as mx
 
@@ -25,20 +24,15 @@ from ...arrays import int_item
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
 from ..policy.draft_length import DraftPolicy
-from ..policy.prompt_kind import draft_model_source
 from ..sampling import Warper
 from .drafter import NO_DRAFT, Draft, Drafter
 from .maker import MakerInputs
 from .network_drafter import NetworkDrafter, draft_steps
 from .ssd import SsdDrafter, SsdSwitch
 
-if TYPE_CHECKING:
-    from ..pair import ModelPair
-
 # The most missing tokens a draft's first step takes in one pass before the rest is prefilled in chunks (after
 # lookup drafted for a while, or a model with recurrent state returned to a checkpoint).
 CATCH_UP_TAIL = 80
-PROMPT_KIND_TOKENS = 2048  # the end of the prompt its kind is read from (a long chat's latest turns)
 
 
 def make_drafter(given: MakerInputs) -> Drafter:
@@ -47,17 +41,11 @@ def make_drafter(given: MakerInputs) -> Drafter:
     asks its candidates for drafts each round), plainly otherwise."""
     pair, params = given.pair, given.params
     assert pair.draft_cache is not None  # asked for without a draft model: `generation._check_request` refused it
-    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, given.draft_source, given.constraint)
+    plain = DraftModelDrafter(pair.draft_cache, given.warper, given.policy, given.constraint)
     if not params.ssd or given.constraint is not None or given.automatic:
         return plain
     switch = None if params.ssd_always else pair.policy(("ssd", *given.settings), SsdSwitch)
     return SsdDrafter(plain, params.fanout, switch)
-
-
-def model_source(pair: ModelPair, prompt_ids: list[int]) -> str:
-    """The policy's name for the draft model on this prompt: code and chat keep their own estimates. It decodes the
-    prompt's last PROMPT_KIND_TOKENS tokens: `generation` reads it once an answer and hands it to the maker."""
-    return draft_model_source(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))
 
 
 class DraftModelDrafter(NetworkDrafter):
@@ -67,15 +55,11 @@ class DraftModelDrafter(NetworkDrafter):
         cached: the draft model and its cache.
         warper: the sampling warp shared with the target.
         policy: chooses how many tokens to draft.
-        source: the policy's name for it: "model", or "model:code" when the prompt is code (prompt_kind.py).
         constraint: the grammar the output must follow (None: free text).
     """
 
-    source = "model"
-
-    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, source: str = "model",
-                 constraint: Constraint | None = None) -> None:
-        super().__init__(warper, policy, source)
+    def __init__(self, cached: CachedModel, warper: Warper, policy: DraftPolicy, constraint: Constraint | None = None) -> None:
+        super().__init__(warper, policy, "model")
         self.constraint = constraint
         self.cached = cached
 

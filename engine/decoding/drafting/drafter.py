@@ -31,7 +31,7 @@ class Draft:
         probs: (K, V) the distributions the tokens were sampled from; None for greedy drafts and for
             point-mass proposals (prompt lookup).
         source: the policy's name for where it came from: a kind's name ("mtp", "dflash"...), or a finer name the
-            policy keeps apart estimates under ("model:code", "lookup+copying"), or "none".
+            policy keeps apart estimates under ("lookup+copying"), or "none".
         draft_s: host seconds spent proposing (device time too when `timed`).
         catch_up_s: seconds of that spent prefilling context the draft model had missed.
         timed: whether the host waited for the draft, so that draft_s is its cost.
@@ -74,7 +74,7 @@ class Draft:
 
     @property
     def drafter(self) -> str:
-        """What a RoundEvent calls the drafter: the name of its kind ("model" for "model:code"), or "none"."""
+        """What a RoundEvent calls the drafter: the name of its kind ("lookup" for "lookup+copying"), or "none"."""
         return kind_name(self.source)
 
 

@@ -35,8 +35,6 @@ class MakerInputs:
         warper: the sampling warp shared with the target.
         policy: what the drafter chooses its K through (under Automatic, the ballot all candidates share).
         settings: the key the pair keeps this answer's policy under: keep anything else per settings beside it.
-        draft_source: the policy's name for the draft model on this prompt ("model", or "model:code": it keeps apart
-            estimates for code and chat), read once an answer (`draft_model.model_source` decodes the prompt's end).
         constraint: the grammar the output must follow (None: free text).
         automatic: the drafter is one of Automatic's candidates: asked each round what it would draft, so it must
             not draft ahead of being asked.
@@ -50,7 +48,6 @@ class MakerInputs:
     warper: Warper
     policy: DraftPolicy
     settings: tuple[object, ...] = ()
-    draft_source: str = "model"
     constraint: Constraint | None = None
     automatic: bool = False
     compared: object = None

@@ -14,10 +14,7 @@ Estimates:
   turns bad after a long good stretch is given up within tens of rounds, not hundreds).
 - verify time: per width, the median of the latest SAMPLES measurements (one slow round, a page fault or a
   busy core, must not make plain steps look expensive), made non-decreasing in the width, with a
-  straight line t(L) = t1 + slope*(L - 1) across the widths seen: through the plain steps' time once they are
-  measured, with the median of the slopes the wider widths give (a least-squares line let one width timed in a
-  busy spell put t1 near zero: plain steps looked free, and nothing drafted or was probed again); a least-squares
-  fit before that; before two widths are seen, a prior slope of PRIOR_SLOPE * t1 per extra token.
+  straight line t(L) = t1 + slope*(L - 1) across the widths seen (`estimates.verify_line`).
 - draft cost per token and source: the median of its latest SAMPLES measurements, catch-up excluded.
 
 Probing: a drafter the estimates have given up on is still tried now and then, because an answer can start
@@ -25,7 +22,9 @@ copying, or a draft model can start agreeing, long after the estimate went low. 
 acceptance drawn from the estimate's uncertainty would pick (Thompson sampling): a drafter that could not pay
 even then is never probed, and the probe budget (what probes lose against plain steps, a share of the time the
 tokens would have taken as plain steps) grows with the gain in sight. A drafter is not given up before its
-first FIRST_EVIDENCE tokens were verified.
+first FIRST_EVIDENCE tokens were verified. Under Automatic a given-up drafter is probed while another pays too
+(`probe`), against that drafter's predicted rate instead of plain steps': an answer can change within one kind of
+prompt as well.
 
 Switching from plain steps to drafting costs an extra pass once (the next plain pass was already queued);
 a draft model, which always has a draft, spreads it over RUNWAY rounds (`_round_time`).
@@ -37,16 +36,14 @@ earlier ones measured instead of paying for learning again (Automatic's, later l
 from __future__ import annotations
 
 import random
-import statistics
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ...drafter_kinds import is_block, is_persistent
 from ...events import PolicyBelief
 from . import memory
-from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, RoundCosts, expected_tokens
+from .estimates import DECAY, AcceptanceEstimate, PositionalAcceptance, RecentCost, RoundCosts, expected_tokens, verify_line
 
-PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 MARGIN = 1.05  # speculate only when it predicts at least 5% more tokens per second than a plain step
 PROBE_SHARE = 0.01  # the most of the plain-step time that probes may lose when little gain is in sight
 GAIN_SHARE = 0.1  # more of it per unit of relative gain a probe could find (0.4 more tokens/s: 4% more)
@@ -152,7 +149,7 @@ class AdaptiveDraftLength:
     _plain_s: float = 0.0  # what the tokens so far would have cost as plain steps
     _probe_loss_s: float = 0.0  # what probes cost beyond that
     _since_draft: dict[str, int] = field(default_factory=dict)  # rounds since each drafter last drafted
-    _probing: tuple[str, RoundShape] | None = None  # the drafter the last `choose` granted a probe, and its round
+    _probing: tuple[str, RoundShape, float] | None = None  # the drafter last granted a probe, its round, the rate it displaced
     _verified: dict[str, int] = field(default_factory=dict)  # draft tokens each drafter has had verified, ever
     _positions: dict[str, PositionalAcceptance] = field(default_factory=dict)  # block drafters' acceptance by position
     _rng: random.Random = field(default_factory=lambda: random.Random(0))  # plausible acceptances, for probes
@@ -187,29 +184,8 @@ class AdaptiveDraftLength:
     def _line(self) -> tuple[float, float]:
         """(t1, slope) of the verify-time line through the measured widths."""
         if self._fitted is None:
-            self._fitted = self._fit()
+            self._fitted = verify_line(self._verify)
         return self._fitted
-
-    def _fit(self) -> tuple[float, float]:
-        points = sorted((width, recent.median) for width, recent in self._verify.items())
-        # Verifying more tokens cannot cost less: a width measured slower than a wider one was measured in
-        # worse conditions (a plain step right after a draft round is not pipelined), so it takes the wider
-        # one's time. Otherwise a plain step that only ever ran cold would look dearer than drafting.
-        for index in range(len(points) - 2, -1, -1):
-            points[index] = (points[index][0], min(points[index][1], points[index + 1][1]))
-        if len(points) == 1:
-            width, seconds = points[0]
-            base = seconds / (1 + PRIOR_SLOPE * (width - 1))
-            return base, PRIOR_SLOPE * base
-        if points[0][0] == 1:  # plain steps measured: the line goes through their time, and each wider width says a slope
-            base = points[0][1]
-            return base, statistics.median((seconds - base) / (width - 1) for width, seconds in points[1:])
-        xs, ys = [w - 1 for w, _ in points], [s for _, s in points]
-        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-        var = sum((x - mean_x) ** 2 for x in xs)
-        slope = max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var)
-        base = max(mean_y - slope * mean_x, 1e-9)
-        return base, slope
 
     def choose(self, source: str, available: int, split_pass: bool = False, probe: bool = True) -> int:
         """The K (at most `available`) with the best predicted tokens per second (0: decode normally, or a probe if
@@ -232,6 +208,17 @@ class AdaptiveDraftLength:
         self.last_prediction = (best_rate if best_k else plain, plain)
         return best_k or (self._probe(source, limit, cost, plain, shape) if probe else 0)
 
+    def probe(self, source: str, available: int, split_pass: bool = False, rival: float = 0.0) -> int:
+        """K for a probe of a drafter not chosen now, or 0, where another drafter is predicted to give `rival` tokens
+        per second this round (Automatic: a probe must look able to beat it, and what it loses is counted against it;
+        0: plain steps are the rival, as for a drafter alone)."""
+        limit, cost = min(self.max_draft, available), self.draft_cost(source)
+        if limit <= 0 or cost is None or not self._verify:
+            return 0
+        plain = 1.0 / self._line()[0]
+        self.last_prediction = (plain, plain)  # as `choose` predicts for a probe
+        return self._probe(source, limit, cost, max(plain, rival), RoundShape.of(source, split_pass))
+
     def _best(self, acceptance: float | list[float], limit: int, cost: float, shape: RoundShape) -> tuple[int, float]:
         """(K, predicted tokens per second) of the best K in 1..limit at `acceptance`, for rounds of `shape`."""
         best_k, best_rate, previous = 0, 0.0, 0.0
@@ -244,12 +231,13 @@ class AdaptiveDraftLength:
             previous = rate
         return best_k, best_rate
 
-    def _probe(self, source: str, limit: int, cost: float, plain: float, shape: RoundShape) -> int:
-        """K for a probe of a drafter the estimate has given up on, or 0.
+    def _probe(self, source: str, limit: int, cost: float, bar: float, shape: RoundShape) -> int:
+        """K for a probe of a drafter the estimate has given up on, or 0, where the round would otherwise run at `bar`
+        tokens per second (a plain step's rate, or the drafter Automatic would choose).
 
         The probe asks the question the estimate cannot answer yet: an acceptance drawn from the estimate's own
         uncertainty (Thompson sampling) says what the drafter could plausibly be worth now. A drafter that would
-        not pay even then is not probed at all; one that could pay is probed at the K that would pay, with a
+        not beat `bar` even then is not probed at all; one that could is probed at the K that would, with a
         budget that grows with the gain in sight (PROBE_SHARE of the plain-step time, up to MAX_PROBE_SHARE, and
         PROBE_ALLOWANCE steps to start a session with). A drafter whose first FIRST_EVIDENCE tokens were unlucky is
         probed at once: early bad luck gave up on a draft that paid.
@@ -261,14 +249,14 @@ class AdaptiveDraftLength:
         plausible = estimate.sample(self._rng)
         k, rate = self._best(plausible, limit, cost, shape)
         k = min(max(k, PROBE_DRAFT), PROBE_MOST, limit)
-        gain = rate / plain - 1.0
+        gain = rate / bar - 1.0
         if gain <= MARGIN - 1.0:
             return 0
         share = min(MAX_PROBE_SHARE, PROBE_SHARE + GAIN_SHARE * gain)
         allowance = PROBE_ALLOWANCE * self._line()[0]
-        if not learning and self._probe_loss_s + self._round_loss(k, cost, 1, shape) > share * self._plain_s + allowance:
+        if not learning and self._probe_loss_s + self._round_loss(k, cost, 1, shape, bar) > share * self._plain_s + allowance:
             return 0
-        self._probing = (source, shape)
+        self._probing = (source, shape, bar)
         return k
 
     def _round_time(self, k: int, cost: float, shape: RoundShape) -> float:
@@ -286,10 +274,10 @@ class AdaptiveDraftLength:
         split = base / shape.runway if shape.split_pass else 0.0
         return (cost if shape.per_pass else k * cost) + base + slope * (k + self._refed) + split
 
-    def _round_loss(self, k: int, cost: float, emitted: float, shape: RoundShape) -> float:
-        """Predicted seconds a round of K drafted tokens costs beyond `emitted` plain steps, a switch from plain
-        steps paid whole (a rejected probe ends its run)."""
-        return max(0.0, self._round_time(k, cost, replace(shape, runway=1)) - emitted * self._line()[0])
+    def _round_loss(self, k: int, cost: float, emitted: float, shape: RoundShape, bar: float) -> float:
+        """Predicted seconds a round of K drafted tokens costs beyond the time `emitted` tokens take at `bar` tokens
+        per second, a switch from plain steps paid whole (a rejected probe ends its run)."""
+        return max(0.0, self._round_time(k, cost, replace(shape, runway=1)) - emitted / bar)
 
     def beliefs(self) -> list[PolicyBelief]:
         return [self.belief(source) for source in self._acceptance]
@@ -365,7 +353,7 @@ class AdaptiveDraftLength:
         self._plain_s += emitted * self._line()[0]
         if self._probing is not None and costs.drafted and costs.source == self._probing[0]:
             cost = self.draft_cost(costs.source) or 0.0
-            self._probe_loss_s += self._round_loss(costs.drafted, cost, emitted, self._probing[1])
+            self._probe_loss_s += self._round_loss(costs.drafted, cost, emitted, *self._probing[1:])
         self._probing = None
 
 

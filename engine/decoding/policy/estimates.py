@@ -1,5 +1,5 @@
-"""The adaptive policy's running estimates: a drafter's acceptance rate, and a cost's recent measurements, learnt
-from what each round measured (`RoundCosts`).
+"""The adaptive policy's running estimates: a drafter's acceptance rate, a cost's recent measurements, and the
+target's verify time across widths (`verify_line`), learnt from what each round measured (`RoundCosts`).
 
 They forget on purpose: a drafter that was bad for a while can turn good (an answer starts copying), and one
 that was good can turn bad, and in a long-lived app or server the policy must see both within tens of rounds.
@@ -18,6 +18,7 @@ DECAY = 0.99  # per round, on the acceptance counts
 EVIDENCE = 48  # the most draft tokens an acceptance estimate weighs: older evidence is scaled away
 SAMPLES = 9  # measurements kept per cost, of which the median is used
 PULL = 2.0  # draft tokens' worth of a drafter's pooled rate that each block position's estimate starts from
+PRIOR_SLOPE = 0.2  # extra verify cost per draft token, relative to one target step, before any measurement
 
 
 def expected_tokens(acceptance: float | Sequence[float], k: int) -> float:
@@ -46,6 +47,34 @@ class RecentCost:
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
+
+
+def verify_line(verify: dict[int, RecentCost]) -> tuple[float, float]:
+    """(t1, slope) of the straight line t(L) = t1 + slope*(L - 1) through the verify times measured at each width L.
+
+    Through the plain steps' time once they are measured, with the median of the slopes the wider widths give (a
+    least-squares line let one width timed in a busy spell put t1 near zero: plain steps looked free, and nothing
+    drafted or was probed again); a least-squares fit before that; from one width, a prior slope of PRIOR_SLOPE * t1.
+    """
+    points = sorted((width, recent.median) for width, recent in verify.items())
+    # Verifying more tokens cannot cost less: a width measured slower than a wider one was measured in
+    # worse conditions (a plain step right after a draft round is not pipelined), so it takes the wider
+    # one's time. Otherwise a plain step that only ever ran cold would look dearer than drafting.
+    for index in range(len(points) - 2, -1, -1):
+        points[index] = (points[index][0], min(points[index][1], points[index + 1][1]))
+    if len(points) == 1:
+        width, seconds = points[0]
+        base = seconds / (1 + PRIOR_SLOPE * (width - 1))
+        return base, PRIOR_SLOPE * base
+    if points[0][0] == 1:  # plain steps measured: the line goes through their time, and each wider width says a slope
+        base = points[0][1]
+        return base, statistics.median((seconds - base) / (width - 1) for width, seconds in points[1:])
+    xs, ys = [w - 1 for w, _ in points], [s for _, s in points]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mean_x) ** 2 for x in xs)
+    slope = max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var)
+    base = max(mean_y - slope * mean_x, 1e-9)
+    return base, slope
 
 
 @dataclass

@@ -4,9 +4,9 @@ Automatic (`drafting/automatic.py`) chooses among drafters by what it measured o
 started from nothing would pay for those learning rounds again in every first answer. So after each answer the
 policy's estimates (acceptance per drafter, draft costs, verify times) are written to `MEMORY_FILE` in the
 app-data folder, keyed by the pair (each model folder's path, size and modification time: a re-download or a
-re-quantisation is another pair) and by the settings the estimates depend on (`generation._settings_key`), and a
-new policy for that pair and those settings starts from them. The file keeps the KEPT_ENTRIES latest; one it
-cannot read is started over, never an error.
+re-quantisation is another pair) and by the settings the estimates depend on (`generation._settings_key`, the
+prompt's kind among them), and a new policy for that pair, those settings and that kind starts from them. The file
+keeps the KEPT_ENTRIES latest; one it cannot read, or of another VERSION, is started over, never an error.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ...models.app_paths import data_dir
 from .estimates import AcceptanceEstimate, PositionalAcceptance, RecentCost
 
 MEMORY_FILE = "drafter-measurements.json"
-VERSION = 1
+VERSION = 2  # 2: estimates kept per kind of prompt (1 kept code's and chat's together, the draft model's apart)
 KEPT_ENTRIES = 32
 Kept = TypeVar("Kept", bound="Measuring")
 

@@ -297,7 +297,7 @@ def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPa
     from engine.decoding.policy.estimates import RoundCosts
 
     params = GREEDY.replace(adaptive=True, max_tokens=30)
-    policy = _policy(tiny_pair, params)
+    policy = _policy(tiny_pair, params, "chat")
     for _ in range(20):  # a draft that is never accepted
         policy.observe(RoundCosts("model", 4, 0, 0.01, 0.06))
         policy.observe(RoundCosts("none", 0, 0, 0.0, 0.02))
@@ -310,16 +310,16 @@ def test_a_draft_model_the_policy_gave_up_on_is_not_prefilled(tiny_pair: ModelPa
 
 
 @pytest.mark.parametrize("drafter", ["model", "auto"])
-def test_the_draft_model_s_prompt_kind_is_read_once_an_answer(tiny_pair: ModelPair, monkeypatch, drafter: str) -> None:
+def test_the_prompt_s_kind_is_read_once_an_answer(tiny_pair: ModelPair, monkeypatch, drafter: str) -> None:
     """Reading it decodes up to 2048 of the prompt's tokens: the prefill (whether to prefill the draft model, for the
-    prompt cache and for the pass itself) and the draft model's drafter (whose estimates it drafts under) share one."""
-    from engine.decoding.drafting import draft_model
+    prompt cache and for the pass itself) and the drafters (whose policy is the kind's) share one reading."""
+    from engine.decoding import generation
 
     read: list[str] = []
-    kind_of = draft_model.draft_model_source
-    monkeypatch.setattr(draft_model, "draft_model_source", lambda text: read.append(text) or kind_of(text))
-    code = generate("Finish this:\n```python\ndef add(a, b):\n```", tiny_pair, GREEDY.replace(drafter=drafter, adaptive=True))
-    assert len(read) == 1 and "model:code" in [b.drafter for b in code.stats.policy]
+    kind_of = generation.kind_of
+    monkeypatch.setattr(generation, "kind_of", lambda text: read.append(text) or kind_of(text))
+    generate("Finish this:\n```python\ndef add(a, b):\n```", tiny_pair, GREEDY.replace(drafter=drafter, adaptive=True))
+    assert len(read) == 1 and "def add" in read[0]
 
 
 def test_a_compare_run_never_drafts_from_saved_answers_to_its_question(tiny_pair: ModelPair) -> None:

@@ -50,7 +50,7 @@ def cut_at(monkeypatch: pytest.MonkeyPatch):
     """Make every generation's policy a fixed K of its num_draft with the confidence cut at `threshold`."""
 
     def install(threshold: float) -> None:
-        monkeypatch.setattr(generation, "_policy", lambda pair, params: CuttingPolicy(params.num_draft, threshold))
+        monkeypatch.setattr(generation, "_policy", lambda pair, params, prompt_kind: CuttingPolicy(params.num_draft, threshold))
 
     return install
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from engine.decoding.policy import memory
@@ -54,10 +55,21 @@ def test_another_pair_other_settings_or_changed_weights_start_afresh(tmp_path: P
 def test_an_unreadable_file_is_started_over(tmp_path: Path) -> None:
     (tmp_path / memory.MEMORY_FILE).write_text("{not json", encoding="utf-8")
     assert memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == AdaptiveDraftLength(8).measured()
-    (tmp_path / memory.MEMORY_FILE).write_text(f'{{"version": 1, "entries": {{"pair | {SETTINGS!r}": {{"acceptance": 3}}}}}}')
+    bad = {"version": memory.VERSION, "entries": {f"pair | {SETTINGS!r}": {"acceptance": 3}}}
+    (tmp_path / memory.MEMORY_FILE).write_text(json.dumps(bad))
     assert memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == AdaptiveDraftLength(8).measured()
     memory.remember(measured_policy(), "pair", SETTINGS, tmp_path)
     assert memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == measured_policy().measured()
+
+
+def test_a_file_of_an_earlier_version_is_started_over(tmp_path: Path) -> None:
+    """Version 1 kept code's and chat's estimates together: its entries are not read, and the next answer's replace it."""
+    memory.remember(measured_policy(), "pair", SETTINGS, tmp_path)
+    path = tmp_path / memory.MEMORY_FILE
+    path.write_text(json.dumps({**json.loads(path.read_text()), "version": 1}))
+    assert memory.recall(AdaptiveDraftLength(8), "pair", SETTINGS, tmp_path).measured() == AdaptiveDraftLength(8).measured()
+    memory.remember(measured_policy(), "other pair", SETTINGS, tmp_path)
+    assert list(json.loads(path.read_text())["entries"]) == [f"other pair | {SETTINGS!r}"]
 
 
 def test_only_the_latest_entries_are_kept(tmp_path: Path) -> None:
