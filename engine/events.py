@@ -361,11 +361,15 @@ class GenerationResult:
         s = self.stats
         parts = [f"{s.generation_tps:.1f} tok/s"]
         who = drafters_named(s.drafted_by, self.drafter)  # the drafter explains the numbers: name it
+        reasons = [f"Automatic: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]  # its choice and why
         if s.drafted:
             parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
-        else:
-            parts.append(self._nothing_drafted(who))
-        parts += [f"Automatic: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]  # its choice and why
+        elif self.mode != "speculative":
+            parts.append("standard decoding")
+        else:  # Automatic is no drafter ("by the Automatic"): its reason, when it gave one, says what it chose
+            parts.append(f"no tokens drafted by the {who}" if self.drafter != "auto" else
+                         "no tokens drafted" + ("" if reasons else " under Automatic"))
+        parts += reasons
         parts.append(f"{s.generated_tokens} tokens, first after {s.ttft_s:.2f} s")
         if s.ssd_checked:
             parts.append(f"SSD: {s.fanout_hit_rate:.0%} of drafts ready, {s.predraft_wasted} of {s.predrafted} pre-drafted tokens unused")
@@ -376,16 +380,6 @@ class GenerationResult:
         if self.reasoning and s.drafted:
             parts.append(self.split_summary())
         return ", ".join(parts)
-
-    def _nothing_drafted(self, who: str) -> str:
-        """What the stats line says of an answer without a drafted token: Automatic is no drafter ("by the
-        Automatic"), and its reason follows in the line when the policy gave one."""
-        if self.mode != "speculative":
-            return "standard decoding"
-        if self.drafter != "auto":
-            return f"no tokens drafted by the {who}"
-        gave_reason = any(b.drafter == "auto" for b in self.stats.policy[:1])
-        return "no tokens drafted" if gave_reason else "no tokens drafted under Automatic"
 
     def as_dict(self) -> dict[str, object]:
         return {
