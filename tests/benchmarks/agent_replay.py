@@ -9,9 +9,12 @@ capped at `--max-tokens` and greedy, so that the configurations answer alike. Th
 the recorded agent's: the next request still carries the recorded conversation (the agent's calls, the file as
 read, the rewrite), which is what the prompt cache and lookup drafting see.
 
-Four servers run the same model at once, one per configuration (standard or Automatic speculation, prompt cache of
-several prefixes or of one), and each request goes to the four in turn before the next is sent, so that the load
-of a shared machine falls on all of them alike. Only ratios within one run mean anything.
+Three servers run the same model at once, one per configuration (standard decoding with the prompt cache of several
+prefixes, or of one as before it had several; Automatic speculation with several), and each request goes to the
+three in turn before the next is sent, so that the load of a shared machine falls on all of them alike. With
+`--alternate N`, request N (Claude Code's title request, say) is sent again before each later request, as an
+agent's other prompts (titles, sub-agents) come between its turns: that is where one cached prefix is thrown away.
+Only ratios within one run mean anything.
 """
 
 from __future__ import annotations
@@ -38,13 +41,13 @@ CONFIGS = {  # name -> `serve` options
     "standard, cache": ["--mode", "standard"],
     "standard, one prefix": ["--mode", "standard", "--prompt-cache-mb", "0"],
     "Automatic, cache": ["--mode", "speculative", "--drafter", "auto"],
-    "Automatic, one prefix": ["--mode", "speculative", "--drafter", "auto", "--prompt-cache-mb", "0"],
 }
 
 
 @dataclass
 class Replayed:
-    """What one replayed request gave: when its first token came, what its usage and `speculation` said."""
+    """What one replayed request gave: when its first token came (an empty answer's end, when the model wrote
+    nothing: the time to read the prompt), what its usage and `speculation` said."""
 
     path: str
     ttft_s: float = 0.0
@@ -97,8 +100,7 @@ def _messages(base_url: str, body: dict[str, Any], max_tokens: int) -> Replayed:
     replayed.cached_tokens = usage.cache_read_input_tokens or 0
     replayed.prompt_tokens = usage.input_tokens + replayed.cached_tokens
     replayed.output_tokens = usage.output_tokens
-    replayed.total_s = time.perf_counter() - start
-    return replayed
+    return _ended(replayed, start)
 
 
 def _responses(base_url: str, body: dict[str, Any], max_tokens: int) -> Replayed:
@@ -118,7 +120,12 @@ def _responses(base_url: str, body: dict[str, Any], max_tokens: int) -> Replayed
     replayed.prompt_tokens, replayed.output_tokens = usage.input_tokens, usage.output_tokens
     replayed.cached_tokens = usage.input_tokens_details.cached_tokens
     replayed.speculation = (replayed.answer.model_extra or {}).get("speculation", {})
+    return _ended(replayed, start)
+
+
+def _ended(replayed: Replayed, start: float) -> Replayed:
     replayed.total_s = time.perf_counter() - start
+    replayed.ttft_s = replayed.ttft_s or replayed.total_s  # an empty answer: its end
     return replayed
 
 
@@ -156,24 +163,37 @@ def serve(target: str, options: list[str]) -> Iterator[str]:
 
 
 def acceptance(speculation: dict[str, Any]) -> str:
-    """Each drafter that drafted: its tokens verified and the policy's acceptance estimate, e.g. 'lookup 40 (0.62)'."""
-    beliefs = {b["drafter"]: b["acceptance"] for b in speculation.get("policy", [])}
-    return ", ".join(f"{d} {n} ({beliefs.get(d, 0):.2f})" for d, n in speculation.get("drafted_by", {}).items()) or "-"
+    """This answer's drafts: the tokens each drafter had verified, and how many of all were accepted, e.g.
+    'lookup 40: 25/40 accepted'."""
+    drafters = ", ".join(f"{d} {n}" for d, n in speculation.get("drafted_by", {}).items())
+    return f"{drafters}: {speculation['accepted']}/{speculation['drafted']} accepted" if drafters else "-"
 
 
-def run(target: str, max_tokens: int, sessions: list[Path]) -> dict[str, Any]:
+def order(count: int, alternate: int | None) -> list[tuple[int, bool]]:
+    """(request index, sent again?) in sending order: each request once, and `alternate` (1-based) again before each
+    later one."""
+    sent: list[tuple[int, bool]] = []
+    for index in range(count):
+        if alternate is not None and index > alternate:
+            sent.append((alternate - 1, True))
+        sent.append((index, False))
+    return sent
+
+
+def run(target: str, max_tokens: int, sessions: list[Path], alternate: int | None) -> dict[str, Any]:
     """Every session through every configuration, request by request in turn; the results and the load."""
     results: dict[str, Any] = {"load_before": os.getloadavg(), "sessions": {}}
     with ExitStack() as stack:
         urls = {name: stack.enter_context(serve(target, options)) for name, options in CONFIGS.items()}
         for path in sessions:
             session, rows = read_session(path), []
-            for index, request in enumerate(session["requests"]):
+            for index, again in order(len(session["requests"]), alternate):
+                request = session["requests"][index]
                 for name, url in urls.items():
                     r = replay_request(url, request["path"], request["body"], max_tokens)
-                    rows.append({"request": index + 1, "config": name, "ttft_s": r.ttft_s, "total_s": r.total_s,
-                                 "prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens,
-                                 "output_tokens": r.output_tokens,
+                    rows.append({"request": index + 1, "again": again, "config": name, "ttft_s": r.ttft_s,
+                                 "total_s": r.total_s, "prompt_tokens": r.prompt_tokens,
+                                 "cached_tokens": r.cached_tokens, "output_tokens": r.output_tokens,
                                  "tokens_per_pass": r.speculation.get("tokens_per_pass", 0.0),
                                  "acceptance": acceptance(r.speculation)})
                     print(json.dumps(rows[-1]), file=sys.stderr)
@@ -183,14 +203,16 @@ def run(target: str, max_tokens: int, sessions: list[Path]) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: one line per request and configuration, then TTFT ratios against the 'standard, cache' row."""
-    lines = ["| request | configuration | prompt tokens | cached | first token (s) | vs standard, cache | "
-             "tokens/pass | drafted by (tokens verified, acceptance) |", "| --- " * 8 + "|"]
+    """Markdown: one line per request and configuration (not the requests sent again), with the time to the first
+    token against the 'standard, cache' server's for the same request."""
+    lines = ["| request | configuration | prompt tokens | cached | answer tokens | first token or end (s) | "
+             "vs standard, cache | tokens/pass | drafted by (tokens verified, acceptance) |", "| --- " * 9 + "|"]
+    rows = [r for r in rows if not r["again"]]
     base = {r["request"]: r["ttft_s"] for r in rows if r["config"] == "standard, cache"}
     for r in rows:
         lines.append(f"| {r['request']} | {r['config']} | {r['prompt_tokens']} | {r['cached_tokens']} | "
-                     f"{r['ttft_s']:.2f} | {r['ttft_s'] / base[r['request']]:.2f} | {r['tokens_per_pass']:.2f} | "
-                     f"{r['acceptance']} |")
+                     f"{r['output_tokens']} | {r['ttft_s']:.2f} | {r['ttft_s'] / base[r['request']]:.2f} | "
+                     f"{r['tokens_per_pass']:.2f} | {r['acceptance']} |")
     return "\n".join(lines)
 
 
@@ -199,9 +221,10 @@ def main() -> None:
     parser.add_argument("--target", required=True, help="the model each server serves")
     parser.add_argument("--max-tokens", type=int, default=128, help="each answer's cap")
     parser.add_argument("--session", type=Path, action="append", help="a session file (default: the recorded ones)")
+    parser.add_argument("--alternate", type=int, help="send this request (1-based) again before each later one")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    results = run(args.target, args.max_tokens, args.session or sorted(SESSIONS.glob("*.json.xz")))
+    results = run(args.target, args.max_tokens, args.session or sorted(SESSIONS.glob("*.json.xz")), args.alternate)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     print(f"load average before {results['load_before']}, after {results['load_after']}")

@@ -177,8 +177,7 @@ def record_codex(tokenizer: Any, root: Path) -> list[dict]:
 def anonymised(requests: list[dict], root: Path, folder: str) -> list[dict]:
     """The requests with this machine's folders, OS version, date and ids replaced by fixed stand-ins."""
     text = json.dumps(requests)
-    for real, stand_in in [(str(root / folder), PROJECT), (str(root), "/home/user"), (platform.release(), "6.1.0"),
-                           (platform.node(), "host")]:
+    for real, stand_in in [(str(root / folder), PROJECT), (str(root), "/home/user"), (platform.release(), "6.1.0")]:
         text = text.replace(real, stand_in)
     text = text.replace(time.strftime("%Y-%m-%d"), DATE)
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "00000000-0000-0000-0000-000000000000", text)

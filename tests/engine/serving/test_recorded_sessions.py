@@ -18,7 +18,7 @@ import pytest
 from engine.decoding.pair import ModelPair
 from engine.fixtures.tiny_tool_model import build_long_tool_model
 from engine.serving.generation_queue import EngineThread
-from tests.benchmarks.agent_replay import SESSIONS, extends, read_session, replay
+from tests.benchmarks.agent_replay import SESSIONS, extends, order, read_session, replay
 from tests.engine.serving.scripted import GREEDY, serving
 
 MAX_TOKENS = 4
@@ -58,3 +58,8 @@ def test_a_request_extends_an_earlier_one_whatever_its_cache_marks() -> None:
     assert extends(earlier, later)
     assert not extends(later, earlier)
     assert not extends(earlier, {**later, "system": "other"})
+
+
+def test_the_alternating_request_is_sent_again_before_each_later_turn_but_the_next() -> None:
+    assert order(4, 1) == [(0, False), (1, False), (0, True), (2, False), (0, True), (3, False)]
+    assert order(2, None) == [(0, False), (1, False)]
