@@ -16,8 +16,8 @@ The replay (tests/benchmarks/agent_replay.py, tests/engine/serving/test_recorded
 
 from __future__ import annotations
 
-import lzma
 import json
+import lzma
 import os
 import platform
 import re

@@ -18,8 +18,8 @@ from engine.decoding.pair import ModelPair
 from engine.models.app_paths import RESOURCES
 from engine.params import GenerationParams
 from engine.serving.reasoning_api import parse_openai
-from tests.engine.cli.test_main import run
 from tests.benchmarks.agent_replay import SESSIONS
+from tests.engine.cli.test_main import run
 from tests.engine.serving.scripted import WEATHER_TOOL
 
 GREEDY = GenerationParams.preset("greedy", max_tokens=16)
