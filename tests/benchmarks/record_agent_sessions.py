@@ -177,7 +177,9 @@ def record_codex(tokenizer: Any, root: Path) -> list[dict]:
 def anonymised(requests: list[dict], root: Path, folder: str) -> list[dict]:
     """The requests with this machine's folders, OS version, date and ids replaced by fixed stand-ins."""
     text = json.dumps(requests)
-    for real, stand_in in [(str(root / folder), PROJECT), (str(root), "/home/user"), (platform.release(), "6.1.0")]:
+    slug = str(root / folder).replace("/", "-")  # Claude Code names the folder's memory after its path
+    for real, stand_in in [(str(root / folder), PROJECT), (slug, PROJECT.replace("/", "-")), (str(root), "/home/user"),
+                           (platform.release(), "6.1.0")]:
         text = text.replace(real, stand_in)
     text = text.replace(time.strftime("%Y-%m-%d"), DATE)
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "00000000-0000-0000-0000-000000000000", text)
