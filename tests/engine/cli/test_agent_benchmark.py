@@ -2,7 +2,8 @@
 state, every turn checked against standard decoding's; and `specchat-cli benchmark --agent`.
 
 The tiny models read at most 1024 tokens, so the sessions here are short ones in the shipped session's shape (read a
-file, write it back edited, run the tests); the shipped one is checked to load.
+file, write it back edited, run the tests); the shipped one and Claude Code's and Codex's recordings are checked to
+load.
 """
 
 from __future__ import annotations
