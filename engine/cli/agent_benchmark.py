@@ -2,10 +2,12 @@
 
 An agent editing code reads files through tools and writes them back, edited: its answers copy what the
 conversation already holds, the workload where lookup and history drafting should win most. A session file is
-the list of chat-completions requests the agent sent, each the whole history with its tools (as an agent sends
-it: the recorded agent's own calls and the tools' results), in a JSON list or under "requests". Every request is
-read as the server reads it (`reasoning_api.parse_openai`: its messages, tools and tool choice) and generated as
-the server generates it (`generation_queue.run_job`: the tools in the chat template, the output split into text
+the list of requests the agent sent, each the whole history with its tools (as an agent sends it: the recorded
+agent's own calls and the tools' results), in a JSON list or under "requests": chat-completions bodies, or
+`{"path": ..., "body": ...}` entries as a client's recording keeps them (Claude Code's Anthropic Messages, Codex's
+Responses; tests/benchmarks/record_agent_sessions.py), in a file that may be xz-compressed. Every request is read
+as the server reads it (the route's parser: its messages, tools and tool choice) and generated as the server
+generates it (`generation_queue.run_job`: the tools in the chat template, the output split into text
 and calls), so the figures are the server's. Only the settings are the benchmark's (greedy by default), not the
 recorded ones.
 
@@ -17,6 +19,8 @@ token against standard decoding's answer to the same request.
 
 from __future__ import annotations
 
+import json
+import lzma
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +33,7 @@ from ..params import GenerationParams
 from ..serving.generation_queue import GenerationJob, run_job
 from ..serving.openai_api import ApiError, ApiRequest
 from ..serving.pieces import ToolCall
-from ..serving.reasoning_api import parse_openai
+from ..serving.server import ROUTES
 from .benchmark import Measurement, Run, mode_params, record, to_run, warm_up
 from .conversation_benchmark import read_json, start_fresh
 
@@ -44,17 +48,32 @@ class AgentTurn:
 
 def load_session(path: Path) -> list[AgentTurn]:
     """The requests of a session file; ValueError naming what is wrong with it."""
-    data = read_json(path, "agent session")
+    data = _read_session(path)
     requests = data.get("requests") if isinstance(data, dict) else data
     if not isinstance(requests, list) or not requests or not all(isinstance(r, dict) for r in requests):
         raise ValueError(f"{path} must hold a JSON list of chat-completions requests (or an object with one under "
-                         '"requests"), each {"messages": [...], "tools": [...]}, in the order the agent sent them.')
-    return [_turn(body, i, path) for i, body in enumerate(requests)]
+                         '"requests"), each {"messages": [...], "tools": [...]} or a recorded {"path": "/v1/messages", '
+                         '"body": {...}}, in the order the agent sent them.')
+    return [_turn(entry, i, path) for i, entry in enumerate(requests)]
 
 
-def _turn(body: dict[str, Any], index: int, path: Path) -> AgentTurn:
+def _read_session(path: Path) -> Any:
+    """The session file's JSON, decompressed first when it is `.xz` (recordings repeat the agent's tools)."""
+    if path.suffix != ".xz":
+        return read_json(path, "agent session")
     try:
-        request = parse_openai(body, "chat", [str(body.get("model", "recorded"))], GenerationParams())
+        return json.loads(lzma.decompress(path.read_bytes()))
+    except (OSError, lzma.LZMAError, ValueError) as e:
+        raise ValueError(f"Cannot read the agent session {path}: {e}. It must be xz-compressed JSON.") from e
+
+
+def _turn(entry: dict[str, Any], index: int, path: Path) -> AgentTurn:
+    route, body = (entry.get("path"), entry["body"]) if "body" in entry else ("/v1/chat/completions", entry)
+    if route not in ROUTES or not isinstance(body, dict):
+        raise ValueError(f"{path}: request {index + 1}: a recorded request needs a body and the path of an API the "
+                         f"server has ({', '.join(ROUTES)}), not {route!r}.")
+    try:
+        request = ROUTES[route].parse(body, [str(body.get("model", "recorded"))], GenerationParams())
     except ApiError as e:
         raise ValueError(f"{path}: request {index + 1}: {e.message}") from None
     return AgentTurn(request, f"turn {index + 1} {_answers(request.prompt)}")

@@ -2,7 +2,8 @@
 state, every turn checked against standard decoding's; and `specchat-cli benchmark --agent`.
 
 The tiny models read at most 1024 tokens, so the sessions here are short ones in the shipped session's shape (read a
-file, write it back edited, run the tests); the shipped one is checked to load.
+file, write it back edited, run the tests); the shipped one and Claude Code's and Codex's recordings are checked to
+load.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from engine.decoding.pair import ModelPair
 from engine.models.app_paths import RESOURCES
 from engine.params import GenerationParams
 from engine.serving.reasoning_api import parse_openai
+from tests.benchmarks.agent_replay import SESSIONS
 from tests.engine.cli.test_main import run
 from tests.engine.serving.scripted import WEATHER_TOOL
 
@@ -102,6 +104,26 @@ def test_benchmark_agent_prints_each_turns_figures(tiny_dirs, session_file: Path
     assert code == 0
     turn_lines = [line for line in out.splitlines() if line.strip().startswith("prompt-lookup") and "turn" in line]
     assert len(turn_lines) == 3 and all("x standard" in line and "tok/pass" in line for line in turn_lines)
+
+
+def test_recorded_claude_code_and_codex_sessions_load_through_their_apis_parsers() -> None:
+    """The recordings keep each request's path and body (Anthropic Messages, Responses), xz-compressed."""
+    claude = load_session(SESSIONS / "claude_code_edit.json.xz")
+    assert [t.label for t in claude] == ["turn 1 after user", "turn 2 after system", "turn 3 after Read", "turn 4 after Write"]
+    assert claude[0].request.tooling is None and len(claude[1].request.tooling.tools) > 20  # the title, then the agent
+    codex = load_session(SESSIONS / "codex_edit.json.xz")
+    assert [t.label for t in codex] == ["turn 1 after user", "turn 2 after exec_command", "turn 3 after exec_command"]
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [("session.json", '[{"path": "/v1/embeddings", "body": {}}]', "request 1: a recorded request needs a body and the path"),
+     ("session.json.xz", "{}", "It must be xz-compressed JSON")],
+)
+def test_a_recorded_session_that_cannot_be_read_is_named(tmp_path: Path, name: str, content: str, message: str) -> None:
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError, match=message):
+        load_session(tmp_path / name)
 
 
 @pytest.mark.parametrize(
