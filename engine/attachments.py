@@ -13,13 +13,13 @@ the token count comes from a `count_tokens` function over the target's tokenizer
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .chat_images import IMAGE_SIGNATURES, IMAGE_SUFFIXES, ChatImage
+from .code_fence import fence_for
 from .errors import SpecChatError
 
 CountTokens = Callable[[str], int]
@@ -68,8 +68,7 @@ class Attachment:
 
     def block(self) -> str:
         """The file as the model reads it: its name, then its text in a fence no line of it can close."""
-        longest = max((len(run) for run in re.findall(r"`{3,}", self.text)), default=2)
-        fence = "`" * (longest + 1)
+        fence = fence_for(self.text)
         suffix = Path(self.name).suffix.lower()
         language = "" if suffix in UNTAGGED else suffix.lstrip(".")
         return f"{self.name}\n{fence}{language}\n{self.text.rstrip()}\n{fence}"

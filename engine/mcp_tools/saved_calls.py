@@ -8,10 +8,10 @@ that never finished: it reads back as interrupted, to the user and to the model,
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from engine.code_fence import fence_for
 from engine.mcp_tools.hub import ToolOutcome
 from engine.serving.tool_calls import history_call
 
@@ -74,7 +74,7 @@ class AnswerCalls:
                 parts.append(f"*{outcome.text}*")
             else:
                 lines = outcome.text.count("\n") + 1
-                fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", outcome.text)), default=0))
+                fence = fence_for(outcome.text)
                 parts.append(f"<details><summary>Result ({lines} line{'s' if lines != 1 else ''})</summary>\n\n"
                              f"{fence}text\n{outcome.text}\n{fence}\n\n</details>")
         return "\n\n".join(parts)
