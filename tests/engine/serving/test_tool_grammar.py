@@ -169,3 +169,47 @@ def test_greedy_under_a_call_grammar_is_the_same_with_and_without_speculation(to
         speculative = generate(ASK, tool_pair, params.replace(mode="speculative", drafter=drafter), chat=True)
         assert speculative.tokens == standard.tokens and speculative.stats.drafted > 0
     assert re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", json.loads(f'"{standard.text}"'))
+
+
+REQUIRED = Tooling(AUTO.tools, ToolChoice("required"), freeform={"apply_patch": BOUNDED_PATCH})
+
+
+def test_under_required_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
+    """The answer is one call; a call to the custom tool has its input held to the tool's grammar, escaped, and the
+    other tools keep their parameter schemas."""
+    from engine.decoding.constraint import Constraint
+
+    tokenizer = tool_pair.target.tokenizer
+    params = constrained(REQUIRED, GREEDY, tokenizer)
+    constraint = Constraint.for_lark(params.grammar, tokenizer, tool_pair.vocab_width)
+    eos = sorted(tokenizer.eos_token_ids)[0]
+
+    def takes(text: str) -> bool:
+        tokens = tokenizer.encode(text, add_special_tokens=False)
+        kept, masks = constraint.masks_along(tokens)
+        return kept == len(tokens) and bool(masks[-1, eos])
+
+    def patch_call(patch: str) -> str:
+        return json.dumps({"name": "apply_patch", "arguments": {"input": patch}})
+
+    assert params.json_schema is None
+    assert takes(patch_call("*** Begin Patch\n+hello\n*** End Patch"))
+    assert not takes(patch_call("*** Begin Patch\nhello\n*** End Patch")) and not takes(patch_call("hello.txt"))
+    assert takes('{"name": "get_weather", "arguments": {"city": "Paris"}}')
+    assert not takes('{"name": "get_weather", "arguments": {"city": "Rome"}}') and not takes("Sure.")
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_required_calls_to_a_custom_tool_follow_its_grammar(client, temperature) -> None:
+    """Through the server: every answer is a call to the custom tool with an input its grammar takes (random weights
+    left free write any string), the same with and without speculation when greedy."""
+    import re
+
+    oa, model = client
+    inputs = []
+    for seed, mode in enumerate(["standard", "speculative"] * 4):
+        [item] = oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL], tool_choice="required",
+                                     max_output_tokens=80, temperature=temperature, extra_body={"seed": seed, "mode": mode}).output
+        assert item.type == "custom_tool_call" and re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", item.input)
+        inputs.append(item.input)
+    assert temperature > 0 or len(set(inputs)) == 1
