@@ -44,9 +44,11 @@ def schema_problem(schema: str) -> str | None:
     return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
 
 
+@lru_cache(maxsize=64)
 def grammar_problem(lark: str) -> str | None:
     """Why `lark` (a Lark grammar, llguidance's dialect, or its JSON of several) cannot constrain an answer; None if
-    it can."""
+    it can. Kept per grammar: an agent sends the same custom tools' grammars with every request, and each check
+    costs 10-25 ms (Codex's apply_patch, checked as it is and rewritten for a JSON string, then in its call)."""
     error = LLMatcher.validate_grammar(_grammar(lark))
     return None if not error or error.startswith("WARNING") else error.removeprefix("ERROR: ")
 

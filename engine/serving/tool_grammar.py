@@ -12,9 +12,10 @@ parameters the tool declares (as OpenAI's strict mode has it): left open, a samp
 token limit cuts it. An answer the limit cuts anyway comes back as the text it is, with finish reason "length".
 
 A named custom tool (Codex's apply_patch) whose Lark grammar compiles has its whole answer held to that grammar
-instead (`FreeformSplitter`). Under "auto", text and the choice of tool stay free, but once a call names a custom
-tool with a grammar, its input string follows that grammar, JSON-escaped (`auto_grammar`, with
-`json_string_grammar`), by the same constraint.
+instead (`FreeformSplitter`). Under "required", a call to a custom tool with a
+grammar has its input string follow that grammar, JSON-escaped (`required_grammar`, with `json_string_grammar`).
+Under "auto", text and the choice of tool stay free, but once a call names a custom tool with a grammar, its input
+follows that grammar the same way (`auto_grammar`), by the same constraint.
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ ANY_ARGUMENTS = {"type": "object"}
 
 
 def constrained(tooling: Tooling, params: GenerationParams, tokenizer: Any) -> GenerationParams:
-    """`params` with the answer held to a call when the choice requires one; for a named custom tool with a
-    grammar, held to that grammar (the whole answer is its input); under "auto", its calls to custom tools held to
-    their grammars (unless the request asked for a format of its own). Else as they are."""
+    """`params` with the answer held to a call when the choice requires one (a custom tool's input to its grammar);
+    for a named custom tool with a grammar, held to that grammar (the whole answer is its input); under "auto", its
+    calls to custom tools held to their grammars (unless the request asked for a format of its own). Else as they
+    are."""
     if not tooling.choice.requires_call:
         envelope = None if params.json_schema or params.grammar else auto_grammar(tooling, tokenizer)
         return params.replace(grammar=envelope) if envelope else params
     if freeform_input(tooling):
         return params.replace(json_schema=None, grammar=tooling.freeform[tooling.choice.name])  # type: ignore[index]
-    return params.replace(json_schema=call_schema(tooling.template_tools() or []))
+    tools = tooling.template_tools() or []
+    grammar = required_grammar(tools, _escaped_inputs(tooling, {function_name(t) for t in tools}))
+    return params.replace(json_schema=None, grammar=grammar) if grammar else params.replace(json_schema=call_schema(tools))
 
 
 def freeform_input(tooling: Tooling) -> str | None:
@@ -62,12 +66,9 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
     call), and for custom tools whose grammar can be written escaped. Else None."""
-    from ..decoding.constraint import grammar_problem
-
     if tooling.choice.mode != "auto" or not _json_calls_between_markers(tokenizer):
         return None
-    escaped = {name: json_string_grammar(lark) for name, lark in tooling.freeform.items() if lark and not grammar_problem(lark)}
-    inputs = {name: lark for name, lark in escaped.items() if lark and not grammar_problem(lark)}
+    inputs = _escaped_inputs(tooling, set(tooling.freeform))
     if not inputs:
         return None
     added = tokenizer._tokenizer.get_added_vocab()
@@ -81,6 +82,46 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
         head = r'\s*\{\s*"name"\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False))
         head += rf'\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"'
         lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/"]
+    return _with_inputs(lines, inputs)
+
+
+def required_grammar(tools: list[Tool], inputs: dict[str, str]) -> str | None:
+    """The grammar of one call, as `call_schema` writes it, where a call to a custom tool in `inputs` (its name ->
+    its grammar, escaped) holds its input to that grammar; None when there is none such (the schema alone serves).
+
+    Without it a model told to call apply_patch may write any string as the patch (SmolLM2, given a Hermes
+    template, wrote a file's name). Every call opens with a literal of its own up to its arguments: llguidance's
+    lexer does not go back, so one whole JSON call beside a literal opening the same way would never be lexed."""
+    from ..decoding.constraint import JSON_OPTIONS
+
+    if not inputs:
+        return None
+    lines, custom = ["%llguidance {}", f"start: {' | '.join(f'call_{i}' for i in range(len(tools)))}"], list(inputs)
+    for i, tool in enumerate(tools):
+        name = function_name(tool)
+        opening = json.dumps({"name": name}, ensure_ascii=False)[:-1] + ', "arguments": '
+        if name in inputs:
+            opening += f'{{"{FREEFORM_INPUT}": "'
+            lines.append(f'call_{i}: HEAD_{i} @input_{custom.index(name)} "\\"}}}}"')
+        else:
+            lines += [f'call_{i}: HEAD_{i} args_{i} "}}"',
+                      f"args_{i}: %json {json.dumps({**_arguments(tool), 'x-guidance': JSON_OPTIONS}, ensure_ascii=False)}"]
+        lines.append(f"HEAD_{i}: {json.dumps(opening, ensure_ascii=False)}")
+    return _with_inputs(lines, inputs)
+
+
+def _escaped_inputs(tooling: Tooling, names: set[str]) -> dict[str, str]:
+    """The custom tools among `names` whose grammar holds their input inside a JSON call: name -> the grammar,
+    rewritten for the escaped string (those that do not compile, raw or rewritten, are left out)."""
+    from ..decoding.constraint import grammar_problem
+
+    escaped = {name: json_string_grammar(lark) for name, lark in tooling.freeform.items()
+               if name in names and lark and not grammar_problem(lark)}
+    return {name: lark for name, lark in escaped.items() if lark and not grammar_problem(lark)}
+
+
+def _with_inputs(lines: list[str], inputs: dict[str, str]) -> str:
+    """llguidance's JSON of several grammars: the main one (`lines`), then each input's, named `input_<i>`."""
     grammars = [{"lark_grammar": "\n".join(lines)}]
     grammars += [{"name": f"input_{i}", "lark_grammar": lark} for i, lark in enumerate(inputs.values())]
     return json.dumps({"grammars": grammars}, ensure_ascii=False)
@@ -128,12 +169,16 @@ def call_schema(tools: list[Tool]) -> str:
 
 
 def _one_call(tool: Tool) -> dict[str, Any]:
+    return {"type": "object", "properties": {"name": {"const": function_name(tool)}, "arguments": _arguments(tool)},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+def _arguments(tool: Tool) -> dict[str, Any]:
+    """The schema of a tool's arguments: its own parameters only, as strict mode has it; any object when the grammar
+    library cannot compile them."""
     from ..decoding.constraint import schema_problem
 
     parameters = tool.get("function", {}).get("parameters") or ANY_ARGUMENTS
     if "properties" in parameters and "additionalProperties" not in parameters:
-        parameters = {**parameters, "additionalProperties": False}  # the tool's own parameters, as strict mode has it
-    if schema_problem(json.dumps(parameters, ensure_ascii=False)):
-        parameters = ANY_ARGUMENTS
-    return {"type": "object", "properties": {"name": {"const": function_name(tool)}, "arguments": parameters},
-            "required": ["name", "arguments"], "additionalProperties": False}
+        parameters = {**parameters, "additionalProperties": False}
+    return ANY_ARGUMENTS if schema_problem(json.dumps(parameters, ensure_ascii=False)) else parameters

@@ -148,3 +148,27 @@ def test_smollm_writes_valid_json_under_a_schema_in_every_mode(smollm, tmp_path)
 def test_a_lark_grammar_is_checked_before_it_constrains() -> None:
     assert grammar_problem('start: "yes" | "no"') is None
     assert "unknown name" in grammar_problem("start: nothing_defined")
+
+
+def test_a_grammar_is_checked_once_however_often_it_comes(monkeypatch) -> None:
+    """An agent sends its custom tools' grammars with every request: the check (10-25 ms for Codex's apply_patch)
+    runs once per grammar, with the same answer after."""
+    import uuid
+
+    from llguidance import LLMatcher
+
+    from engine.decoding import constraint
+
+    checked = []
+
+    class Counting:
+        grammar_from_lark = staticmethod(LLMatcher.grammar_from_lark)
+
+        @staticmethod
+        def validate_grammar(grammar: str) -> str:
+            checked.append(grammar)
+            return LLMatcher.validate_grammar(grammar)
+
+    monkeypatch.setattr(constraint, "LLMatcher", Counting)
+    fresh = f'start: "{uuid.uuid4()}"'
+    assert [grammar_problem(fresh) for _ in range(3)] == [None] * 3 and len(checked) == 1

@@ -4,6 +4,7 @@ tokenizer: the escaped text of every text the grammar takes is taken, the raw te
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from llguidance import LLMatcher
@@ -23,6 +24,7 @@ add_line: "+" /(.*)/ LF -> line
 ?change: ("@@" | "@@ " /(.+)/) LF | ("+" | "-" | " ") /(.*)/ LF
 %import common.LF  // the newline
 '''
+CODEX_TOOL = json.loads((Path(__file__).parent / "fixtures" / "codex_apply_patch_tool.json").read_text())["tool"]
 EDIT = '*** Begin Patch\n*** Update File: a "b".py\n@@ def f():\n-    return "x\\y"\n+    return 1\tok\n*** End Patch\n'
 
 
@@ -46,6 +48,28 @@ def test_the_escaped_grammar_takes_exactly_the_escaped_texts(takes) -> None:
     assert takes(PATCH, EDIT) and takes(escaped, json.dumps(EDIT)[1:-1])
     assert not takes(escaped, EDIT)  # raw newlines and quotes are not JSON
     assert not takes(escaped, json.dumps("*** Begin Patch\n*** Delete File: a.py\n*** End Patch\n")[1:-1])
+
+
+CODEX_PATCHES = [  # (patch, whether Codex's grammar takes it)
+    (EDIT + " \n", False),  # a context line after the end
+    ('*** Begin Patch\n*** Update File: src/app.py\n@@ def main():\n-    print("hi")\n+    print("a\\tb")\n \n*** End Patch\n', True),
+    ("*** Begin Patch\n*** Add File: a.txt\n+\n+x\n*** End Patch", True),
+    ("*** Begin Patch\n*** Delete File: old.txt\n*** Update File: b.py\n*** Move to: c.py\n@@\n x\n*** End of File\n*** End Patch\n", True),
+    ("*** Update File: a.py\n+x\n*** End Patch\n", False),
+    ("*** Begin Patch\n*** Add File: a.txt\nno plus\n*** End Patch\n", False),
+    ("*** Begin Patch\n*** End Patch\n", False),
+]
+
+
+@pytest.mark.parametrize("patch, valid", CODEX_PATCHES)
+def test_codex_apply_patch_grammar_rewritten_takes_its_patches_escaped(takes, patch, valid) -> None:
+    """The real case: the Lark grammar Codex CLI sends for apply_patch compiles rewritten, and takes a patch
+    escaped exactly when it takes the patch itself."""
+    lark = CODEX_TOOL["format"]["definition"]
+    escaped = json_string_grammar(lark)
+    assert escaped is not None and grammar_problem(escaped) is None
+    assert takes(lark, patch) == valid
+    assert takes(escaped, json.dumps(patch)[1:-1]) == valid and not takes(escaped, patch)
 
 
 @pytest.mark.parametrize("source, text", [(r".*", 'a"\\\tz'), (r"[^x]+", "\n\u0001é"), (r"\s+", " \n\t"), (r'x"\\y', 'x"\\y'),

@@ -1,9 +1,12 @@
 """tool_choice "required" and a named tool under grammar, on the real tiny tool model (random weights: left free it
-writes text, never a call)."""
+writes text, never a call), and on SmolLM2's real weights with the apply_patch tool Codex CLI really sends."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import openai
 import pytest
@@ -169,3 +172,146 @@ def test_greedy_under_a_call_grammar_is_the_same_with_and_without_speculation(to
         speculative = generate(ASK, tool_pair, params.replace(mode="speculative", drafter=drafter), chat=True)
         assert speculative.tokens == standard.tokens and speculative.stats.drafted > 0
     assert re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", json.loads(f'"{standard.text}"'))
+
+
+REQUIRED = Tooling(AUTO.tools, ToolChoice("required"), freeform={"apply_patch": BOUNDED_PATCH})
+
+
+def test_under_required_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
+    """The answer is one call; a call to the custom tool has its input held to the tool's grammar, escaped, and the
+    other tools keep their parameter schemas."""
+    from engine.decoding.constraint import Constraint
+
+    tokenizer = tool_pair.target.tokenizer
+    params = constrained(REQUIRED, GREEDY, tokenizer)
+    constraint = Constraint.for_lark(params.grammar, tokenizer, tool_pair.vocab_width)
+    eos = sorted(tokenizer.eos_token_ids)[0]
+
+    def takes(text: str) -> bool:
+        tokens = tokenizer.encode(text, add_special_tokens=False)
+        kept, masks = constraint.masks_along(tokens)
+        return kept == len(tokens) and bool(masks[-1, eos])
+
+    def patch_call(patch: str) -> str:
+        return json.dumps({"name": "apply_patch", "arguments": {"input": patch}})
+
+    assert params.json_schema is None
+    assert takes(patch_call("*** Begin Patch\n+hello\n*** End Patch"))
+    assert not takes(patch_call("*** Begin Patch\nhello\n*** End Patch")) and not takes(patch_call("hello.txt"))
+    assert takes('{"name": "get_weather", "arguments": {"city": "Paris"}}')
+    assert not takes('{"name": "get_weather", "arguments": {"city": "Rome"}}') and not takes("Sure.")
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_required_calls_to_a_custom_tool_follow_its_grammar(client, temperature) -> None:
+    """Through the server: every answer is a call to the custom tool with an input its grammar takes (random weights
+    left free write any string), the same with and without speculation when greedy."""
+    import re
+
+    oa, model = client
+    inputs = []
+    for seed, mode in enumerate(["standard", "speculative"] * 4):
+        [item] = oa.responses.create(model=model, input="Add a line.", tools=[PATCH_TOOL], tool_choice="required",
+                                     max_output_tokens=80, temperature=temperature, extra_body={"seed": seed, "mode": mode}).output
+        assert item.type == "custom_tool_call" and re.fullmatch(r"\*\*\* Begin Patch\n(\+[a-z]{1,8}\n){1,3}\*\*\* End Patch", item.input)
+        inputs.append(item.input)
+    assert temperature > 0 or len(set(inputs)) == 1
+
+
+CODEX_PATCH_TOOL = json.loads((Path(__file__).parent / "fixtures" / "codex_apply_patch_tool.json").read_text())["tool"]
+SHELL = {"type": "function", "name": "exec_command", "description": "Run a shell command.",
+         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
+PATCH_EXAMPLE = "*** Begin Patch\n*** Add File: notes.txt\n+first line\n*** End Patch"
+
+
+@pytest.fixture(scope="module")
+def smollm_draft(smollm_dir, tmp_path_factory) -> Path:
+    """SmolLM2's 4-bit-rounded copy: a draft model that agrees with it often but not always."""
+    from tests.real_models import rounded_copy
+
+    return rounded_copy(smollm_dir, tmp_path_factory.mktemp("smollm-q4") / "rounded", bits=4)
+
+
+@contextmanager
+def greedy_server(target: Path, draft: Path) -> Iterator[tuple[openai.OpenAI, str]]:
+    """An OpenAI client of a greedy server over the pair, and the model's name."""
+    from engine.decoding.pair import ModelPair
+    from engine.serving.generation_queue import EngineThread
+
+    engine = EngineThread(lambda: ModelPair.load(str(target), str(draft)), str(target))
+    engine.start()
+    try:
+        with serving(engine) as base:
+            yield openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0), engine.model_ids()[0]
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="module")
+def smollm_server(smollm_dir, smollm_draft):
+    """SmolLM2-135M-Instruct with its own template (no place for tools)."""
+    with greedy_server(smollm_dir, smollm_draft) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def smollm_hermes_server(smollm_dir, smollm_draft, tmp_path_factory):
+    """SmolLM2 with Qwen2.5's tool template put in its folder, as a user can: mlx-lm then reads its calls as JSON in
+    <tool_call> tags (several tokens each in SmolLM2's vocabulary)."""
+    import shutil
+
+    from engine.fixtures.tiny_tool_model import TOOL_TEMPLATE
+
+    folder = tmp_path_factory.mktemp("smollm-hermes")
+    for file in smollm_dir.iterdir():
+        (folder / file.name).symlink_to(file) if file.suffix == ".safetensors" else shutil.copy(file, folder / file.name)
+    (folder / "chat_template.jinja").write_text(TOOL_TEMPLATE)
+    with greedy_server(folder, smollm_draft) as server:
+        yield server
+
+
+def codex_grammar_takes(text: str, model_dir: Path) -> bool:
+    """Whether Codex's apply_patch grammar takes `text` whole, checked by llguidance alone (Python's lark cannot
+    load the grammar: its `/(.*)/` matches the empty string)."""
+    from llguidance import LLMatcher
+    from llguidance.hf import from_tokenizer
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    matcher = LLMatcher(from_tokenizer(tokenizer), LLMatcher.grammar_from_lark(CODEX_PATCH_TOOL["format"]["definition"]))
+    tokens = tokenizer.encode(text, add_special_tokens=False)
+    return matcher.try_consume_tokens(tokens) == len(tokens) and bool(matcher.is_accepting())
+
+
+def smollm_patch_calls(server: tuple[openai.OpenAI, str], tool_choice: object) -> list[str]:
+    """The apply_patch inputs a greedy SmolLM2 writes when asked to create a file, without speculation, with its
+    4-bit copy drafting and with lookup (each checked to have drafted)."""
+    oa, model = server
+    inputs = []
+    for mode, drafter in (("standard", "model"), ("speculative", "model"), ("speculative", "lookup")):
+        response = oa.responses.create(model=model, input="Create hello.txt with the line hi.", tools=[SHELL, CODEX_PATCH_TOOL],
+                                       instructions="Edit files with apply_patch. A patch looks like this:\n" + PATCH_EXAMPLE,
+                                       tool_choice=tool_choice, max_output_tokens=80, temperature=0,
+                                       extra_body={"mode": mode, "drafter": drafter, "adaptive": False})
+        [item] = response.output
+        assert item.type == "custom_tool_call" and item.name == "apply_patch"
+        assert mode == "standard" or response.model_extra["speculation"]["drafted"] > 0
+        inputs.append(item.input)
+    return inputs
+
+
+@pytest.mark.real_weights
+def test_smollm_calls_codexs_apply_patch_with_a_patch_its_grammar_takes(smollm_server, smollm_dir) -> None:
+    """A real model, Codex's real tool, tool_choice naming it: the call comes back parsed, its input a patch Codex's
+    grammar takes, the same greedy with the draft model and with lookup as without speculation."""
+    inputs = smollm_patch_calls(smollm_server, {"type": "custom", "name": "apply_patch"})
+    assert codex_grammar_takes(inputs[0], smollm_dir) and inputs[0].startswith("*** Begin Patch\n*** Add File: ")
+    assert inputs[1] == inputs[0] and inputs[2] == inputs[0]
+
+
+@pytest.mark.real_weights
+def test_smollm_required_to_call_writes_a_patch_codexs_grammar_takes(smollm_hermes_server, smollm_dir) -> None:
+    """tool_choice "required" with a tool template: the call (JSON, its input escaped) names apply_patch here, and
+    its input is a patch, where unconstrained SmolLM2 wrote a file's name; greedy alike in every mode."""
+    inputs = smollm_patch_calls(smollm_hermes_server, "required")
+    assert codex_grammar_takes(inputs[0], smollm_dir) and inputs[1] == inputs[0] and inputs[2] == inputs[0]
