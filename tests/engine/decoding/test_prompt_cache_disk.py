@@ -103,6 +103,46 @@ def test_a_new_pair_takes_back_what_an_earlier_one_spilled(tiny_target, tmp_path
     assert cached >= len(A) and tokens == expected
 
 
+def test_a_restart_takes_back_prefixes_only_held_in_memory_before_the_pair_was_let_go(tiny_target, tmp_path) -> None:
+    """Within the memory budget nothing is spilled; letting the pair go (the server stopping) writes the shelved
+    prefix and the live one, which the next process takes back."""
+    expected = [_answer(ModelPair(tiny_target), prompt + TURN, STANDARD)[0] for prompt in (A, B)]
+    first = ModelPair(tiny_target)
+    first.prompt_cache.disk = disk = DiskCache(tmp_path, 64 * MB)
+    _answer(first, A, STANDARD)
+    _answer(first, B, STANDARD)  # A shelved in memory, B live
+    assert len(first.prompt_cache) == 1 and _files(disk) == []
+    first.close()
+    assert len(list(tmp_path.glob("*.safetensors"))) == 2
+    for prompt, answer in zip((A, B), expected):
+        restarted = ModelPair(tiny_target)
+        _spilling(restarted, tmp_path)
+        tokens, cached = _answer(restarted, prompt + TURN, STANDARD)
+        assert cached >= len(prompt) and tokens == answer
+
+
+def test_a_change_of_the_caches_precision_writes_what_memory_held_first(tiny_target, tmp_path) -> None:
+    pair = ModelPair(tiny_target)
+    pair.prompt_cache.disk = disk = DiskCache(tmp_path, 64 * MB)
+    for prompt in (A, B):
+        _answer(pair, prompt, STANDARD)
+    pair.set_kv_bits(8)  # the shelved and live prefixes cannot serve quantized caches: kept on disk for later
+    assert len(_files(disk)) == 2 and len(pair.prompt_cache) == 0
+    pair.set_kv_bits(None)
+    assert _answer(pair, A + TURN, STANDARD)[1] >= len(A)
+
+
+def test_letting_the_pair_go_writes_no_more_than_the_disk_budget_most_recent_kept(tiny_target, tmp_path) -> None:
+    pair = ModelPair(tiny_target)
+    pair.prompt_cache.disk = disk = DiskCache(tmp_path, 64 * MB)
+    for prompt in (A, B, C):
+        _answer(pair, prompt, STANDARD)  # A and B shelved, C live
+    disk.budget_bytes = pair.prompt_cache.nbytes * 5 // 4  # A's and B's keys and values: room for two files, not three
+    pair.close()
+    kept = [e.tokens[: len(C)] for e in disk.entries()]
+    assert len(kept) == 2 and B in kept and C in kept and disk.nbytes <= disk.budget_bytes
+
+
 def test_another_model_or_a_changed_file_never_takes_a_file(tiny_target, tiny_draft, tmp_path) -> None:
     first, other = ModelPair(tiny_target), ModelPair(tiny_draft)
     disk = _spilling(first, tmp_path)
