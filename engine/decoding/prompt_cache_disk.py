@@ -42,6 +42,7 @@ from mlx.utils import tree_unflatten
 from mlx_lm.models.cache import load_prompt_cache
 
 from ..models.app_paths import data_dir
+from ..models.folder_files import folder_files
 from ..models.loading import LoadedModel
 from ..models.vision import ImageKey, Shift
 from .cached_model import CachedModel, shared_prefix
@@ -66,8 +67,7 @@ def model_identity(model: LoadedModel) -> str | None:
     """What a model's keys and values are a function of besides the ids: its files, the code and arithmetic that ran
     them. None for a model without a folder (nothing on disk can be told apart from it)."""
     try:
-        files = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in model.path.resolve().iterdir()
-                       if f.is_file())
+        files = [[f.name, f.size, f.mtime_ns] for f in folder_files(model.path)]
     except OSError:
         return None
     made_by = [str(model.path.resolve()), files, _versions(), str(mx.default_device())]
