@@ -8,6 +8,7 @@ produced so far lives in one `Answer`.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from .speculative import SpeculativeDecoder
 from .standard import StandardDecoder
 
 Cancel = Callable[[], bool]
+PromptKind = Callable[[], str]  # the prompt's kind, read when first asked for (`_prompt_kind`)
 
 
 def _uses_draft(pair: ModelPair, params: GenerationParams) -> bool:
@@ -70,7 +72,7 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     pair.hidden_listener(listening_drafter(pair, params))  # loads the MTP head, or says why the target has none (a folder's: none loaded)
 
 
-def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> list[tuple[str, CachedModel]]:
+def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_kind: PromptKind) -> list[tuple[str, CachedModel]]:
     """The target, and the draft model too when it will draft (its first draft would otherwise prefill it).
 
     Not when the adaptive policy has given up on the draft model: prefilling a draft that will not draft cost
@@ -79,9 +81,16 @@ def _caches_to_prefill(pair: ModelPair, params: GenerationParams, prompt_kind: s
     """
     caches = [("target", pair.target_cache)]
     draft = pair.draft_cache  # there is one wherever a draft model drafts
-    if _uses_draft(pair, params) and draft is not None and not _policy(pair, params, prompt_kind).gave_up_on("model"):
+    if _uses_draft(pair, params) and draft is not None and not _policy(pair, params, prompt_kind()).gave_up_on("model"):
         caches.append(("draft", draft))
     return caches
+
+
+def _prompt_kind(pair: ModelPair, prompt_ids: list[int]) -> PromptKind:
+    """The prompt's kind ("code" or "chat", `prompt_kind.py`), read the first time it is asked for: it decodes up to
+    PROMPT_KIND_TOKENS of the prompt's tokens, for the policies and drafters of a speculative answer, which keep
+    their estimates per kind; a standard answer never asks."""
+    return functools.cache(lambda: kind_of(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:])))
 
 
 def _policy(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> DraftPolicy:
@@ -106,13 +115,13 @@ def _settings_key(pair: ModelPair, params: GenerationParams, prompt_kind: str) -
             params.json_schema is not None or params.grammar is not None, prompt_kind)
 
 
-def _remember_automatic(pair: ModelPair, params: GenerationParams, prompt_kind: str) -> None:
+def _remember_automatic(pair: ModelPair, params: GenerationParams, prompt_kind: PromptKind) -> None:
     """After an answer under Automatic, keep what its policy measured for later launches (`policy/memory.py`)."""
     if params.drafter == AUTO and params.mode == "speculative":
-        remember(_policy(pair, params, prompt_kind), pair, _settings_key(pair, params, prompt_kind))
+        remember(_policy(pair, params, prompt_kind()), pair, _settings_key(pair, params, prompt_kind()))
 
 
-def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_kind: str,
+def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_kind: PromptKind,
              compared: object = None) -> Decoder:
     """Standard decoding, or speculation with the chosen drafter (a combination's parts in their order), or with
     Automatic's candidates (every drafter the pair has) as one drafter: each made by its kind's maker, looked up by
@@ -120,9 +129,9 @@ def _decoder(pair: ModelPair, params: GenerationParams, warper: Warper, prompt_k
     constraint = constraint_for(params, pair.tokenizer, pair.vocab_width)
     if params.mode == "standard":
         return StandardDecoder(pair.target_cache, warper, params.logprobs, constraint)
-    automatic = params.drafter == AUTO
-    policy: DraftPolicy = Ballot(_policy(pair, params, prompt_kind)) if automatic else _policy(pair, params, prompt_kind)
-    settings = _settings_key(pair, params, prompt_kind)
+    automatic, kind_of_prompt = params.drafter == AUTO, prompt_kind()
+    policy: DraftPolicy = Ballot(_policy(pair, params, kind_of_prompt)) if automatic else _policy(pair, params, kind_of_prompt)
+    settings = _settings_key(pair, params, kind_of_prompt)
     given = MakerInputs(pair, params, warper, policy, settings, constraint, automatic, compared)
     drafters: list[Drafter] = [round_side(kind).make_drafter(replace(given, kind=kind)) for kind in asked_drafters(pair, params)]
     if isinstance(policy, Ballot):
@@ -272,7 +281,7 @@ def generate_stream(
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     image_key = vision.key if vision is not None else None
     started = time.perf_counter()  # a prefix read back from disk (or spilled to it) is part of the wait
-    prompt_kind = kind_of(pair.tokenizer.decode(prompt_ids[-PROMPT_KIND_TOKENS:]))  # "code" or "chat"
+    prompt_kind = _prompt_kind(pair, prompt_ids)
     caches = _caches_to_prefill(pair, params, prompt_kind)
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]

@@ -86,7 +86,7 @@ class ModelPair:
     def set_draft(self, draft: LoadedModel | None) -> None:
         """Attach (or, with None, detach) a draft model, refusing one whose tokenizer differs from the target's."""
         self.forget_policies()
-        self.prompt_cache.clear()
+        self.prompt_cache.clear(self.caches())
         if draft is None:
             self.draft, self.draft_cache, self.check = None, None, PairCheck(compatible=True)
             return
@@ -170,12 +170,17 @@ class ModelPair:
             cache.discard_pending()
 
     def reset_caches(self) -> None:
-        """Forget every cached prompt, as a freshly loaded pair would have none."""
-        self.prompt_cache.clear()
+        """Forget every cached prompt, as a freshly loaded pair would have none (the prompt cache's disk keeps them)."""
+        self.prompt_cache.clear(self.caches())
         for cache in self.caches():
             cache.reset()
         for state in self.drafters.values():
             state.reset()
+
+    def close(self) -> None:
+        """Before the pair is let go (the server stops): the prompt prefixes it holds in memory go to the prompt cache's
+        disk, if it has one, and the files are written before this returns (they outlive the process)."""
+        self.prompt_cache.close(self.caches())
 
     def set_drafter(self, kind: str, path: Path | None) -> None:
         """Draft with the `kind` drafter in `path` (`--drafter kind`), or, with None, with none of that kind; one line
@@ -245,7 +250,7 @@ class ModelPair:
         if bits == self.kv_bits:
             return
         self.kv_bits = bits
-        self.prompt_cache.clear()
+        self.prompt_cache.clear(self.caches())
         for cache in self.caches():
             cache.kv_bits = bits
             cache.reset()

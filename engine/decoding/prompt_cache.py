@@ -20,7 +20,8 @@ Entries go least recently shelved first, so that the keys and values they hold s
 the live caches are not counted (they exist without this cache too). With a `disk` (`--prompt-cache-disk-mb`),
 an entry that goes is written to a file instead (`prompt_cache_disk.py`), and step 2 also weighs the files: one
 sharing more with the prompt than the live cache and every shelved entry is read back (with no memory budget,
-every prefix thrown away goes straight to disk).
+every prefix thrown away goes straight to disk). What memory holds when the entries are forgotten (the pair is let go
+at shutdown, or the draft model or the caches' precision changes) is written to the disk first (`clear`).
 
 A vision target's prompt shows images whose tokens all take the same id, so ids alone would take one image's
 prefix for another's: a cache keeps its images' fingerprint (`CachedModel.images`), an entry keeps it with its
@@ -37,6 +38,7 @@ verifies every token); only their first rounds after a recall may draft less.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..models.vision import ImageKey
@@ -93,9 +95,28 @@ class PromptCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def clear(self) -> None:
-        """Forget every shelved prefix (the models or their cache's precision changed)."""
+    def clear(self, live: Sequence[CachedModel] = ()) -> None:
+        """Forget every shelved prefix (the models or their cache's precision changed, or the pair is let go), first
+        writing them to the disk if there is one, with what the `live` caches hold (they start over or go too)."""
+        if self.disk is not None:
+            self._spill(live)
         self._entries.clear()
+
+    def close(self, live: Sequence[CachedModel]) -> None:
+        """`clear`, then wait for the disk's files to be written (the pair is let go, the process may end)."""
+        self.clear(live)
+        if self.disk is not None:
+            self.disk.close()
+
+    def _spill(self, live: Sequence[CachedModel]) -> None:
+        """Write every prefix held in memory to the disk: the shelved ones shelved longest ago first, the live ones
+        last, so that the disk's budget, if they do not all fit, keeps the most recent."""
+        assert self.disk is not None
+        twins = [e.twin for e in self._entries]
+        worth = [cache for cache in live if len(cache.tokens) >= SHELVE_AFTER and not cache.pending]
+        twins += [twin for cache in worth if (twin := cache.fork(len(cache.tokens))) is not None]
+        for twin in twins:
+            self.disk.write(twin)
 
     def recall(self, caches: list[CachedModel], prompt: list[int], images: ImageKey | None = None) -> None:
         """Before `prompt` (showing `images`: a vision target's prompt) is read by `caches`: shelve what each would

@@ -5,8 +5,8 @@ prompt cache evicts (`prompt_cache.py`) can be written to a file instead of thro
 starts with it reads the file rather than the prompt: reading keys and values back costs a disk read, prefilling
 them costs the model's passes over every token (docs/prompt-cache.md has the measured ratio).
 
-- **Format.** One safetensors file per prefix, written with mlx-lm's `save_prompt_cache` (each layer's keys and
-  values, bit for bit) and read with `load_prompt_cache`. Its metadata holds the model's identity, the token ids
+- **Format.** One safetensors file per prefix, in mlx-lm's prompt-cache layout (each layer's keys and values,
+  bit for bit) and read with `load_prompt_cache`. Its metadata holds the model's identity, the token ids
   and the images' fingerprint (`Shift`), so the folder can be indexed from the files' headers alone. The output
   after a restore is the one after a fresh read: the keys and values are the very ones the prefix's passes computed.
 - **Identity.** Keys and values depend on the weights, the model's code and the arithmetic that ran it, so a file
@@ -18,8 +18,11 @@ them costs the model's passes over every token (docs/prompt-cache.md has the mea
   name (a leftover temporary is deleted later). A file that does not load, or loads as something other than its
   header promised (another identity, layer types or length), is deleted and the prompt read anew: never an error
   to the user. Flipped bits inside the tensors are not detected (there is no checksum: the disk's own does that).
-- **Budget.** The files stay within `budget_bytes`; the least recently used go first (a hit touches its file).
-  A prefix larger than the whole budget is not written.
+- **Budget.** The files stay within `budget_bytes`, those being written counted; the least recently used go first
+  (a hit touches its file). A prefix larger than the whole budget is not written.
+- **Off the request's time.** A file is written by a writer thread (`prompt_cache_writer.py`) while the request
+  that spilled it goes on; until it is written, it is listed as pending, and a prompt that wants it waits for it
+  (`load`). Only the engine thread touches the index and deletes files; the writer thread only writes.
 """
 
 from __future__ import annotations
@@ -29,18 +32,21 @@ import json
 import os
 import struct
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import mlx.core as mx
 from mlx.utils import tree_unflatten
-from mlx_lm.models.cache import load_prompt_cache, save_prompt_cache
+from mlx_lm.models.cache import load_prompt_cache
 
 from ..models.app_paths import data_dir
+from ..models.folder_files import folder_files
 from ..models.loading import LoadedModel
 from ..models.vision import ImageKey, Shift
 from .cached_model import CachedModel, shared_prefix
+from .prompt_cache_writer import SpillFile, SpillWriter, spill_file
 
 FORMAT = 1  # written into every file: a later change of the layout makes older files unreadable, hence deleted
 DEFAULT_DISK_MB = 0  # off: gigabytes written to a hidden folder are the user's to allow
@@ -61,8 +67,7 @@ def model_identity(model: LoadedModel) -> str | None:
     """What a model's keys and values are a function of besides the ids: its files, the code and arithmetic that ran
     them. None for a model without a folder (nothing on disk can be told apart from it)."""
     try:
-        files = sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in model.path.resolve().iterdir()
-                       if f.is_file())
+        files = [[f.name, f.size, f.mtime_ns] for f in folder_files(model.path)]
     except OSError:
         return None
     made_by = [str(model.path.resolve()), files, _versions(), str(mx.default_device())]
@@ -99,6 +104,16 @@ class Spilled:
         return self.shared_with(tokens, images.key if images is not None else None) == len(tokens)
 
 
+@dataclass
+class Pending:
+    """A file the writer thread has yet to write (or the engine thread to take note of): its entry, what it writes
+    (kept until noted, so that the arrays it views are released on the engine thread), and whether it was written."""
+
+    entry: Spilled
+    spill: SpillFile
+    written: Future[bool]
+
+
 class DiskCache:
     """Spilled prefixes in a folder, within a byte budget, least recently used going first.
 
@@ -117,17 +132,20 @@ class DiskCache:
         self.path = path
         self.budget_bytes = budget_bytes
         self._index: dict[str, Spilled | None] = {}  # by file name; None: not ours, or unreadable (deleted)
+        self._pending: list[Pending] = []  # in the order they were handed to the writer
+        self._writer = SpillWriter()
         self.writes = self.hits = 0
 
     def entries(self) -> list[Spilled]:
-        """The prefixes on disk now."""
+        """The prefixes on disk now, and those being written."""
+        self._settle()
         self._refresh()
-        return [e for e in self._index.values() if e is not None]
+        return self._on_disk() + [p.entry for p in self._pending]
 
     @property
     def nbytes(self) -> int:
-        """Bytes the files take."""
-        return sum(_size(e.path) for e in self.entries())
+        """Bytes the files take (those being written: what they will take)."""
+        return sum(_size(e.path) for e in self._on_disk()) + sum(p.spill.nbytes for p in self._pending)
 
     def best(self, cache: CachedModel, prompt: list[int], images: ImageKey | None) -> tuple[Spilled | None, int]:
         """The file of `cache`'s model sharing the most with a prompt, and how many tokens it shares."""
@@ -137,11 +155,12 @@ class DiskCache:
         return max(shares, key=lambda s: s[1], default=(None, 0))
 
     def load(self, entry: Spilled, owner: CachedModel) -> CachedModel | None:
-        """A twin of `owner` holding the file's prefix, for `owner.adopt`; None (and the file deleted) if it does
-        not load as its header promised."""
+        """A twin of `owner` holding the file's prefix, for `owner.adopt` (a file still being written first
+        waited for); None (and the file deleted) if it does not load as its header promised."""
         twin = owner.fork(0)
         if twin is None:
             return None  # not a plain KV cache (best() offers such a cache no file)
+        self._wait_for(entry)
         try:
             layers, meta = load_prompt_cache(str(entry.path), return_metadata=True)
             mx.eval([layer.state for layer in layers])
@@ -156,39 +175,66 @@ class DiskCache:
         return twin
 
     def write(self, twin: CachedModel) -> None:
-        """Keep a shelved prefix on disk (unless a file holds it already, or it would not fit), then evict."""
+        """Have a shelved prefix written to disk (unless a file holds it already, or it would not fit), making room
+        for it first; the request goes on while the writer thread writes it."""
         if twin.identity is None or not all(layer.keys is not None for layer in twin.cache):
             return
-        nbytes = sum(layer.nbytes for layer in twin.cache)
-        mine = [e for e in self.entries() if e.identity == twin.identity]
-        holder = next((e for e in mine if e.holds(twin.tokens, twin.images)), None)
+        holder = next((e for e in self.entries() if e.identity == twin.identity and e.holds(twin.tokens, twin.images)), None)
         if holder is not None:
             _touch(holder.path)
             return
-        if nbytes > self.budget_bytes:
-            return
         images = [twin.images.start, twin.images.delta, twin.images.images] if twin.images is not None else None
         header = {"format": FORMAT, "identity": twin.identity, "tokens": twin.tokens, "images": images}
-        name = hashlib.sha256(json.dumps(header).encode()).hexdigest()[:32] + SUFFIX
-        temporary = self.path / f".{name}.{os.getpid()}{TEMPORARY}"
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "wb") as out:
-                save_prompt_cache(out, twin.cache, {"specchat": json.dumps(header)})  # type: ignore[arg-type]  # a file will do
-            os.replace(temporary, self.path / name)
-        except OSError:  # a full disk, a folder that cannot be written: the prefix is simply not kept
-            _remove(temporary)
+        metadata = json.dumps(header)
+        spill = spill_file(twin.cache, {"specchat": metadata})
+        if spill is None or spill.nbytes > self.budget_bytes:
             return
-        self.writes += 1
-        new = self._read(self.path / name)
-        for dominated in (e for e in mine if new is not None and e.path != new.path and new.holds(e.tokens, e.images)):
-            self._delete(dominated.path)
-        self._evict()
+        self._evict(room=spill.nbytes)
+        name = hashlib.sha256(metadata.encode()).hexdigest()[:32] + SUFFIX
+        entry = _entry(self.path / name, json.loads(metadata), [type(layer).__name__ for layer in twin.cache])
+        written = self._writer.submit(spill, entry.path, self.path / f".{name}.{os.getpid()}{TEMPORARY}")
+        self._pending.append(Pending(entry, spill, written))
 
-    def _evict(self) -> None:
-        """Delete the least recently used files until the rest fit the budget."""
-        files = sorted(self.entries(), key=lambda e: _mtime(e.path))
-        total = sum(_size(e.path) for e in files)
+    def flush(self) -> None:
+        """Wait for every file being written (before the process ends, and for tests)."""
+        for pending in list(self._pending):
+            pending.written.result()
+        self._settle()
+
+    def close(self) -> None:
+        """Write what is being written, and end the writer thread."""
+        self.flush()
+        self._writer.close()
+
+    def _wait_for(self, entry: Spilled) -> None:
+        """If `entry`'s file is being written, wait until it is (or the disk refused it)."""
+        pending = next((p for p in self._pending if p.entry.path == entry.path), None)
+        if pending is not None:
+            pending.written.result()
+            self._settle()
+
+    def _settle(self) -> None:
+        """Take note of the files written since (in the order they were written): index each, and delete the files
+        of its model it holds all of."""
+        while self._pending and self._pending[0].written.done():
+            done = self._pending.pop(0)
+            new = self._read(done.entry.path) if done.written.result() else None
+            if new is None:
+                continue  # the disk refused it: the prefix is simply not kept
+            self.writes += 1
+            for dominated in [e for e in self._on_disk() if e.identity == new.identity and e.path != new.path
+                              and new.holds(e.tokens, e.images)]:
+                self._delete(dominated.path)
+
+    def _on_disk(self) -> list[Spilled]:
+        """The indexed files, not those being written (one the writer just renamed is still pending until noted)."""
+        pending = {p.entry.path.name for p in self._pending}
+        return [e for name, e in self._index.items() if e is not None and name not in pending]
+
+    def _evict(self, room: int) -> None:
+        """Delete the least recently used files until the rest, those being written and `room` fit the budget."""
+        files = sorted(self._on_disk(), key=lambda e: _mtime(e.path))
+        total = self.nbytes + room
         while files and total > self.budget_bytes:
             gone = files.pop(0)
             total -= _size(gone.path)

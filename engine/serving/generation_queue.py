@@ -223,7 +223,8 @@ class EngineThread:
         return list(self._ids)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Finish the running job (cancel it first to end it sooner) and end the thread."""
+        """Finish the running job (cancel it first to end it sooner), let the pair go (`ModelPair.close`: prefixes
+        kept in memory are written to disk) and end the thread."""
         self._jobs.put(None)
         self._thread.join(timeout)
 
@@ -238,6 +239,7 @@ class EngineThread:
             self._ready.set()
         while (job := self._jobs.get()) is not None:
             run_job(self.pair, job)
+        self.pair.close()  # on this thread, which owns the pair's arrays: prefixes kept in memory go to disk
 
 
 class QueueFull(Exception):

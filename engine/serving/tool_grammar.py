@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..params import GenerationParams
@@ -31,6 +34,7 @@ from .responses_tools import FREEFORM_INPUT
 from .tool_calls import Tool, Tooling, function_name
 
 ANY_ARGUMENTS = {"type": "object"}
+GRAMMARS_KEPT = 32  # custom tools' grammars kept rewritten: an agent offers the same few on every request
 
 
 def constrained(tooling: Tooling, params: GenerationParams, tokenizer: Any) -> GenerationParams:
@@ -66,15 +70,15 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
     call), and for custom tools whose grammar can be written escaped. Else None."""
-    if tooling.choice.mode != "auto" or not _json_calls_between_markers(tokenizer):
+    markers = _call_markers(tokenizer) if tooling.choice.mode == "auto" else None
+    if markers is None:
         return None
     inputs = _escaped_inputs(tooling, set(tooling.freeform))
     if not inputs:
         return None
-    added = tokenizer._tokenizer.get_added_vocab()
-    start, end = (f"<[{added[marker]}]>" for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
+    start, end = markers.start, markers.end
     names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
-    lines = ["%llguidance {}", "start: free (call free)* open_call?", _free_text(tokenizer, added), r"TEXT: /(.|\n)*/",
+    lines = ["%llguidance {}", "start: free (call free)* open_call?", markers.free_text, r"TEXT: /(.|\n)*/",
              f"call: {start} ({' | '.join(f'input_{i}' for i in range(len(inputs)))} | OTHER) {end}",
              f"open_call: {start} OTHER", r'TAIL: /"\s*\}\s*\}\s*/',
              rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
@@ -113,11 +117,17 @@ def required_grammar(tools: list[Tool], inputs: dict[str, str]) -> str | None:
 def _escaped_inputs(tooling: Tooling, names: set[str]) -> dict[str, str]:
     """The custom tools among `names` whose grammar holds their input inside a JSON call: name -> the grammar,
     rewritten for the escaped string (those that do not compile, raw or rewritten, are left out)."""
+    return {name: escaped for name, lark in tooling.freeform.items() if name in names and lark and (escaped := _escaped(lark))}
+
+
+@lru_cache(maxsize=GRAMMARS_KEPT)
+def _escaped(lark: str) -> str | None:
+    """A custom tool's grammar rewritten for the JSON string holding its input, if both compile (kept per grammar
+    text: an agent sends the same tools with every request)."""
     from ..decoding.constraint import grammar_problem
 
-    escaped = {name: json_string_grammar(lark) for name, lark in tooling.freeform.items()
-               if name in names and lark and not grammar_problem(lark)}
-    return {name: lark for name, lark in escaped.items() if lark and not grammar_problem(lark)}
+    escaped = json_string_grammar(lark) if not grammar_problem(lark) else None
+    return escaped if escaped and not grammar_problem(escaped) else None
 
 
 def _with_inputs(lines: list[str], inputs: dict[str, str]) -> str:
@@ -127,21 +137,40 @@ def _with_inputs(lines: list[str], inputs: dict[str, str]) -> str:
     return json.dumps({"grammars": grammars}, ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class CallMarkers:
+    """What the grammar under "auto" needs of a tokenizer: the call's markers as token ids, and the rule of the text
+    around calls (read once per tokenizer: its added vocabulary, which they come from, is a dictionary built anew
+    on every read)."""
+
+    start: str
+    end: str
+    free_text: str
+
+
+_MARKERS: weakref.WeakKeyDictionary[Any, CallMarkers | None] = weakref.WeakKeyDictionary()  # gone with their tokenizer
+
+
+def _call_markers(tokenizer: Any) -> CallMarkers | None:
+    """The markers of a model that writes a call as JSON between markers that are each one token of their own
+    (mlx-lm's json_tools parser), else None."""
+    parser = getattr(tokenizer, "tool_parser", None)
+    if getattr(parser, "__module__", "") != "mlx_lm.tool_parsers.json_tools" or not hasattr(tokenizer, "_tokenizer"):
+        return None
+    if tokenizer not in _MARKERS:
+        added = tokenizer._tokenizer.get_added_vocab()
+        start, end = tokenizer.tool_call_start, tokenizer.tool_call_end
+        found = start in added and end in added
+        _MARKERS[tokenizer] = CallMarkers(f"<[{added[start]}]>", f"<[{added[end]}]>", _free_text(tokenizer, added)) if found else None
+    return _MARKERS[tokenizer]
+
+
 def _free_text(tokenizer: Any, added: dict[str, int]) -> str:
     """The rule of the text around calls: any text, and the model's other special tokens between (a thinking
     model's `<think>`, which llguidance reads as no text), never the call's markers or the end of the answer."""
     markers = {tokenizer.tool_call_start, tokenizer.tool_call_end}
     others = sorted(i for token, i in added.items() if token not in markers and i not in tokenizer.eos_token_ids)
     return "free: TEXT" + (f" (<[{','.join(map(str, others))}]> TEXT)*" if others else "")
-
-
-def _json_calls_between_markers(tokenizer: Any) -> bool:
-    """Whether the model writes a call as JSON between markers that are each one token of their own."""
-    parser = getattr(tokenizer, "tool_parser", None)
-    if getattr(parser, "__module__", "") != "mlx_lm.tool_parsers.json_tools":
-        return False
-    added = tokenizer._tokenizer.get_added_vocab() if hasattr(tokenizer, "_tokenizer") else {}
-    return all(marker in added for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
 
 
 class FreeformSplitter:

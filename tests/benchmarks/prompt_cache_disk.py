@@ -68,6 +68,7 @@ def one_iteration(model: LoadedModel, a: list[int], b: list[int], third: list[in
             first_token(pair, prompt)
         results[mode] = first_token(pair, third)
         if mode == "spilled":
+            pair.prompt_cache.disk.flush()  # type: ignore[union-attr]  # set above; the files still being written
             files = list(folder.glob("*.safetensors"))
             entries = pair.prompt_cache.disk.entries()  # type: ignore[union-attr]  # set above
             per_token = sum(f.stat().st_size for f in files) / sum(len(e.tokens) for e in entries)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ...models.app_paths import data_dir
+from ...models.folder_files import folder_files
 from .estimates import AcceptanceEstimate, PositionalAcceptance, RecentCost
 
 MEMORY_FILE = "drafter-measurements.json"
@@ -73,10 +74,14 @@ def pair_identity(folders: list[Path], drafter: str | None) -> str:
 
 
 def _folder_identity(folder: Path) -> str:
-    folder = Path(folder).resolve()
-    stats = [f.stat() for f in folder.iterdir() if f.is_file()] if folder.is_dir() else []
-    size, modified = sum(s.st_size for s in stats), max((int(s.st_mtime) for s in stats), default=0)
-    return f"{folder} ({size} bytes, {modified})"
+    """A folder as its path, its files' total size and latest change (s): readable in the file, and changed by a
+    re-download or a re-quantisation."""
+    try:
+        files = folder_files(folder)
+    except OSError:
+        files = []  # no folder (yet): the path alone
+    size, modified = sum(f.size for f in files), max((f.mtime_ns // 10**9 for f in files), default=0)
+    return f"{Path(folder).resolve()} ({size} bytes, {modified})"
 
 
 def _entry(pair: str, settings: tuple) -> str:

@@ -322,6 +322,18 @@ def test_the_prompt_s_kind_is_read_once_an_answer(tiny_pair: ModelPair, monkeypa
     assert len(read) == 1 and "def add" in read[0]
 
 
+def test_a_standard_answer_never_reads_the_prompt_s_kind(tiny_pair: ModelPair, monkeypatch) -> None:
+    """Only a speculative answer's policies and drafters keep their estimates per kind: a standard answer would
+    decode up to 2048 of the prompt's tokens for nothing."""
+    from engine.decoding import generation
+
+    read: list[str] = []
+    kind_of = generation.kind_of
+    monkeypatch.setattr(generation, "kind_of", lambda text: read.append(text) or kind_of(text))
+    generate("Finish this:\n```python\ndef add(a, b):\n```", tiny_pair, GREEDY.replace(mode="standard", adaptive=True))
+    assert read == []
+
+
 def test_a_compare_run_never_drafts_from_saved_answers_to_its_question(tiny_pair: ModelPair) -> None:
     """Issue 22: a new prompt answered at 1.1 tokens per pass; Compare on it then claimed 5.00x, 100% accepted,
     because lookup copied the answer just saved. A Compare run drafts as if no conversation had asked it."""

@@ -74,3 +74,19 @@ def test_reasoning_released_only_at_the_end_arrives_before_the_result(tiny_targe
     delivered = _run(tiny_target.tokenizer, [("Think", "reasoning"), (" hard", "reasoning")], "", "Think hard\ufffd")
     assert [p.text for p in _pieces(delivered, ReasoningPiece)] == ["Think", " hard", "\ufffd"]
     assert isinstance(delivered[-1], GenerationResult)
+
+
+def test_stopping_the_engine_lets_the_pair_go_on_the_thread_that_owns_it() -> None:
+    """`ModelPair.close` writes the prefixes kept in memory to disk: MLX work, done on the engine's own thread."""
+    import threading
+
+    from engine.serving.generation_queue import EngineThread
+
+    closed: list[str] = []
+    pair = SimpleNamespace(target=SimpleNamespace(display_name="tiny"),
+                           close=lambda: closed.append(threading.current_thread().name))
+    engine = EngineThread(lambda: pair, "tiny")
+    engine.start()
+    assert closed == []
+    engine.stop()
+    assert closed == ["specchat-engine"]

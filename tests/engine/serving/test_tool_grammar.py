@@ -315,3 +315,21 @@ def test_smollm_required_to_call_writes_a_patch_codexs_grammar_takes(smollm_herm
     its input is a patch, where unconstrained SmolLM2 wrote a file's name; greedy alike in every mode."""
     inputs = smollm_patch_calls(smollm_hermes_server, "required")
     assert codex_grammar_takes(inputs[0], smollm_dir) and inputs[1] == inputs[0] and inputs[2] == inputs[0]
+
+
+def test_a_second_request_reads_no_vocabulary_and_rewrites_no_grammar_again(tool_pair, monkeypatch) -> None:
+    """What depends only on the tokenizer (the call's markers, from its added vocabulary) or on a grammar's text (its
+    rewriting for a JSON string) is worked out once, not on every request an agent sends with the same tools."""
+    from engine.serving import tool_grammar
+
+    tokenizer = tool_pair.target.tokenizer
+    reads, rewrites = [], []
+    vocabulary, rewrite = tokenizer._tokenizer.get_added_vocab, tool_grammar.json_string_grammar
+    monkeypatch.setattr(tokenizer._tokenizer, "get_added_vocab", lambda: reads.append(1) or vocabulary())
+    monkeypatch.setattr(tool_grammar, "json_string_grammar", lambda lark: rewrites.append(lark) or rewrite(lark))
+    required = Tooling(AUTO.tools, ToolChoice("required"), freeform=AUTO.freeform)
+    first = [constrained(tooling, GREEDY, tokenizer) for tooling in (AUTO, required)]
+    reads.clear()
+    rewrites.clear()
+    assert [constrained(tooling, GREEDY, tokenizer) for tooling in (AUTO, required)] == first
+    assert first[0].grammar and first[1].grammar and reads == [] and rewrites == []
