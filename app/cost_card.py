@@ -39,10 +39,11 @@ def describe_here(model: CostModel) -> str:
 
 
 def drafter_mix(model: CostModel) -> str:
-    """With several drafters: each one's cost and share of the draft tokens (c is their weighted mean)."""
+    """With several drafters: each one's cost and share of the draft tokens (c is their weighted mean), each by the name
+    the rest of the window gives it ("DFlash drafter", not the registry key "dflash")."""
     if len(model.drafter_shares) < 2:
         return ""
-    parts = [f"{d} {model.drafter_token_s.get(d, 0.0) / model.step_s:.2f} for {share:.0%} of draft tokens"
+    parts = [f"{drafter_label(d)} {model.drafter_token_s.get(d, 0.0) / model.step_s:.2f} for {share:.0%} of draft tokens"
              for d, share in sorted(model.drafter_shares.items(), key=lambda item: -item[1])]
     return " (" + "; ".join(parts) + ")"
 
