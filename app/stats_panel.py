@@ -155,7 +155,7 @@ class StatsPanel(QFrame):
                 label.setStyleSheet("color: palette(mid); font-size: 11px;")
                 page_layout.addWidget(label)
             page_layout.addStretch()
-            self.tabs.addTab(page, name)
+            self.tabs.addTab(PageScroll(page), name)  # scrolls down on a short screen: squeezed, its lines overlapped
 
     def reset(self, mode: str, draft_cost_on_gpu: float | None = None, lenience: float = 0.0) -> None:
         """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card;
