@@ -132,3 +132,18 @@ def test_the_cost_tab_scrolls_on_a_short_panel_instead_of_piling_its_lines_up(qt
     labels = [label for label in card.findChildren(QLabel) if label.text()]
     qtbot.waitUntil(lambda: all(label.height() >= label.heightForWidth(label.width()) for label in labels))
     assert card.plot.height() >= card.plot.minimumHeight()
+
+
+def test_while_the_message_is_read_nothing_is_said_of_drafting_yet(qtbot) -> None:
+    """While the prompt was being read the panel already said "– (nothing drafted)", "0" drafted and "0" accepted, as
+    if the answer had run and drafted nothing; the answer has not started."""
+    from engine.events import PrefillEvent
+
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.reset("speculative")
+    panel.add_events([PrefillEvent(24, 1632)])
+    assert [panel.values[name].text() for name in ("per_pass", "drafted", "accepted", "prefill")] == [
+        "–", "–", "–", "24 of 1632 tokens read"]
+    panel.add_events([RoundEvent(0, 0, 0, 1, "none", 0.0, 0.1)])
+    assert panel.values["per_pass"].text() == "– (nothing drafted)" and panel.values["drafted"].text() == "0"
