@@ -115,6 +115,7 @@ class CostCard(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(150)
+        self.plot.setMaximumHeight(260)  # what the card says under it stays in view: a plot asks for all the height there is
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()

@@ -134,6 +134,20 @@ def test_the_cost_tab_scrolls_on_a_short_panel_instead_of_piling_its_lines_up(qt
     assert card.plot.height() >= card.plot.minimumHeight()
 
 
+def test_the_cost_tab_says_what_it_waits_for_without_a_scroll(qtbot) -> None:
+    """Scrolling, the empty plot took the whole tab and its line saying what the card waits for was below the fold."""
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(300, 480)
+    panel.tabs.setCurrentIndex(3)
+    panel.show()
+    qtbot.waitExposed(panel)
+    here = panel.cost_card.here
+    page = panel.tabs.currentWidget()
+    qtbot.waitUntil(lambda: here.height() >= here.heightForWidth(here.width()))
+    assert here.mapTo(page, here.rect().bottomLeft()).y() <= page.viewport().height()
+
+
 def test_while_the_message_is_read_nothing_is_said_of_drafting_yet(qtbot) -> None:
     """While the prompt was being read the panel already said "– (nothing drafted)", "0" drafted and "0" accepted, as
     if the answer had run and drafted nothing; the answer has not started."""
