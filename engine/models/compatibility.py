@@ -64,7 +64,7 @@ def _text(token: str, tokenizer: Any) -> str:
 
 REPLACEMENT = "\ufffd"
 BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # SentencePiece's byte fallback pieces
-BYTES_ONLY = re.compile(r"^(<0x[0-9A-F]{2}>)+$")  # a token shown as its bytes: a piece of a character
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")  # a byte shown as such, alone or after whole characters
 
 
 def _byte_pieces(token: str) -> str:
@@ -82,9 +82,10 @@ def _byte_pieces(token: str) -> str:
 
 
 def _is_word(text: str) -> bool:
-    """Whether a token's text reads as something: not blank, not bytes, and no control character ('\x04' is a
-    byte-level vocabulary's byte 4, which printed as such in "Not offered")."""
-    return bool(text.strip()) and not BYTES_ONLY.match(text) and text.isprintable()
+    """Whether a token's text reads as something: not blank, no piece of a character ('r<0xC3>' is an r and the first
+    byte of 'é'), and no control character ('\x04' is a byte-level vocabulary's byte 4, which printed as such in "Not
+    offered")."""
+    return bool(text.strip()) and not BYTE_PIECE.search(text) and text.isprintable()
 
 
 def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
@@ -97,7 +98,7 @@ def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
         return ", ".join(repr(t) for t in words) + (", ..." if len(items) > len(words) else "")
     if all(not t.strip() for t in texts):
         return "runs of spaces and newlines: the tokenizers split whitespace differently"
-    if all(BYTES_ONLY.match(t) for t in texts if t.strip()):
+    if all(BYTE_PIECE.search(t) for t in texts if t.strip()):
         return "pieces of characters: the tokenizers split bytes differently"
     return "bytes that print as no character: the tokenizers split bytes differently"
 
