@@ -156,6 +156,8 @@ class CostCard(QWidget):
     def redraw(self) -> None:
         self.model = fit(self.rounds)
         self._show_published()
+        for part in (self.plot, self.key):  # no empty axes from 0 to 1 before there is anything to plot
+            part.setVisible(self.model is not None)
         if self.model is None:
             self.predicted.setData([], [])
             self.measured.setData([], [])

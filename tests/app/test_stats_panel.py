@@ -134,18 +134,22 @@ def test_the_cost_tab_scrolls_on_a_short_panel_instead_of_piling_its_lines_up(qt
     assert card.plot.height() >= card.plot.minimumHeight()
 
 
-def test_the_cost_tab_says_what_it_waits_for_without_a_scroll(qtbot) -> None:
-    """Scrolling, the empty plot took the whole tab and its line saying what the card waits for was below the fold."""
+def test_the_cost_tab_shows_its_figures_under_the_plot_without_a_scroll(qtbot) -> None:
+    """Scrolling, the plot took the whole tab and the measured figures under it were below the fold."""
+    from tests.engine.decoding.policy.test_cost_model import round_event
+
     panel = StatsPanel()
     qtbot.addWidget(panel)
     panel.resize(300, 480)
     panel.tabs.setCurrentIndex(3)
     panel.show()
     qtbot.waitExposed(panel)
-    here = panel.cost_card.here
+    card = panel.cost_card
+    card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)])
+    card.redraw()
     page = panel.tabs.currentWidget()
-    qtbot.waitUntil(lambda: here.height() >= here.heightForWidth(here.width()))
-    assert here.mapTo(page, here.rect().bottomLeft()).y() <= page.viewport().height()
+    qtbot.waitUntil(lambda: card.here.height() >= card.here.heightForWidth(card.here.width()))
+    assert card.here.mapTo(page, card.here.rect().topLeft()).y() + 3 * card.here.fontMetrics().height() <= page.viewport().height()
 
 
 def test_while_the_message_is_read_nothing_is_said_of_drafting_yet(qtbot) -> None:
