@@ -16,7 +16,6 @@ from PySide6.QtCore import QEvent, QMimeData, QObject
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QGuiApplication, QIcon, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QBoxLayout,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -32,6 +31,7 @@ from engine.errors import SpecChatError
 from engine.models.app_paths import RESOURCES
 
 from .attachment_reader import AttachmentReader
+from .file_dialogs import open_files
 from .flow_layout import flow_row
 from .image_attachments import SentImages, mark_unseen, pasted_image, thumbnail, unseen_note
 from .palette import notice_colour
@@ -175,8 +175,7 @@ class AttachmentsBar(QWidget):
 
     def choose_files(self) -> None:
         """The paperclip: pick files in the system's dialog."""
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files", "", FILE_FILTER)
-        self.attach_files([Path(p) for p in paths])
+        self.attach_files([Path(p) for p in open_files(self, "Attach files", FILE_FILTER)])
 
     def attach_files(self, paths: list[Path]) -> None:
         """Read the files (on the reader's thread) and attach each: a file that cannot be read is named in the error

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QDialog, QGridLayout, QLabel, QPushButton, QWidget
 
 from engine.comparison import STANDARD, runnable_sides, side_heading, side_label, sides, verdict
@@ -21,8 +21,11 @@ from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
 
+from .screen_fit import fitted, screen_room
 from .session import ChatSession
 from .token_view import TokenTextView
+
+PREFERRED = QSize(980, 600)  # the dialog's size where the screen has room
 
 
 class CompareDialog(QDialog):
@@ -46,7 +49,6 @@ class CompareDialog(QDialog):
         session.compare_finished.connect(self.finish)
         session.compare_failed.connect(self.fail)
         self.setWindowTitle("Compare two ways of decoding")
-        self.resize(980, 600)
         self.sides: tuple[str, str] = session.compare_sides()
         self.request_ids: dict[str, int] = {}
         self.pending: set[str] = set()  # the sides of the last run still running
@@ -71,6 +73,7 @@ class CompareDialog(QDialog):
         self.fairness.setStyleSheet("color: palette(mid);")
         self.grid.addWidget(self.fairness, 5, 0)
         self.grid.addWidget(self._buttons(), 5, 1)
+        self.resize(fitted(PREFERRED, screen_room(parent or self)))  # off a 900x600 screen at 980x600, buttons and all
         self.run()
 
     def _picker(self, side: str, column: int) -> QComboBox:
@@ -86,7 +89,7 @@ class CompareDialog(QDialog):
 
     def _column(self, column: int) -> tuple[TokenTextView, QLabel]:
         view = TokenTextView(grow=False)
-        view.setMinimumHeight(320)
+        view.setMinimumHeight(120)  # the rest of the height is the dialog's to give where the screen has it
         speed = QLabel("waiting…")
         speed.setWordWrap(True)
         speed.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)  # the two sides' lines level

@@ -39,10 +39,11 @@ def describe_here(model: CostModel) -> str:
 
 
 def drafter_mix(model: CostModel) -> str:
-    """With several drafters: each one's cost and share of the draft tokens (c is their weighted mean)."""
+    """With several drafters: each one's cost and share of the draft tokens (c is their weighted mean), each by the name
+    the rest of the window gives it ("DFlash drafter", not the registry key "dflash")."""
     if len(model.drafter_shares) < 2:
         return ""
-    parts = [f"{d} {model.drafter_token_s.get(d, 0.0) / model.step_s:.2f} for {share:.0%} of draft tokens"
+    parts = [f"{drafter_label(d)} {model.drafter_token_s.get(d, 0.0) / model.step_s:.2f} for {share:.0%} of draft tokens"
              for d, share in sorted(model.drafter_shares.items(), key=lambda item: -item[1])]
     return " (" + "; ".join(parts) + ")"
 
@@ -114,6 +115,7 @@ class CostCard(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(150)
+        self.plot.setMaximumHeight(260)  # what the card says under it stays in view: a plot asks for all the height there is
         self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()
@@ -154,6 +156,8 @@ class CostCard(QWidget):
     def redraw(self) -> None:
         self.model = fit(self.rounds)
         self._show_published()
+        for part in (self.plot, self.key):  # no empty axes from 0 to 1 before there is anything to plot
+            part.setVisible(self.model is not None)
         if self.model is None:
             self.predicted.setData([], [])
             self.measured.setData([], [])

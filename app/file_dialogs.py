@@ -33,6 +33,13 @@ def open_file(parent: QWidget, caption: str, filter: str) -> str:
     return remember(QFileDialog.getOpenFileName(parent, caption, str(start_folder()), filter)[0])
 
 
+def open_files(parent: QWidget, caption: str, filter: str) -> list[str]:
+    paths = QFileDialog.getOpenFileNames(parent, caption, str(start_folder()), filter)[0]
+    if paths:
+        remember(paths[0])
+    return paths
+
+
 def save_file(parent: QWidget, caption: str, name: str, filter: str) -> str:
     return remember(QFileDialog.getSaveFileName(parent, caption, str(start_folder() / name), filter)[0])
 

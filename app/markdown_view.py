@@ -19,7 +19,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtGui import QTextCursor, QTextDocument
+from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
@@ -70,7 +70,10 @@ def code_html(block: CodeBlock, index: int, dark: bool) -> str:
 
 
 def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
-    """Fill `document` with `text` as Markdown; returns the code blocks, which `copy:N` links refer to."""
+    """Fill `document` with `text` as Markdown; returns the code blocks, which `copy:N` links refer to.
+
+    Each part is followed by a plain block (a fresh format: one that took the part's own would continue a list that
+    ends it, as an empty bullet)."""
     document.clear()
     cursor = QTextCursor(document)
     blocks: list[CodeBlock] = []
@@ -78,8 +81,9 @@ def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
         if isinstance(part, CodeBlock):
             cursor.insertHtml(code_html(part, len(blocks), dark))
             blocks.append(part)
-            cursor.insertBlock()
         elif part.strip():
             cursor.insertMarkdown(keep_line_breaks(part))
-            cursor.insertBlock()
+        else:
+            continue
+        cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
     return blocks

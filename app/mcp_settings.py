@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QCheckBox, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from engine.mcp_tools.servers_config import McpConfigError, load_servers
 
+from .file_dialogs import open_file
 from .mcp_servers import TOOLS_OFF, McpServers
 
 
@@ -80,6 +81,6 @@ class McpSettings(QWidget):
         self.choose.setEnabled(on)
 
     def _choose(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The MCP servers' file (mcp.json)", str(Path.home()), "MCP servers (*.json)")
+        path = open_file(self, "The MCP servers' file (mcp.json)", "MCP servers (*.json)")
         if path:
             self.path.setText(path)

@@ -30,8 +30,10 @@ from engine.models.downloads import DownloadProgress
 
 from .download_worker import DownloadWorker
 from .local_models import LocalModelsTab, confirm_fit
+from .screen_fit import fitted, screen_room
 from .worker import EngineWorker
 
+PREFERRED = QSize(1000, 560)  # the picker's size where the screen has room
 WRAPPED = (0, 2)  # the recommended list's long columns, the pair's names and its use: they share the width left
 
 
@@ -74,7 +76,7 @@ class PairPickerDialog(QDialog):
     def __init__(self, engine: EngineWorker, downloads: DownloadWorker, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Choose models")
-        self.resize(1000, 560)
+        self.resize(fitted(PREFERRED, screen_room(parent or self)))
         self.downloads = downloads
         self.statuses: list[PairStatus] = []
         self.downloading: list[str] = []

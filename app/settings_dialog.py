@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,6 +33,7 @@ from .file_dialogs import open_file
 from .mcp_servers import McpServers
 from .mcp_settings import McpSettings
 from .page_scroll import PageScroll
+from .screen_fit import fitted, screen_room
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
 SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes of each verify are made during it; a "
@@ -39,7 +41,6 @@ SSD_MEANING = ("Speculative speculative decoding: drafts for the likely outcomes
                "faster. Exact: answers are the target's either way.")
 UNBOUNDED = 1_000_000  # a spin box's top where the engine sets no limit
 ERROR_RED = "#b00020"
-TITLE_BAR_PX = 40  # what a window manager's title bar and frame take of the screen's height, with a margin
 
 
 def ssd_reason(drafter: str) -> str:
@@ -194,7 +195,7 @@ class SettingsDialog(QDialog):
         self.adaptive.toggled.connect(self._adaptive_toggled)
         self._adaptive_toggled(params.adaptive)
         self._follow_drafter(params)
-        self.fit_to((self.parentWidget() or self).screen().availableGeometry().height())
+        self.fit_to(screen_room(self.parentWidget() or self).height())
 
     def _lay_out(self, page: QWidget) -> None:
         """The settings scroll above the error line and OK/Cancel, which stay in view: with the MCP section they are
@@ -211,7 +212,7 @@ class SettingsDialog(QDialog):
         """As tall as the settings where the screen has room (no scroll bar then), else as tall as the screen."""
         self.page_scroll.updateGeometry()  # the page's hint changed as its rows were filled in
         hint = self.sizeHint()
-        self.resize(hint.width(), min(hint.height(), screen_height - TITLE_BAR_PX))
+        self.resize(fitted(hint, QSize(hint.width(), screen_height)))
 
     def _buttons(self) -> QDialogButtonBox:
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)

@@ -155,7 +155,7 @@ class StatsPanel(QFrame):
                 label.setStyleSheet("color: palette(mid); font-size: 11px;")
                 page_layout.addWidget(label)
             page_layout.addStretch()
-            self.tabs.addTab(page, name)
+            self.tabs.addTab(PageScroll(page), name)  # scrolls down on a short screen: squeezed, its lines overlapped
 
     def reset(self, mode: str, draft_cost_on_gpu: float | None = None, lenience: float = 0.0) -> None:
         """A new answer starts (`draft_cost_on_gpu`: the draft's share of the weights, for the cost card;
@@ -246,11 +246,13 @@ class StatsPanel(QFrame):
         self.cost_card.redraw()
 
     def _show_counts(self) -> None:
+        if not self.rounds:  # the message is still being read: nothing to say of drafting yet, not "nothing drafted"
+            return
         self.values["drafted"].setText(str(self.drafted))
         self.values["accepted"].setText(f"{self.accepted} ({self.accepted / self.drafted:.0%})" if self.drafted else "0")
         # Tokens per target pass says what drafting gained; with nothing drafted there is nothing to say (a
         # last pass that ends on EOS would make it read below 1).
-        if self.rounds and self.drafted:
+        if self.drafted:
             # Each round's own count: a batch may hold a round's tokens without its RoundEvent yet.
             self.values["per_pass"].setText(f"{self.emitted / self.rounds:.2f}")
         else:

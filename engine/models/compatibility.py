@@ -64,7 +64,7 @@ def _text(token: str, tokenizer: Any) -> str:
 
 REPLACEMENT = "\ufffd"
 BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # SentencePiece's byte fallback pieces
-BYTES_ONLY = re.compile(r"^(<0x[0-9A-F]{2}>)+$")  # a token shown as its bytes: a piece of a character
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")  # a byte shown as such, alone or after whole characters
 
 
 def _byte_pieces(token: str) -> str:
@@ -81,17 +81,35 @@ def _byte_pieces(token: str) -> str:
     return "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
 
 
+def _is_word(text: str) -> bool:
+    """Whether a token's text reads as something: not blank, no piece of a character ('r<0xC3>' is an r and the first
+    byte of 'é'), and no control character ('\x04' is a byte-level vocabulary's byte 4, which printed as such in "Not
+    offered")."""
+    return bool(text.strip()) and not BYTE_PIECE.search(text) and text.isprintable()
+
+
 def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
     """A few of the tokens as words a person reads; when none is a word (the differing entries are pieces of
-    characters, or runs of spaces and newlines, which printed as "('<0x90>', '<0x9D>', …)" and "('\\n      ', …)"),
-    what kind of entries differ, in words."""
+    characters, control bytes, or runs of spaces and newlines, which printed as "('<0x90>', '<0x9D>', …)",
+    "('\\x04', '\\x06', …)" and "('\\n      ', …)"), what kind of entries differ, in words."""
     texts = [_text(s, tokenizer) for s in items[:200]]
-    words = [t for t in texts if t.strip() and not BYTES_ONLY.match(t)][:limit]
+    words = [t for t in texts if _is_word(t)][:limit]
     if words:
         return ", ".join(repr(t) for t in words) + (", ..." if len(items) > len(words) else "")
     if all(not t.strip() for t in texts):
         return "runs of spaces and newlines: the tokenizers split whitespace differently"
-    return "pieces of characters: the tokenizers split bytes differently"
+    if all(BYTE_PIECE.search(t) for t in texts if t.strip()):
+        return "pieces of characters: the tokenizers split bytes differently"
+    return "bytes that print as no character: the tokenizers split bytes differently"
+
+
+def _renumbered(tokens: list[str], target: Any, target_vocab: dict[str, int], draft_vocab: dict[str, int]) -> str:
+    """The reason for tokens the two number differently, with one that reads as a word as the example."""
+    example = next((s for s in tokens[:200] if _is_word(_text(s, target))), None)
+    if example is None:
+        return f"{len(tokens)} tokens have different ids ({_examples(tokens, target)})"
+    return (f"{len(tokens)} tokens have different ids (e.g. {_readable(example, target)} is {target_vocab[example]} for the "
+            f"target, {draft_vocab[example]} for the draft)")
 
 
 def check_tokenizers(target: Any, draft: Any) -> PairCheck:
@@ -112,11 +130,7 @@ def check_tokenizers(target: Any, draft: Any) -> PairCheck:
     regular_only_target = [s for s in only_target if s not in specials]
     regular_only_draft = [s for s in only_draft if s not in specials]
     if regular_renumbered:
-        s = regular_renumbered[0]
-        check.reasons.append(
-            f"{len(regular_renumbered)} tokens have different ids (e.g. {_readable(s, target)} is {target_vocab[s]} for the target, "
-            f"{draft_vocab[s]} for the draft)"
-        )
+        check.reasons.append(_renumbered(regular_renumbered, target, target_vocab, draft_vocab))
     if regular_only_target:
         check.reasons.append(f"{len(regular_only_target)} target tokens are missing from the draft ({_examples(regular_only_target, target)})")
     if regular_only_draft:

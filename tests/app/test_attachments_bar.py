@@ -67,7 +67,7 @@ def test_a_file_from_the_paperclip_shows_as_a_chip_with_its_size_and_tokens(make
     bar: AttachmentsBar = window.attachments
     assert bar.isHidden() and bar.paperclip.isVisibleTo(window) and not bar.paperclip.icon().isNull()
     path = code_file(tmp_path)
-    monkeypatch.setattr("app.attachments_bar.QFileDialog.getOpenFileNames", lambda *args: ([str(path)], ""))
+    monkeypatch.setattr("app.file_dialogs.QFileDialog.getOpenFileNames", lambda *args: ([str(path)], ""))
     with qtbot.waitSignal(bar.reader.idle, timeout=30_000):
         bar.paperclip.click()
     (attachment,) = bar.attached

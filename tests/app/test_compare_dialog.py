@@ -146,3 +146,17 @@ def test_one_way_against_itself_is_refused_in_one_line(make_window, qtbot) -> No
     assert dialog.speedup.text() == "Both sides are lookup: choose two different ways to compare."
     assert dialog.request_ids == before and dialog.run_button.isEnabled()
     dialog.close()
+
+
+def test_on_a_small_screen_the_dialog_fits_with_its_buttons(make_window, qtbot) -> None:
+    """Issue 32: at 980x600 with two 320 px columns the dialog ran off a 900x600 screen's right and bottom edges,
+    cutting the sides' lines and the Run and Close buttons (the tests' screen is 800x600)."""
+    dialog = _open_compare(make_window, qtbot, max_tokens=20)
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    room = dialog.screen().availableGeometry().size()
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    assert dialog.width() <= room.width() and dialog.height() <= room.height() - 40
+    assert dialog.minimumSizeHint().height() <= dialog.height() and dialog.minimumSizeHint().width() <= dialog.width()
+    assert dialog.run_button.mapTo(dialog, dialog.run_button.rect().bottomRight()).y() < dialog.height()
+    dialog.close()

@@ -36,9 +36,17 @@ def test_standard_decoding_has_nothing_to_model(make_window, qtbot) -> None:
 
 
 def test_before_any_drafted_round_the_card_says_what_it_waits_for(qtbot) -> None:
+    """With no plot: an empty one showed axes from 0 to 1 with nothing to read, its top label cut in half."""
+    from tests.engine.decoding.policy.test_cost_model import round_event
+
     card = CostCard()
     qtbot.addWidget(card)
+    card.show()
     assert card.here.text() == WAITING and card.gpu.text() == ""
+    assert card.plot.isHidden() and card.key.isHidden()
+    card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)])
+    card.redraw()
+    assert card.plot.isVisible() and card.key.isVisible()
 
 
 def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None:
@@ -52,7 +60,7 @@ def test_with_drafts_from_both_the_card_names_each_drafter_s_cost(qtbot) -> None
     card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)]
              + [replace(round_event(10 + i, 4, 1, 0.0, 0.18), drafter="lookup") for i in range(8)])
     card.redraw()
-    assert "(lookup 0.00 for 57% of draft tokens; model 1.10 for 43% of draft tokens)" in card.here.text()
+    assert "(lookup 0.00 for 57% of draft tokens; draft model 1.10 for 43% of draft tokens)" in card.here.text()
     assert ("lookup drafts for free (57% of draft tokens); a draft model step costs its weights' share, 0.30 (43% of "
             "draft tokens)") in card.gpu.text()
 

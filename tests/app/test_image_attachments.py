@@ -51,7 +51,7 @@ def test_images_picked_dropped_and_pasted_show_as_thumbnails_on_the_message_box(
                                                                                vision_images: list[Path],
                                                                                monkeypatch) -> None:
     window, bar = vision_window, vision_window.attachments
-    monkeypatch.setattr("app.attachments_bar.QFileDialog.getOpenFileNames", lambda *args: ([str(vision_images[0])], ""))
+    monkeypatch.setattr("app.file_dialogs.QFileDialog.getOpenFileNames", lambda *args: ([str(vision_images[0])], ""))
     with qtbot.waitSignal(bar.reader.idle, timeout=30_000):
         bar.paperclip.click()
     mime = QMimeData()

@@ -77,3 +77,17 @@ def test_the_model_s_line_breaks_are_kept_in_a_poem_and_a_list(qtbot) -> None:
     lines = view.toPlainText().split("\n")
     assert lines[:6] == ["The sea", "is wide and grey,", "the gulls cry.", "salt", "and spray", "wind"]
     assert "|" not in view.toPlainText()  # a table is still a table
+
+
+def test_an_answer_ending_in_a_list_has_no_empty_item_after_it(qtbot) -> None:
+    """The block that separates one part from the next took the list's format: every answer ending in a list
+    showed a last, empty bullet."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("Steps:\n\n- one\n- two")
+    items, block = [], view.document().begin()
+    while block.isValid():
+        if block.textList() is not None:
+            items.append(block.text())
+        block = block.next()
+    assert items == ["one", "two"]

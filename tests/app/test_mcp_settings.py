@@ -21,7 +21,7 @@ def test_a_chosen_file_shows_its_servers_and_connects_on_ok(qtbot, isolated_home
     chosen = isolated_home / "claude.json"
     chosen.write_text(json.dumps({"mcpServers": {"notes": {"url": "http://127.0.0.1:9/mcp"}}}))
     asked: list[str] = []
-    monkeypatch.setattr("app.mcp_settings.QFileDialog.getOpenFileName",
+    monkeypatch.setattr("app.file_dialogs.QFileDialog.getOpenFileName",
                         lambda _parent, _caption, folder, _filter: (asked.append(folder), (str(chosen), ""))[1])
     dialog = _dialog(qtbot)
     dialog.mcp.choose.click()

@@ -285,3 +285,10 @@ def test_every_row_and_column_shows_its_text(make_window, qtbot, tiny_dirs, tmp_
         item = targets.item(row)
         shown = targets.visualItemRect(item)
         assert shown.right() <= targets.viewport().width() and not needs_more_room(targets, item.text(), shown), item.text()
+
+
+def test_the_picker_opens_within_the_screen(make_window) -> None:
+    """It opened 1000 px wide whatever the screen: on a 900x600 one its right edge and buttons were off it."""
+    window = make_window(pair=None)
+    room = window.screen().availableGeometry().size()
+    assert window.picker.width() <= room.width() and window.picker.height() <= room.height()

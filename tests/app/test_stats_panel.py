@@ -112,3 +112,56 @@ def test_on_one_machine_there_is_no_network_row(qtbot) -> None:
     panel.add_events([network_round(0, None), network_round(1, None)])
     panel.finish(GenerationResult("text", [1] * 6, ["accepted"] * 6, "speculative", "stop", GenerationStats(generation_s=0.1)))
     assert not panel._form.isRowVisible(panel.values["network"])
+
+
+def test_the_cost_tab_scrolls_on_a_short_panel_instead_of_piling_its_lines_up(qtbot) -> None:
+    """Issue 32: at 900x600 the Cost tab squeezed its plot and lines into the tab's height: the plot's axis title ran
+    over the key under it and each section over the next, half of each line hidden."""
+    from PySide6.QtWidgets import QLabel
+
+    from tests.engine.decoding.policy.test_cost_model import round_event
+
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(300, 480)
+    panel.tabs.setCurrentIndex(3)
+    panel.show()
+    card = panel.cost_card
+    card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)])
+    card.redraw()
+    labels = [label for label in card.findChildren(QLabel) if label.text()]
+    qtbot.waitUntil(lambda: all(label.height() >= label.heightForWidth(label.width()) for label in labels))
+    assert card.plot.height() >= card.plot.minimumHeight()
+
+
+def test_the_cost_tab_shows_its_figures_under_the_plot_without_a_scroll(qtbot) -> None:
+    """Scrolling, the plot took the whole tab and the measured figures under it were below the fold."""
+    from tests.engine.decoding.policy.test_cost_model import round_event
+
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(300, 480)
+    panel.tabs.setCurrentIndex(3)
+    panel.show()
+    qtbot.waitExposed(panel)
+    card = panel.cost_card
+    card.add([round_event(i, 0, 0, 0.0, 0.10) for i in range(4)] + [round_event(4 + i, 4, 2, 0.44, 0.18) for i in range(6)])
+    card.redraw()
+    page = panel.tabs.currentWidget()
+    qtbot.waitUntil(lambda: card.here.height() >= card.here.heightForWidth(card.here.width()))
+    assert card.here.mapTo(page, card.here.rect().topLeft()).y() + 3 * card.here.fontMetrics().height() <= page.viewport().height()
+
+
+def test_while_the_message_is_read_nothing_is_said_of_drafting_yet(qtbot) -> None:
+    """While the prompt was being read the panel already said "– (nothing drafted)", "0" drafted and "0" accepted, as
+    if the answer had run and drafted nothing; the answer has not started."""
+    from engine.events import PrefillEvent
+
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.reset("speculative")
+    panel.add_events([PrefillEvent(24, 1632)])
+    assert [panel.values[name].text() for name in ("per_pass", "drafted", "accepted", "prefill")] == [
+        "–", "–", "–", "24 of 1632 tokens read"]
+    panel.add_events([RoundEvent(0, 0, 0, 1, "none", 0.0, 0.1)])
+    assert panel.values["per_pass"].text() == "– (nothing drafted)" and panel.values["drafted"].text() == "0"

@@ -154,3 +154,44 @@ def test_differing_whitespace_runs_are_said_in_words_and_words_come_first_as_exa
     draft = FakeTokenizer({s: i for s, i in vocab.items() if s not in spaces and s != word})
     reason = check_tokenizers(tiny_target.tokenizer, draft).reasons[0]
     assert reason.endswith(f"({tiny_target.tokenizer.convert_tokens_to_string([word])!r}, ...)")  # the word, not the blanks
+
+
+def test_control_bytes_are_said_in_words_not_printed(tiny_target) -> None:
+    """A byte-level vocabulary's single bytes 0x04, 0x06 decode to control characters: "Not offered" printed
+    "('\\x04', '\\x06', '\\x13', ...)"."""
+    from engine.models.compatibility import _text
+
+    tokenizer = tiny_target.tokenizer
+    vocab = tokenizer.get_vocab()
+    controls = [s for s in vocab if len(t := _text(s, tokenizer)) == 1 and not t.isprintable() and not t.isspace()][:3]
+    assert controls
+    draft = FakeTokenizer({s: i for s, i in vocab.items() if s not in controls})
+    assert check_tokenizers(tokenizer, draft).reasons == [
+        f"{len(controls)} target tokens are missing from the draft (bytes that print as no character: the tokenizers "
+        "split bytes differently)"]
+
+
+def test_renumbered_tokens_are_shown_by_a_word(tiny_target) -> None:
+    """The example of a renumbered token is one a person reads, not the first control byte in id order."""
+    tokenizer = tiny_target.tokenizer
+    vocab = tokenizer.get_vocab()
+    first = sorted(vocab, key=vocab.__getitem__)
+    control = next(s for s in first if not tokenizer.convert_tokens_to_string([s]).isprintable())
+    word = next(s for s in first if vocab[s] > vocab[control] and tokenizer.convert_tokens_to_string([s]).strip().isalpha())
+    swapped = {**vocab, control: vocab[word], word: vocab[control]}
+    reason = check_tokenizers(tokenizer, FakeTokenizer(swapped)).reasons[0]
+    assert reason.startswith(f"2 tokens have different ids (e.g. {tokenizer.convert_tokens_to_string([word])!r} is "), reason
+
+
+def test_a_word_ending_in_a_piece_of_a_character_is_no_example(tiny_target) -> None:
+    """"Not offered" gave 'r<0xC3>' (an r and the first byte of 'é') as an example of the tokens that differ."""
+    from engine.models.compatibility import _text
+
+    tokenizer = tiny_target.tokenizer
+    vocab = tokenizer.get_vocab()
+    pieces = [s for s in vocab if "<0x" in (t := _text(s, tokenizer)) and not t.startswith("<0x")]
+    word = next(s for s in vocab if _text(s, tokenizer).strip().isalpha())
+    assert pieces
+    draft = FakeTokenizer({s: i for s, i in vocab.items() if s not in pieces and s != word})
+    reason = check_tokenizers(tokenizer, draft).reasons[0]
+    assert reason == f"{len(pieces) + 1} target tokens are missing from the draft ({_text(word, tokenizer)!r}, ...)", reason
