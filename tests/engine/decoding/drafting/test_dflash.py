@@ -31,11 +31,14 @@ VERSIONS = [1, 2]  # DFlash, DFlash2
 
 @pytest.mark.parametrize("kind, version", [("qwen3", 1), ("qwen3_5", 2)])  # each target and version once
 def test_greedy_dflash_drafts_are_token_identical_to_standard_decoding(kind: str, version: int, dflash_pairs) -> None:
-    """K = 1, 2, 5, 8 and 15 (the block less its first token): the block cut at its ends and between (the sweep of
-    every K from 1 to 8 cost twice the time). Each target and each version once, as the sampled test: the other two
-    pairings (14 CPU s more) draft what z-lab's code drafts at every round (the test below runs all four)."""
+    """K = 1 and 15 (the block less its first token): the block cut to its first draft and uncut, then the
+    adaptive policy's cut between. K = 2, 5 and 8 ran here before (half the test's 17 CPU s): they accepted the
+    very drafts K = 15 accepted (the tiny drafters are right about one draft in 50, never twice in a row), so they
+    ran the same rounds with shallower rollbacks, the same code at any depth. Each target and each version once,
+    as the sampled test: the other two pairings (14 CPU s more) draft what z-lab's code drafts at every round (the
+    test below runs all four)."""
     pair = dflash_pairs.pair(kind, version=version)
-    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, 2, 5, 8, 15])
+    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, 15])
     assert pair.target_cache.rewinds["reset"] == 0
     assert (pair.target_cache.rewinds["restored"] > 0) == (kind == "qwen3_5")
 
