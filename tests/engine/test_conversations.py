@@ -151,11 +151,16 @@ def test_a_read_only_folder_a_crash_left_a_wal_in_is_read_whole_without_touching
 
 def test_a_database_that_turns_read_only_mid_session_is_an_error_not_a_crash(tmp_path: Path) -> None:
     """With the WAL journal, its `-shm` is mapped into memory; once immutable, the next save killed the app with
-    `Fatal Python error: Bus error` (SIGBUS). A child process saves before and after the folder turns read-only."""
+    `Fatal Python error: Bus error` (SIGBUS). A child process saves before and after the folder turns read-only.
+
+    The child imports the store under a bare `engine` package: the package's own __init__ imports MLX and mlx-lm
+    for its public API (most of this test's time, under load 10 s), and the store uses neither."""
     folder = tmp_path / "data"
     saved_chats_at(folder / "c.sqlite3", count=1)
     code = (
-        "import sys; from pathlib import Path; from engine.conversations import ConversationStore\n"
+        "import sys, types; from pathlib import Path\n"
+        "sys.modules['engine'] = types.ModuleType('engine'); sys.modules['engine'].__path__ = ['engine']\n"
+        "from engine.conversations import ConversationStore\n"
         f"store = ConversationStore(Path({str(folder / 'c.sqlite3')!r}))\n"
         "chat = store.create('Mid-session'); store.add_message(chat, 'user', 'saved')\n"
         "print('ready', flush=True); sys.stdin.readline()\n"

@@ -7,9 +7,15 @@ import sys
 
 from .commands import ROOT
 
+# The child loads ring_noise.py alone (it imports only the standard library): importing it as
+# engine.distributed.ring_noise first imports the engine package, MLX and mlx-lm, which cost the child most of
+# this test's time and is not what it tests.
 SCRIPT = """
-import os, sys
-from engine.distributed.ring_noise import quiet_ring_messages, urgent
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("ring_noise", "engine/distributed/ring_noise.py")
+ring_noise = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ring_noise)
+quiet_ring_messages, urgent = ring_noise.quiet_ring_messages, ring_noise.urgent
 quiet_ring_messages()
 os.write(2, b"[ring] Socket 4 was closed by the peer\\n")
 print("error: one clear line", file=sys.stderr, flush=True)

@@ -18,22 +18,21 @@ def _stdio() -> ServerConfig:
 
 @pytest.fixture
 def http_server():
-    """The demo server over streamable HTTP on a free port, waited for until it accepts connections."""
+    """The demo server over streamable HTTP on a free port, waited for until uvicorn says it listens (its log, read
+    line by line: probing the port in a loop kept a core busy while the server started)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, DEMO, "http", str(port)], stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, DEMO, "http", str(port)], stderr=subprocess.PIPE, text=True)
     try:
-        while process.poll() is None:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        for line in process.stderr:  # a server that dies ends the log, and the test fails on its first call
+            if "Uvicorn running on" in line:
                 break
-            except OSError:
-                continue
         yield ServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")
     finally:
         process.terminate()
         process.wait()
+        process.stderr.close()
 
 
 @pytest.fixture
@@ -51,8 +50,19 @@ def hub_of():
         hub.close()
 
 
-def test_a_stdio_server_lists_its_tools_in_the_template_shape_and_runs_them(hub_of):
-    hub = hub_of(_stdio())
+@pytest.fixture(scope="module")
+def hub():
+    """One hub for the module's stdio tests: a server that cannot start, the demo server, and a twin of it whose
+    tools clash. A hub per test started six server processes (a second or two of CPU each, most of it importing
+    mcp); this one starts two, and each test still reads its own part of the same start."""
+    hub = McpHub([ServerConfig("broken", command="/nonexistent/mcp-server"), _stdio(),
+                  ServerConfig("twin", command=sys.executable, args=(DEMO,))], timeout=30.0)
+    hub.start()
+    yield hub
+    hub.close()
+
+
+def test_a_stdio_server_lists_its_tools_in_the_template_shape_and_runs_them(hub):
     assert [tool.name for tool in hub.tools] == ["add", "hang", "fail"]
     add = hub.tools[0].as_template_tool()
     assert add["function"]["name"] == "add" and set(add["function"]["parameters"]["properties"]) == {"a", "b"}
@@ -65,29 +75,28 @@ def test_a_streamable_http_server_runs_the_same_tools(hub_of, http_server):
     assert hub.call("add", {"a": 1, "b": 1}) == ToolOutcome("2")
 
 
-def test_a_tool_that_hangs_times_out_with_one_line_and_the_server_keeps_serving(hub_of):
-    hub = hub_of(_stdio(), timeout=0.5)
-    outcome = hub.call("hang", {})
+def test_a_tool_that_hangs_times_out_with_one_line_and_the_server_keeps_serving(hub):
+    hub.timeout = 0.5
+    try:
+        outcome = hub.call("hang", {})
+    finally:
+        hub.timeout = 30.0  # the next call checks the server still serves, not how fast: on loaded cores it takes longer
     assert outcome == ToolOutcome("Tool hang timed out after 0.5 s.", is_error=True)
-    hub.timeout = 30.0  # the next call checks the server still serves, not how fast: on loaded cores it takes longer
     assert hub.call("add", {"a": 3, "b": 4}) == ToolOutcome("7")
 
 
-def test_a_failing_tool_and_an_unknown_tool_come_back_as_errors_for_the_model(hub_of):
-    hub = hub_of(_stdio())
+def test_a_failing_tool_and_an_unknown_tool_come_back_as_errors_for_the_model(hub):
     failed = hub.call("fail", {})
     assert failed.is_error and "backend down" in failed.text
     assert hub.call("nope", {}) == ToolOutcome("No MCP server offers a tool named 'nope'.", is_error=True)
 
 
-def test_a_server_that_cannot_start_is_named_and_the_others_work(hub_of):
-    hub = hub_of(ServerConfig("broken", command="/nonexistent/mcp-server"), _stdio())
-    assert set(hub.errors) == {"broken"} and "'broken' (stdio) could not start" in hub.errors["broken"]
+def test_a_server_that_cannot_start_is_named_and_the_others_work(hub):
+    assert set(hub.errors) == {"broken", "twin"} and "'broken' (stdio) could not start" in hub.errors["broken"]
     assert hub.call("add", {"a": 1, "b": 2}) == ToolOutcome("3")
 
 
-def test_a_tool_name_two_servers_offer_stays_with_the_first_and_the_clash_is_named(hub_of):
-    hub = hub_of(_stdio(), ServerConfig("twin", command=sys.executable, args=(DEMO,)))
+def test_a_tool_name_two_servers_offer_stays_with_the_first_and_the_clash_is_named(hub):
     assert [tool.server for tool in hub.tools] == ["demo"] * 3
     assert hub.errors["twin"].endswith("left out tools another server offers already: add (demo), hang (demo), fail (demo)")
 

@@ -34,7 +34,9 @@ def test_downloads_only_what_a_model_needs_into_the_hf_cache(fake_hub, isolated_
 
 
 def test_progress_counts_bytes_with_speed_and_time_left(fake_hub) -> None:
-    fake_hub.bytes_per_second = 2_000_000
+    """3 MB at 4 MB/s: progress reports come at most every 0.1 s, so at least 0.75 s of download gives the five
+    this asks for, with room; slower cores only stretch the download (it ran at 2 MB/s, twice the wait)."""
+    fake_hub.bytes_per_second = 4_000_000
     events: list[DownloadProgress] = []
     download_model("test/big", progress=events.append)
     total = sum(len(d) for n, d in fake_hub.repos["test/big"].files.items() if n != "README.md")
@@ -59,8 +61,9 @@ class CancelledDownload:
 
 
 def cancelled_download(fake_hub) -> CancelledDownload:
-    """Start a throttled download and cancel it once 1 MB arrived."""
-    fake_hub.bytes_per_second = 500_000
+    """Start a throttled download and cancel it once 1 MB arrived. At 2 MB/s (it was 0.5 MB/s, four times the wait)
+    the other 2 MB of the file take a second more, ten progress reports' time, so the cancel comes mid-file."""
+    fake_hub.bytes_per_second = 2_000_000
     asked = threading.Event()
     at_cancel: list[int] = []
     polls = {"before": 0, "after": 0}

@@ -57,9 +57,11 @@ def cut_at(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_greedy_dspark_drafts_are_token_identical_to_standard_decoding(kind: str, dflash_pairs) -> None:
-    """K = 1, 2, 4 and 7: the block cut at its ends and between, as DFlash's (every K from 1 to 7 cost a third more)."""
+    """K = 1 and 7: the block cut to its first draft and uncut, then the adaptive policy's cut between, as DFlash's.
+    K = 2 and 4, which ran here before (4 of the two cases' 9 CPU s), cut the block as the confidence head does
+    at each round of the test below (to 2 to 6 drafts), with the output checked there the same way."""
     pair = dflash_pairs.dspark_pair(kind)
-    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, 2, 4, BLOCK])
+    assert_turns_are_standard_decodings(pair, dflash_pairs.target(kind), GREEDY, [1, BLOCK])
     assert pair.target_cache.rewinds["reset"] == 0
     assert (pair.target_cache.rewinds["restored"] > 0) == (kind == "qwen3_5")
 
@@ -153,9 +155,12 @@ def _reference_drafts(target_dir, drafter_dir, contexts: list[list[int]]) -> lis
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_round_drafts_mlx_dsparks_greedy_block_for_its_context(kind: str, dflash_pairs) -> None:
     """Ours is incremental (positions fed from the target's own passes, prefill chunks absorbed, kept across turns,
-    rewound by a Regenerate); mlx-dspark's is recomputed from scratch for each round's context. Same ids."""
+    rewound by a Regenerate); mlx-dspark's is recomputed from scratch for each round's context. Same ids.
+
+    Answers of 12 tokens give 22 to 28 rounds over the three prompts (24 tokens took twice the time), more than
+    the 10 asked for."""
     target_dir, drafter_dir = dflash_pairs.dspark_folders(kind)
-    params = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, drafter="dspark", num_draft=BLOCK,
+    params = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=12, drafter="dspark", num_draft=BLOCK,
                               adaptive=False, prefill_step_size=3)  # prompts reach it chunk by chunk
     rounds = rounds_with_contexts(dflash_pairs.dspark_pair(kind), ["abcabd", "abcabd", "abcabdgfeab"], params)
     assert len(rounds) > 10

@@ -20,12 +20,15 @@ KINDS = ["hybrid", "dense"]
 
 @pytest.mark.parametrize("kind", KINDS + ["next"])  # Qwen3-Next: num_nextn_predict_layers, experts in the head
 def test_greedy_mtp_drafts_are_token_identical_to_standard_decoding(kind: str, mtp_target) -> None:
-    """Fixed K = 1, 2, 5 and 8: the ends and points between (every K from 1 to 8 cost twice the time)."""
+    """Fixed K = 1 (the head's one step from the target's hidden state) and 5 (four more steps, each fed the
+    head's own output, rolled back at every depth from 1 to 5). draft_steps is one loop over K: K = 2 and 8, which
+    ran here before (half the test's 12 CPU s), took that loop fewer or more times (at K = 8 the dense and Qwen3-Next
+    heads accepted the very drafts they accepted at 5), and test_speculative.py sweeps K on a draft model."""
     target = mtp_target(kind)
     expected = [answer.tokens for answer in two_turns(ModelPair(target), GREEDY.replace(mode="standard"))]
     assert all(len(set(tokens)) >= 3 for tokens in expected)  # the answers do not collapse to one letter
     pair = ModelPair(target)
-    for k in (1, 2, 5, 8):
+    for k in (1, 5):
         answers = two_turns(pair, GREEDY.replace(num_draft=k, adaptive=False))
         assert [answer.tokens for answer in answers] == expected, (kind, k)
         drafted, accepted = sum(a.stats.drafted for a in answers), sum(a.stats.accepted for a in answers)
