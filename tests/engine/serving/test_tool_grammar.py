@@ -73,11 +73,12 @@ def test_greedy_calls_are_the_same_with_and_without_speculation(client) -> None:
     assert answers[0] == answers[1]
 
 
-@pytest.mark.parametrize("temperature, requests", SAMPLES)
+@pytest.mark.parametrize("temperature, requests", [(0.0, 20), (0.8, 20)])
 def test_instructors_structured_output_parses_every_answer(client, temperature, requests) -> None:
     """instructor's default mode (TOOLS) sends a named tool_choice and parses the call into its model. The Makefile
     installs instructor (its caps on jiter and rich would hold openai back), so this runs wherever `make test` does.
-    Samples as above: greedy ran 20 requests before, 19 repeats of one answer (3 CPU s)."""
+    Twenty requests at both temperatures: the issue's bar for instructor (20 of 20 at T = 0 and T = 0.8); greedy,
+    the twenty must also be one answer."""
     from typing import Literal
 
     import instructor
