@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .gguf_architectures import ARCHITECTURES, Architecture, hf_name
+from .gguf_header import TensorInfo
 from .gguf_tensors import (
     Quantization,
     ShardWriter,
@@ -36,20 +37,21 @@ MIN_STEP_BYTES = 1 << 20
 
 
 def write_weights(
-    reader: Any, source: Path, config: dict[str, Any], arch: str, folder: Path, progress: ProgressCallback | None = None,
+    tensors: list[TensorInfo], source: Path, config: dict[str, Any], arch: str, folder: Path,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, Quantization]:
-    """Write every tensor mlx-lm loads as safetensors shards in `folder`; return how each quantized layer is
-    stored (by module path). `progress` gets (bytes read, bytes in all tensors) once the stage starts and after
-    every slice of at most 1/`PROGRESS_STEPS` of the bytes (a small model's embedding is a third of it); it may
-    raise to cancel, between any two slices."""
+    """Write every tensor of the file that mlx-lm loads as safetensors shards in `folder`; return how each
+    quantized layer is stored (by module path). `progress` gets (bytes read, bytes in all tensors) once the
+    stage starts and after every slice of at most 1/`PROGRESS_STEPS` of the bytes (a small model's embedding
+    is a third of it); it may raise to cancel, between any two slices."""
     architecture = ARCHITECTURES[arch]
-    tensors = [t for t in reader.tensors if hf_name(t.name, arch) is not None]
-    steps = _Steps(sum(int(t.n_bytes) for t in tensors), progress)
+    loaded = [t for t in tensors if hf_name(t.name, arch) is not None]
+    steps = _Steps(sum(t.n_bytes for t in loaded), progress)
     layers: dict[str, Quantization] = {}
     writer = ShardWriter(folder)
     steps.advance(0)  # the stage starts now, before its first slice
     with TensorFile(source) as file:
-        for tensor in tensors:
+        for tensor in loaded:
             name = hf_name(tensor.name, arch)
             assert name is not None
             for out_name, array in _converted(file, tensor, name, config, architecture, layers, steps):
@@ -90,7 +92,7 @@ def quantization_config(layers: dict[str, Quantization]) -> dict[str, Any] | Non
 
 
 def _converted(
-    file: TensorFile, tensor: Any, name: str, config: dict[str, Any], architecture: Architecture,
+    file: TensorFile, tensor: TensorInfo, name: str, config: dict[str, Any], architecture: Architecture,
     layers: dict[str, Quantization], steps: _Steps,
 ) -> list[tuple[str, Any]]:
     """The MLX arrays one GGUF tensor becomes: (name, array) pairs, its progress reported slice by slice."""
