@@ -8,10 +8,19 @@ in use. Every message about a load is said here, in one place, so the status bar
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
+
+from engine.recent_rate import RecentRate
+from engine.time_left import duration_text, seconds_left
 
 from .session import ChatSession
 from .worker import PairInfo
+
+# How far back the time left's rate looks: long enough to smooth the weights' uneven slices (the embedding's
+# quantization, a shard written), short enough to follow the machine getting busier.
+RATE_WINDOW_S = 5.0
 
 
 class LoadStatus(QWidget):
@@ -39,6 +48,7 @@ class LoadStatus(QWidget):
         session.pair_loaded.connect(self.show_loaded)
         session.pair_failed.connect(self.show_failed)
         session.load_cancelled.connect(self.show_cancelled)
+        self._rate_stage, self._rate = "", RecentRate(RATE_WINDOW_S)
 
     def show_loading(self, message: str) -> None:
         """From the click on, not from the first stage's report: a load's first seconds are not silent."""
@@ -49,11 +59,22 @@ class LoadStatus(QWidget):
         clicked the line says so until the load ends, whatever stage reports after it."""
         self.status_bar.clearMessage()  # the one line about the load: not beside an older message
         cancelling = self.session.cancelling_load
-        self.label.setText("Cancelling…" if cancelling else stage)
+        self.label.setText("Cancelling…" if cancelling else stage + self._time_left(stage, done, total))
         self.bar.setRange(0, 1000 if total else 0)
         self.bar.setValue(1000 * done // total if total else 0)
         self.cancel_button.setEnabled(not cancelling)
         self.show()
+
+    def _time_left(self, stage: str, done: int, total: int) -> str:
+        """", about 12 s left" for a stage that says how far it is, once it has gone on long enough to give a rate
+        (its own: the rate starts afresh with each stage)."""
+        if stage != self._rate_stage:
+            self._rate_stage, self._rate = stage, RecentRate(RATE_WINDOW_S)
+        if not total:
+            return ""
+        self._rate.add(time.monotonic(), done)
+        left = seconds_left(done, total, self._rate.per_second())
+        return "" if left is None or done >= total else f", about {duration_text(left)} left"
 
     def show_loaded(self, info: PairInfo) -> None:
         warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""

@@ -90,3 +90,24 @@ def test_cancel_is_the_size_of_its_word(make_window, qtbot) -> None:
     qtbot.waitUntil(status.cancel_button.isVisible)
     QApplication.sendPostedEvents()  # the status bar lays its widgets out
     assert status.cancel_button.width() <= status.cancel_button.sizeHint().width()
+
+
+def test_a_stage_that_says_how_far_it_is_says_the_time_left(make_window, monkeypatch) -> None:
+    """Issue 32: every wait shows a time left when it can be known; an import's weights know their bytes."""
+    from types import SimpleNamespace
+
+    import app.load_status
+
+    now = [100.0]
+    monkeypatch.setattr(app.load_status, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    status = make_window().load_status
+    status.show_progress("Importing a.gguf", 0, 1000)
+    assert status.label.text() == "Importing a.gguf"  # no rate yet to go by
+    now[0] += 10
+    status.show_progress("Importing a.gguf", 250, 1000)
+    assert status.label.text() == "Importing a.gguf, about 30 s left"
+    status.show_progress("Converting the tokenizer of a.gguf", 0, 0)
+    assert status.label.text() == "Converting the tokenizer of a.gguf"  # cannot say how far: no time left
+    now[0] += 10
+    status.show_progress("Importing b.gguf", 500, 1000)
+    assert status.label.text() == "Importing b.gguf"  # a stage's rate is its own, not the one before's
