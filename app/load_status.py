@@ -21,6 +21,9 @@ from .worker import PairInfo
 # How far back the time left's rate looks: long enough to smooth the weights' uneven slices (the embedding's
 # quantization, a shard written), short enough to follow the machine getting busier.
 RATE_WINDOW_S = 5.0
+# A stage's first seconds give no time left: its first reports can arrive at once (the GUI thread busy), which
+# would read as a rate many times the real one ("about 1 s left" at 8%).
+RATE_AFTER_S = 2.0
 
 
 class LoadStatus(QWidget):
@@ -48,7 +51,7 @@ class LoadStatus(QWidget):
         session.pair_loaded.connect(self.show_loaded)
         session.pair_failed.connect(self.show_failed)
         session.load_cancelled.connect(self.show_cancelled)
-        self._rate_stage, self._rate = "", RecentRate(RATE_WINDOW_S)
+        self._rate_stage, self._rate, self._rate_since = "", RecentRate(RATE_WINDOW_S), 0.0
 
     def show_loading(self, message: str) -> None:
         """From the click on, not from the first stage's report: a load's first seconds are not silent."""
@@ -68,13 +71,16 @@ class LoadStatus(QWidget):
     def _time_left(self, stage: str, done: int, total: int) -> str:
         """", about 12 s left" for a stage that says how far it is, once it has gone on long enough to give a rate
         (its own: the rate starts afresh with each stage)."""
+        now = time.monotonic()
         if stage != self._rate_stage:
-            self._rate_stage, self._rate = stage, RecentRate(RATE_WINDOW_S)
+            self._rate_stage, self._rate, self._rate_since = stage, RecentRate(RATE_WINDOW_S), now
         if not total:
             return ""
-        self._rate.add(time.monotonic(), done)
+        self._rate.add(now, done)
         left = seconds_left(done, total, self._rate.per_second())
-        return "" if left is None or done >= total else f", about {duration_text(left)} left"
+        if left is None or done >= total or now - self._rate_since < RATE_AFTER_S:
+            return ""
+        return f", about {duration_text(max(left, 1.0))} left"
 
     def show_loaded(self, info: PairInfo) -> None:
         warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""

@@ -103,9 +103,15 @@ def test_a_stage_that_says_how_far_it_is_says_the_time_left(make_window, monkeyp
     status = make_window().load_status
     status.show_progress("Importing a.gguf", 0, 1000)
     assert status.label.text() == "Importing a.gguf"  # no rate yet to go by
-    now[0] += 10
+    now[0] += 0.5
+    status.show_progress("Importing a.gguf", 12, 1000)
+    assert status.label.text() == "Importing a.gguf"  # too soon: reports that arrive at once are no rate
+    now[0] += 9.5
     status.show_progress("Importing a.gguf", 250, 1000)
     assert status.label.text() == "Importing a.gguf, about 30 s left"
+    now[0] += 10
+    status.show_progress("Importing a.gguf", 999, 1000)
+    assert status.label.text() == "Importing a.gguf, about 1 s left"  # never "0 s"
     status.show_progress("Converting the tokenizer of a.gguf", 0, 0)
     assert status.label.text() == "Converting the tokenizer of a.gguf"  # cannot say how far: no time left
     now[0] += 10
