@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
 
 from engine.recent_rate import RecentRate
 from engine.time_left import duration_text, seconds_left
 
+from .elided_label import ElidedLabel
 from .session import ChatSession
 from .worker import PairInfo
 
@@ -33,7 +35,8 @@ class LoadStatus(QWidget):
         super().__init__()
         self.session = session
         self.status_bar = status_bar
-        self.label = QLabel()
+        # Cut in the middle at a narrow width: the stage's first words and the file's name with the time left stay.
+        self.label = ElidedLabel(elide=Qt.TextElideMode.ElideMiddle)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setFixedWidth(160)

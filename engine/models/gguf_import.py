@@ -25,7 +25,7 @@ from ..errors import NotAModelError
 from .gguf_architectures import architecture, model_config
 from .gguf_header import read_header
 from .gguf_rope import llama3_rope_scaling
-from .gguf_tensors import TensorFile
+from .gguf_tensors import ShardWriter, TensorFile
 from .gguf_weights import quantization_config, write_weights
 from .load_progress import LoadProgress
 
@@ -106,7 +106,10 @@ def import_gguf(
         def weights(done: int, total: int) -> None:
             report(f"Importing {source.name}", done, total)
 
-        quantization = quantization_config(write_weights(header.tensors, source, config, arch, staging, weights))
+        writer = ShardWriter(staging)
+        quantization = quantization_config(write_weights(header.tensors, source, config, arch, writer, weights))
+        report(f"Saving the weights of {source.name}", 0, 0)  # the last shard: seconds at 100% otherwise
+        writer.finish()
         if quantization:
             config["quantization"] = config["quantization_config"] = quantization
         (staging / "config.json").write_text(json.dumps(config, indent=2))

@@ -37,18 +37,17 @@ MIN_STEP_BYTES = 1 << 20
 
 
 def write_weights(
-    tensors: list[TensorInfo], source: Path, config: dict[str, Any], arch: str, folder: Path,
+    tensors: list[TensorInfo], source: Path, config: dict[str, Any], arch: str, writer: ShardWriter,
     progress: ProgressCallback | None = None,
 ) -> dict[str, Quantization]:
-    """Write every tensor of the file that mlx-lm loads as safetensors shards in `folder`; return how each
-    quantized layer is stored (by module path). `progress` gets (bytes read, bytes in all tensors) once the
+    """Add every tensor of the file that mlx-lm loads to `writer` (the caller finishes it: writing the last shard
+    is a stage of its own); return how each quantized layer is stored (by module path). `progress` gets (bytes read, bytes in all tensors) once the
     stage starts and after every slice of at most 1/`PROGRESS_STEPS` of the bytes (a small model's embedding
     is a third of it); it may raise to cancel, between any two slices."""
     architecture = ARCHITECTURES[arch]
     loaded = [t for t in tensors if hf_name(t.name, arch) is not None]
     steps = _Steps(sum(t.n_bytes for t in loaded), progress)
     layers: dict[str, Quantization] = {}
-    writer = ShardWriter(folder)
     steps.advance(0)  # the stage starts now, before its first slice
     with TensorFile(source) as file:
         for tensor in loaded:
@@ -56,7 +55,6 @@ def write_weights(
             assert name is not None
             for out_name, array in _converted(file, tensor, name, config, architecture, layers, steps):
                 writer.add(out_name, array)
-    writer.finish()
     return layers
 
 

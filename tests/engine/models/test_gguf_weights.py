@@ -41,7 +41,8 @@ def test_smollm2s_weights_move_the_bar_by_at_most_two_percent_a_step_and_import_
     0 to 31% at once, after seconds of standing still."""
     reports = recorded_import(smollm_gguf, tmp_path / "out")
     name = smollm_gguf.name
-    assert stage_names(reports) == [f"Reading {name}", f"Importing {name}", f"Converting the tokenizer of {name}"]
+    assert stage_names(reports) == [f"Reading {name}", f"Importing {name}", f"Saving the weights of {name}",
+                                    f"Converting the tokenizer of {name}"]
     done, total = weights_steps(reports, name)
     assert done[0] == 0 and done[-1] == total and done == sorted(done)
     largest = max(b - a for a, b in zip(done, done[1:]))
