@@ -156,3 +156,16 @@ def test_loading_says_how_far_its_weights_are_then_that_the_tokenizer_loads(tiny
     done = [d for d, _ in weights]
     assert len(weights) > 2 and done == sorted(done) and done[-1] == weights[0][1]
     assert reports[0] == (stages[0], 0, 0) and reports[-1] == (stages[1], 0, 0)
+
+
+def test_weights_that_fail_as_they_are_read_are_named_in_one_line(tiny_dirs, monkeypatch) -> None:
+    """The weights are read lazily, under the load's bar: MLX failing then (a file damaged past the header check)
+    is the same one line as when mlx-lm's loader read them."""
+    from engine.models import loading
+
+    def damaged(model, progress) -> None:
+        raise RuntimeError("[load_safetensors] Failed to read 4096 bytes")
+
+    monkeypatch.setattr(loading, "_evaluate", damaged)
+    with pytest.raises(NotAModelError, match=r"weights could not be read \(\[load_safetensors\] Failed .*Download or copy"):
+        load_model(str(tiny_dirs[0]))
