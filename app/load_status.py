@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
 
 from engine.recent_rate import RecentRate
@@ -55,6 +55,9 @@ class LoadStatus(QWidget):
         session.pair_failed.connect(self.show_failed)
         session.load_cancelled.connect(self.show_cancelled)
         self._rate_stage, self._rate, self._rate_since = "", RecentRate(RATE_WINDOW_S), 0.0
+        self._ticker = QTimer(self)  # a stage that cannot say how far it is says how long it has run, each second
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self._tick)
 
     def show_loading(self, message: str) -> None:
         """From the click on, not from the first stage's report: a load's first seconds are not silent."""
@@ -69,7 +72,18 @@ class LoadStatus(QWidget):
         self.bar.setRange(0, 1000 if total else 0)
         self.bar.setValue(1000 * done // total if total else 0)
         self.cancel_button.setEnabled(not cancelling)
+        if total or cancelling:
+            self._ticker.stop()
+        elif not self._ticker.isActive():
+            self._ticker.start()
         self.show()
+
+    def _tick(self) -> None:
+        """A busy stage's line with its time so far ("Converting the tokenizer of x.gguf, 25 s so far": Gemma 3's
+        takes 20-70 s), from its second second on: still at work, not stuck."""
+        elapsed = time.monotonic() - self._rate_since
+        if not self.session.cancelling_load and elapsed >= RATE_AFTER_S:
+            self.label.setText(f"{self._rate_stage}, {duration_text(elapsed)} so far")
 
     def _time_left(self, stage: str, done: int, total: int) -> str:
         """", about 12 s left" for a stage that says how far it is, once it has gone on long enough to give a rate
@@ -97,11 +111,13 @@ class LoadStatus(QWidget):
         self._end(message, 0)
 
     def _end(self, message: str, timeout_ms: int) -> None:
+        self._ticker.stop()
         self.hide()
         self.status_bar.showMessage(message, timeout_ms)
 
     def cancel(self) -> None:
         self.session.cancel_load()
         if self.session.cancelling_load:
+            self._ticker.stop()
             self.cancel_button.setEnabled(False)
             self.label.setText("Cancelling…")

@@ -138,3 +138,28 @@ def test_a_long_stage_in_a_narrow_window_keeps_its_first_words_and_its_file_in_v
     shown = label.elided()
     assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
     assert shown != stage and shown.startswith("Converting the") and shown.endswith(".gguf") and label.toolTip() == stage
+
+
+def test_a_stage_that_cannot_say_how_far_it_is_says_how_long_it_has_run(make_window, monkeypatch) -> None:
+    """Issue 32: Gemma 3's tokenizer converted for 20-70 s under a busy bar and the same words: stuck or working?"""
+    from types import SimpleNamespace
+
+    import app.load_status
+
+    now = [100.0]
+    monkeypatch.setattr(app.load_status, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    status = make_window().load_status
+    stage = "Converting the tokenizer of a.gguf"
+    status.show_progress(stage, 0, 0)
+    assert status._ticker.isActive()
+    now[0] += 1
+    status._tick()
+    assert status.label.text() == stage  # its first second: nothing to add
+    now[0] += 24
+    status._tick()
+    assert status.label.text() == f"{stage}, 25 s so far"
+    status.show_progress("Importing a.gguf", 10, 1000)  # a bar says how far: no clock beside it
+    assert not status._ticker.isActive()
+    status.show_progress(stage, 0, 0)
+    status.show_cancelled("Cancelled while converting the tokenizer of a.gguf.")
+    assert not status._ticker.isActive()
