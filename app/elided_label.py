@@ -12,10 +12,13 @@ MINIMUM_CHARACTERS = 16  # at its narrowest it still says which model this is
 
 
 class ElidedLabel(QLabel):
-    """A QLabel whose text is cut with "…" when narrower than it; its tooltip is then the whole text."""
+    """A QLabel whose text is cut with "…" when narrower than it (at its end, or with `elide` in its middle, to
+    keep both ends in view); its tooltip is then the whole text."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None,
+                 elide: Qt.TextElideMode = Qt.TextElideMode.ElideRight) -> None:
         super().__init__(parent)
+        self._elide = elide
         self.setText(text)
 
     def setText(self, text: str) -> None:  # noqa: N802 - Qt API
@@ -28,7 +31,7 @@ class ElidedLabel(QLabel):
 
     def elided(self) -> str:
         """The text as shown at the label's width."""
-        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width())
+        return self.fontMetrics().elidedText(self.text(), self._elide, self.contentsRect().width())
 
     def paintEvent(self, _event: QPaintEvent) -> None:  # noqa: N802 - Qt API
         painter = QPainter(self)

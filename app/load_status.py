@@ -8,10 +8,24 @@ in use. Every message about a load is said here, in one place, so the status bar
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
+import time
 
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QSizePolicy, QStatusBar, QWidget
+
+from engine.recent_rate import RecentRate
+from engine.time_left import duration_text, seconds_left
+
+from .elided_label import ElidedLabel
 from .session import ChatSession
 from .worker import PairInfo
+
+# How far back the time left's rate looks: long enough to smooth the weights' uneven slices (the embedding's
+# quantization, a shard written), short enough to follow the machine getting busier.
+RATE_WINDOW_S = 5.0
+# A stage's first seconds give no time left: its first reports can arrive at once (the GUI thread busy), which
+# would read as a rate many times the real one ("about 1 s left" at 8%).
+RATE_AFTER_S = 2.0
 
 
 class LoadStatus(QWidget):
@@ -21,7 +35,8 @@ class LoadStatus(QWidget):
         super().__init__()
         self.session = session
         self.status_bar = status_bar
-        self.label = QLabel()
+        # Cut in the middle at a narrow width: the stage's first words and the file's name with the time left stay.
+        self.label = ElidedLabel(elide=Qt.TextElideMode.ElideMiddle)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setFixedWidth(160)
@@ -39,6 +54,10 @@ class LoadStatus(QWidget):
         session.pair_loaded.connect(self.show_loaded)
         session.pair_failed.connect(self.show_failed)
         session.load_cancelled.connect(self.show_cancelled)
+        self._rate_stage, self._rate, self._rate_since = "", RecentRate(RATE_WINDOW_S), 0.0
+        self._ticker = QTimer(self)  # a stage that cannot say how far it is says how long it has run, each second
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self._tick)
 
     def show_loading(self, message: str) -> None:
         """From the click on, not from the first stage's report: a load's first seconds are not silent."""
@@ -49,11 +68,36 @@ class LoadStatus(QWidget):
         clicked the line says so until the load ends, whatever stage reports after it."""
         self.status_bar.clearMessage()  # the one line about the load: not beside an older message
         cancelling = self.session.cancelling_load
-        self.label.setText("Cancelling…" if cancelling else stage)
+        self.label.setText("Cancelling…" if cancelling else stage + self._time_left(stage, done, total))
         self.bar.setRange(0, 1000 if total else 0)
         self.bar.setValue(1000 * done // total if total else 0)
         self.cancel_button.setEnabled(not cancelling)
+        if total or cancelling:
+            self._ticker.stop()
+        elif not self._ticker.isActive():
+            self._ticker.start()
         self.show()
+
+    def _tick(self) -> None:
+        """A busy stage's line with its time so far ("Converting the tokenizer of x.gguf, 25 s so far": Gemma 3's
+        takes 20-70 s), from its second second on: still at work, not stuck."""
+        elapsed = time.monotonic() - self._rate_since
+        if not self.session.cancelling_load and elapsed >= RATE_AFTER_S:
+            self.label.setText(f"{self._rate_stage}, {duration_text(elapsed)} so far")
+
+    def _time_left(self, stage: str, done: int, total: int) -> str:
+        """", about 12 s left" for a stage that says how far it is, once it has gone on long enough to give a rate
+        (its own: the rate starts afresh with each stage)."""
+        now = time.monotonic()
+        if stage != self._rate_stage:
+            self._rate_stage, self._rate, self._rate_since = stage, RecentRate(RATE_WINDOW_S), now
+        if not total:
+            return ""
+        self._rate.add(now, done)
+        left = seconds_left(done, total, self._rate.per_second())
+        if left is None or done >= total or now - self._rate_since < RATE_AFTER_S:
+            return ""
+        return f", about {duration_text(max(left, 1.0))} left"
 
     def show_loaded(self, info: PairInfo) -> None:
         warnings = ("Warnings: " + "; ".join(info.warnings)) if info.warnings else ""
@@ -67,11 +111,13 @@ class LoadStatus(QWidget):
         self._end(message, 0)
 
     def _end(self, message: str, timeout_ms: int) -> None:
+        self._ticker.stop()
         self.hide()
         self.status_bar.showMessage(message, timeout_ms)
 
     def cancel(self) -> None:
         self.session.cancel_load()
         if self.session.cancelling_load:
+            self._ticker.stop()
             self.cancel_button.setEnabled(False)
             self.label.setText("Cancelling…")

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import DownloadCancelled, DownloadError, ModelNotFoundError, NotAModelError, UnsupportedModelError
 from ..recent_rate import RecentRate
+from ..time_left import duration_text, seconds_left
 from .app_paths import hub_cache_dir, hub_endpoint, offline
 from .loading import MODEL_FILE_PATTERNS, cached_repo_path
 
@@ -65,14 +66,12 @@ class DownloadProgress:
 
     @property
     def seconds_left(self) -> float | None:
-        if self.bytes_per_s <= 0:
-            return None
-        return (self.total_bytes - self.done_bytes) / self.bytes_per_s
+        return seconds_left(self.done_bytes, self.total_bytes, self.bytes_per_s)
 
     def describe(self) -> str:
         """'1.2 GB of 4.3 GB, 35.0 MB/s, 1 min 29 s left'."""
         left = self.seconds_left
-        eta = "" if left is None else f", {_duration(left)} left"
+        eta = "" if left is None else f", {duration_text(left)} left"
         return f"{_size(self.done_bytes)} of {_size(self.total_bytes)}, {_size(self.bytes_per_s)}/s{eta}"
 
 
@@ -81,16 +80,6 @@ def _size(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{int(n)} B"
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds + 0.5)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds} s"
-    return f"{minutes // 60} h {minutes % 60} min"
 
 
 ProgressCallback = Callable[[DownloadProgress], None]

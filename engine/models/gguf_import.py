@@ -1,7 +1,7 @@
 """Import a GGUF file (llama.cpp's format) as an MLX model folder.
 
 Users have GGUF collections, and a GGUF is the one real model a package registry carries for our tests. We read
-it with the `gguf` package, map llama.cpp's names and metadata back to what mlx-lm loads
+its header (`gguf_header.py`), map llama.cpp's names and metadata back to what mlx-lm loads
 (`gguf_architectures.py`), write the weights tensor by tensor, still quantized at the source's precision, into
 safetensors shards in bounded memory (`gguf_weights.py`, `gguf_tensors.py`), and rebuild the tokenizer from the
 file's metadata with its chat template. The folder is an ordinary mlx-lm conversion: `mlx_lm.load` opens it.
@@ -23,8 +23,9 @@ from typing import Any
 
 from ..errors import NotAModelError
 from .gguf_architectures import architecture, model_config
+from .gguf_header import read_header
 from .gguf_rope import llama3_rope_scaling
-from .gguf_tensors import TensorFile
+from .gguf_tensors import ShardWriter, TensorFile
 from .gguf_weights import quantization_config, write_weights
 from .load_progress import LoadProgress
 
@@ -83,21 +84,19 @@ def import_gguf(
     leaves a folder that a later load would trip on. Each stage is reported as it starts, and the last once it
     is done, before the rename: a `progress` that raises to cancel ends the import in any of them, keeping nothing.
     """
-    import gguf
-
     source = Path(gguf_path)
     out = Path(out_dir)
     report = progress or (lambda stage, done, total: None)
     report(f"Reading {source.name}", 0, 0)
     try:
-        reader = gguf.GGUFReader(source)
+        header = read_header(source)
     except (ValueError, OSError) as e:
         raise NotAModelError(f"{source} is not a readable GGUF file ({e}). Re-download it or pick another file.") from e
-    metadata = _metadata(reader)
+    metadata = header.metadata
     arch = metadata.get("general.architecture")
     architecture(arch, source.name)
     assert isinstance(arch, str)  # architecture() refused anything but the name of a supported architecture
-    tensors = {t.name: t for t in reader.tensors}
+    tensors = {t.name: t for t in header.tensors}
     config = model_config(metadata, tensors, arch)
     config.update(_rope_factors(source, tensors, config))
 
@@ -107,7 +106,10 @@ def import_gguf(
         def weights(done: int, total: int) -> None:
             report(f"Importing {source.name}", done, total)
 
-        quantization = quantization_config(write_weights(reader, source, config, arch, staging, weights))
+        writer = ShardWriter(staging)
+        quantization = quantization_config(write_weights(header.tensors, source, config, arch, writer, weights))
+        report(f"Saving the weights of {source.name}", 0, 0)  # the last shard: seconds at 100% otherwise
+        writer.finish()
         if quantization:
             config["quantization"] = config["quantization_config"] = quantization
         (staging / "config.json").write_text(json.dumps(config, indent=2))
@@ -122,16 +124,6 @@ def import_gguf(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out
-
-
-def _metadata(reader: Any) -> dict[str, Any]:
-    """The key/value metadata as Python values (strings, numbers, lists)."""
-    values = {}
-    for key, field in reader.fields.items():
-        if key.startswith("GGUF."):
-            continue
-        values[key] = field.contents()
-    return values
 
 
 def _rope_factors(source: Path, tensors: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """Reading a GGUF file's tensors in bounded memory and writing them back, still quantized, as MLX shards.
 
 A 7B Q4_K_M file is 4.4 GB; dequantized whole to float32 it would be ~28 GB. So a tensor is read from the file
-in row chunks of at most `CHUNK_BYTES` of float32 (never through the reader's memory map, whose touched pages
-would all count against the process), dequantized by the `gguf` package (which reads every block format it
-knows, so we keep no list of our own), and quantized again chunk by chunk with MLX's own `mx.quantize` at the
-bits nearest the source. Finished tensors collect in a shard that is written once it reaches `SHARD_BYTES`.
+in row chunks of at most `CHUNK_BYTES` of float32 and of one progress step's share of the file (never through
+the reader's memory map, whose touched pages would all count against the process), dequantized by the `gguf`
+package (which reads every block format it knows, so we keep no list of our own), and quantized again chunk by
+chunk with MLX's own `mx.quantize` at the bits nearest the source: it quantizes each row on its own, so how rows
+are chunked never changes a byte. Finished tensors collect in a shard that is written once it reaches `SHARD_BYTES`.
 Peak memory is then about one shard plus one tensor's quantized form plus one chunk.
 
 Why re-quantize rather than dequantize to bf16: a user who picked Q4 did so because bf16 does not fit. Group
@@ -84,12 +85,15 @@ class TensorFile:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def chunks(self, tensor: Any, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
-        """The tensor as float32 rows (HF layout, leading dimensions flattened), `chunk_bytes` at a time."""
+    def chunks(self, tensor: Any, chunk_bytes: int = CHUNK_BYTES, read_bytes: int | None = None) -> Iterator[np.ndarray]:
+        """The tensor as float32 rows (HF layout, leading dimensions flattened), at most `chunk_bytes` of float32
+        and `read_bytes` of the file at a time (a progress step: never less than a row)."""
         cols, rows = _columns_and_rows(tensor)
-        block, type_size = _block_format(tensor)
-        row_bytes = cols // block * type_size
-        step = max(1, chunk_bytes // (cols * 4))
+        row_bytes = source_row_bytes(tensor)
+        step = chunk_bytes // (cols * 4)
+        if read_bytes is not None:
+            step = min(step, read_bytes // row_bytes)
+        step = max(1, step)
         for start in range(0, rows, step):
             count = min(step, rows - start)
             raw = os.pread(self._fd, count * row_bytes, tensor.data_offset + start * row_bytes)
@@ -103,6 +107,13 @@ class TensorFile:
 def hf_shape(tensor: Any) -> tuple[int, ...]:
     """A GGUF tensor's shape in row-major (Hugging Face) order: ggml lists dimensions innermost first."""
     return tuple(int(d) for d in reversed(tensor.shape))
+
+
+def source_row_bytes(tensor: Any) -> int:
+    """The bytes one row (the innermost dimension) of a tensor takes in the file: every block format's blocks
+    tile a row, so a row is a whole number of blocks."""
+    block, type_size = _block_format(tensor)
+    return int(tensor.shape[0]) // block * type_size
 
 
 def _columns_and_rows(tensor: Any) -> tuple[int, int]:

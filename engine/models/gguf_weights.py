@@ -10,41 +10,73 @@ folder as one of its own conversions.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .gguf_architectures import ARCHITECTURES, Architecture, hf_name
-from .gguf_tensors import Quantization, ShardWriter, TensorFile, concatenate_parts, hf_shape, quantization_for, quantize_rows
+from .gguf_header import TensorInfo
+from .gguf_tensors import (
+    Quantization,
+    ShardWriter,
+    TensorFile,
+    concatenate_parts,
+    hf_shape,
+    quantization_for,
+    quantize_rows,
+    source_row_bytes,
+)
 
 ProgressCallback = Callable[[int, int], None]
+# The weights stage moves its bar in slices of 1/PROGRESS_STEPS of the bytes (or of a tensor that needs reading
+# whole, or one row), but none under MIN_STEP_BYTES: a tiny file's tensors need no slicing.
+PROGRESS_STEPS = 200
+MIN_STEP_BYTES = 1 << 20
 
 
 def write_weights(
-    reader: Any, source: Path, config: dict[str, Any], arch: str, folder: Path, progress: ProgressCallback | None = None,
+    tensors: list[TensorInfo], source: Path, config: dict[str, Any], arch: str, writer: ShardWriter,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, Quantization]:
-    """Write every tensor mlx-lm loads as safetensors shards in `folder`; return how each quantized layer is
-    stored (by module path). `progress` gets (bytes read, bytes in all tensors); it may raise to cancel."""
+    """Add every tensor of the file that mlx-lm loads to `writer` (the caller finishes it: writing the last shard
+    is a stage of its own); return how each quantized layer is stored (by module path). `progress` gets (bytes read, bytes in all tensors) once the
+    stage starts and after every slice of at most 1/`PROGRESS_STEPS` of the bytes (a small model's embedding
+    is a third of it); it may raise to cancel, between any two slices."""
     architecture = ARCHITECTURES[arch]
-    tensors = [t for t in reader.tensors if hf_name(t.name, arch) is not None]
-    total, done = sum(int(t.n_bytes) for t in tensors), 0
+    loaded = [t for t in tensors if hf_name(t.name, arch) is not None]
+    steps = _Steps(sum(t.n_bytes for t in loaded), progress)
     layers: dict[str, Quantization] = {}
-    writer = ShardWriter(folder)
-    if progress:
-        progress(0, total)  # the stage starts now: its first tensor (the embedding, a third of a small model) takes a while
+    steps.advance(0)  # the stage starts now, before its first slice
     with TensorFile(source) as file:
-        for tensor in tensors:
+        for tensor in loaded:
             name = hf_name(tensor.name, arch)
             assert name is not None
-            for out_name, array in _converted(file, tensor, name, config, architecture, layers):
+            for out_name, array in _converted(file, tensor, name, config, architecture, layers, steps):
                 writer.add(out_name, array)
-            done += int(tensor.n_bytes)
-            if progress:
-                progress(done, total)
-    writer.finish()
     return layers
+
+
+class _Steps:
+    """The weights stage's progress in bytes read of the file's tensors, and the slice size that keeps each step
+    of the bar small."""
+
+    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
+        self.total, self.done, self._progress = total, 0, progress
+        self.read_bytes = max(total // PROGRESS_STEPS, MIN_STEP_BYTES)
+
+    def advance(self, read: int) -> None:
+        self.done += read
+        if self._progress:
+            self._progress(self.done, self.total)
+
+    def reported(self, chunks: Iterator[np.ndarray], row_bytes: int) -> Iterator[np.ndarray]:
+        """`chunks`, each reported once its consumer asks for the next: read and converted by then, so the bar
+        moves with the work done and a cancel raised from the report stops before the next read."""
+        for chunk in chunks:
+            yield chunk
+            self.advance(len(chunk) * row_bytes)
 
 
 def quantization_config(layers: dict[str, Quantization]) -> dict[str, Any] | None:
@@ -58,19 +90,20 @@ def quantization_config(layers: dict[str, Quantization]) -> dict[str, Any] | Non
 
 
 def _converted(
-    file: TensorFile, tensor: Any, name: str, config: dict[str, Any], architecture: Architecture,
-    layers: dict[str, Quantization],
+    file: TensorFile, tensor: TensorInfo, name: str, config: dict[str, Any], architecture: Architecture,
+    layers: dict[str, Quantization], steps: _Steps,
 ) -> list[tuple[str, Any]]:
-    """The MLX arrays one GGUF tensor becomes: (name, array) pairs."""
+    """The MLX arrays one GGUF tensor becomes: (name, array) pairs, its progress reported slice by slice."""
     import mlx.core as mx
 
     shape = hf_shape(tensor)
     quantization = quantization_for(tensor.tensor_type.name, shape) if name.endswith(".weight") else None
     if _needs_whole_tensor(name, architecture):
         values = _as_hf(file.read(tensor), name, config, architecture)
-        chunks: Any = [values.reshape(-1, shape[-1])]
+        chunks: Iterator[np.ndarray] = iter([values.reshape(-1, shape[-1])])
     else:
-        chunks = file.chunks(tensor)
+        chunks = file.chunks(tensor, read_bytes=steps.read_bytes)
+    chunks = steps.reported(chunks, source_row_bytes(tensor))
     if quantization is None:
         array = mx.concatenate([mx.array(c).astype(mx.bfloat16) for c in chunks]).reshape(shape)
         mx.eval(array)

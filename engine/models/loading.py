@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,23 +249,36 @@ def read_config(path: Path) -> dict[str, Any]:
         raise NotAModelError(f"{path / 'config.json'} cannot be read ({e}). Re-download or re-convert the model.") from e
 
 
-def use_float32_on_cpu(model: nn.Module, evaluate: bool = True) -> None:
+def use_float32_on_cpu(model: nn.Module, evaluate: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
     """On MLX's CPU backend compute in float32: its matmul calls BLAS only for float32, and runs half-precision
     and quantized weights through generic kernels (a 4-bit matmul measured 7x slower than bf16 here). So a
     quantized model (an imported GGUF) is dequantized while its float32 copy takes at most
     `CPU_DEQUANTIZE_SHARE` of the memory; a bigger one stays quantized, slow rather than swapping. On a GPU,
-    where quantized weights are the fast ones, the weights stay as stored. `evaluate=False` leaves the weights
-    lazy (a pipeline stage reads only its own layers)."""
-    if mx.default_device() != mx.cpu:
-        return
-    if _quantized_layers(model) and float32_bytes(model) <= CPU_DEQUANTIZE_SHARE * physical_memory_gb() * 1e9:
-        from mlx_lm.utils import dequantize_model
+    where quantized weights are the fast ones, the weights stay as stored. The weights are then evaluated (read
+    from disk, converted) on any device, unless `evaluate=False` leaves them lazy (a pipeline stage reads only its
+    own layers); `progress` gets the bytes evaluated so far and in all."""
+    if mx.default_device() == mx.cpu:
+        if _quantized_layers(model) and float32_bytes(model) <= CPU_DEQUANTIZE_SHARE * physical_memory_gb() * 1e9:
+            from mlx_lm.utils import dequantize_model
 
-        dequantize_model(model)
-    half = (mx.float16, mx.bfloat16)
-    model.update(tree_map(lambda p: p.astype(mx.float32) if p.dtype in half else p, model.parameters()))
+            dequantize_model(model)
+        half = (mx.float16, mx.bfloat16)
+        model.update(tree_map(lambda p: p.astype(mx.float32) if p.dtype in half else p, model.parameters()))
     if evaluate:
-        mx.eval(model.parameters())
+        _evaluate(model, progress)
+
+
+def _evaluate(model: nn.Module, progress: Callable[[int, int], None] | None) -> None:
+    """Evaluate the parameters array by array, reporting the bytes done: reading and dequantizing a GGUF's
+    SmolLM2-135M took 27 of its 38 s of loading on a busy 2-core CPU, all under a bar that could not say how far it
+    was. A cancel raised from `progress` is seen between two arrays."""
+    arrays = [array for _, array in named_arrays(model.parameters())]
+    total, done = sum(array.nbytes for array in arrays), 0
+    for array in arrays:
+        mx.eval(array)
+        done += array.nbytes
+        if progress:
+            progress(done, total)
 
 
 def _quantized_layers(model: nn.Module) -> list[nn.Module]:
@@ -293,9 +307,14 @@ def build_model(spec: str, path: Path, lazy: bool = False) -> tuple[nn.Module, d
     except FileNotFoundError as e:
         raise NotAModelError(f"{spec} is incomplete: {e}. Re-download it.") from e
     except RuntimeError as e:  # MLX's loader on a file the header check could not catch
-        raise NotAModelError(f"{spec}'s weights could not be read ({e}). Download or copy the model again.") from e
+        raise unreadable_weights(spec, e) from e
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:  # mlx-lm building what it cannot
         raise build_failure(path, config, e) from e
+
+
+def unreadable_weights(spec: str, error: RuntimeError) -> NotAModelError:
+    """MLX failing to read a weights file (cut short, damaged), in one line with the fix."""
+    return NotAModelError(f"{spec}'s weights could not be read ({error}). Download or copy the model again.")
 
 
 def load_model(spec: str, progress: LoadProgress | None = None) -> LoadedModel:
@@ -304,15 +323,20 @@ def load_model(spec: str, progress: LoadProgress | None = None) -> LoadedModel:
     from mlx_lm.utils import load_tokenizer
 
     path = resolve_model_path(spec, progress=progress)
-    if progress:
-        progress(f"Loading {Path(spec).name}", 0, 0)
+    report = progress or (lambda stage, done, total: None)
+    name = Path(spec).name
+    report(f"Loading {name}", 0, 0)
     config = read_config(path)
     sight = None
     model: nn.Module
     if is_vision_config(config):  # mlx-vlm builds it; the loop reads its language model
         model, sight = load_vision(spec, path)
     else:
-        model, config = build_model(spec, path)
-    use_float32_on_cpu(sight.model if sight else model)
+        model, config = build_model(spec, path, lazy=True)  # read below, with the bar
+    try:
+        use_float32_on_cpu(sight.model if sight else model, progress=lambda done, total: report(f"Loading {name}", done, total))
+    except RuntimeError as e:  # the weights are read here: a file cut short inside its data fails now
+        raise unreadable_weights(spec, e) from e
+    report(f"Loading the tokenizer of {name}", 0, 0)  # seconds for a large vocabulary: not under a full bar
     tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
     return LoadedModel(name=spec, path=path, model=model, tokenizer=tokenizer, config=config, sight=sight)

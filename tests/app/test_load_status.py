@@ -39,7 +39,10 @@ def cancel_in_stage(qtbot, window, path: Path, stage: str) -> tuple[bool, list[s
     return ended[0], stages
 
 
-@pytest.mark.parametrize("stage", ["Reading", "Importing", "Converting the tokenizer", "Loading"])
+STAGES = ["Reading", "Importing", "Saving the weights", "Converting the tokenizer", "Loading"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
 def test_cancel_wins_in_every_stage_of_an_import(make_window, qtbot, tmp_path: Path, monkeypatch, stage: str) -> None:
     """A Cancel clicked at 100% (the tokenizer converting, the model loading) was accepted and ignored: the
     imported model replaced the pair in use ~36 s later."""
@@ -68,8 +71,7 @@ def test_every_stage_shows_on_one_line_from_the_click_on(make_window, qtbot, tmp
         assert not window.load_status.isHidden() and window.load_status.label.text().startswith("Loading")
         assert window.statusBar().currentMessage() == ""
     labels = [label for label, _, _ in seen]
-    assert [s for s in ("Reading", "Importing", "Converting the tokenizer", "Loading") if any(l.startswith(s) for l in labels)] \
-        == ["Reading", "Importing", "Converting the tokenizer", "Loading"]
+    assert [s for s in STAGES if any(l.startswith(s) for l in labels)] == STAGES
     assert all(message == "" for _, message, _ in seen)  # the stage is the status bar's only line
     assert (labels[0], seen[0][2]) == (f"Reading {path.name}", 0)  # a stage that cannot say how far: a busy bar
     assert window.load_status.isHidden() and window.statusBar().currentMessage().startswith("Loaded")
@@ -90,3 +92,74 @@ def test_cancel_is_the_size_of_its_word(make_window, qtbot) -> None:
     qtbot.waitUntil(status.cancel_button.isVisible)
     QApplication.sendPostedEvents()  # the status bar lays its widgets out
     assert status.cancel_button.width() <= status.cancel_button.sizeHint().width()
+
+
+def test_a_stage_that_says_how_far_it_is_says_the_time_left(make_window, monkeypatch) -> None:
+    """Issue 32: every wait shows a time left when it can be known; an import's weights know their bytes."""
+    from types import SimpleNamespace
+
+    import app.load_status
+
+    now = [100.0]
+    monkeypatch.setattr(app.load_status, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    status = make_window().load_status
+    status.show_progress("Importing a.gguf", 0, 1000)
+    assert status.label.text() == "Importing a.gguf"  # no rate yet to go by
+    now[0] += 0.5
+    status.show_progress("Importing a.gguf", 12, 1000)
+    assert status.label.text() == "Importing a.gguf"  # too soon: reports that arrive at once are no rate
+    now[0] += 9.5
+    status.show_progress("Importing a.gguf", 250, 1000)
+    assert status.label.text() == "Importing a.gguf, about 30 s left"
+    now[0] += 10
+    status.show_progress("Importing a.gguf", 999, 1000)
+    assert status.label.text() == "Importing a.gguf, about 1 s left"  # never "0 s"
+    status.show_progress("Converting the tokenizer of a.gguf", 0, 0)
+    assert status.label.text() == "Converting the tokenizer of a.gguf"  # cannot say how far: no time left
+    now[0] += 10
+    status.show_progress("Importing b.gguf", 500, 1000)
+    assert status.label.text() == "Importing b.gguf"  # a stage's rate is its own, not the one before's
+
+
+def test_a_long_stage_in_a_narrow_window_keeps_its_first_words_and_its_file_in_view(make_window, qtbot) -> None:
+    """At 900 px the line read "Converting the tokenizer of SmolLM2-135M-In" under Xvfb, cut off mid-name by the
+    bar (a longer name here: the test platform's font is smaller)."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    stage = "Converting the tokenizer of Qwen2.5-Coder-1.5B-Instruct-abliterated-imatrix.Q4_K_M.gguf"
+    window.load_status.show_progress("Reading Qwen2.5-Coder-1.5B-Instruct-abliterated-imatrix.Q4_K_M.gguf", 0, 0)
+    window.load_status.show_progress(stage, 0, 0)
+    QApplication.sendPostedEvents()  # the status bar lays its widgets out
+    label = window.load_status.label
+    shown = label.elided()
+    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+    assert shown != stage and shown.startswith("Converting the") and shown.endswith(".gguf") and label.toolTip() == stage
+
+
+def test_a_stage_that_cannot_say_how_far_it_is_says_how_long_it_has_run(make_window, monkeypatch) -> None:
+    """Issue 32: Gemma 3's tokenizer converted for 20-70 s under a busy bar and the same words: stuck or working?"""
+    from types import SimpleNamespace
+
+    import app.load_status
+
+    now = [100.0]
+    monkeypatch.setattr(app.load_status, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    status = make_window().load_status
+    stage = "Converting the tokenizer of a.gguf"
+    status.show_progress(stage, 0, 0)
+    assert status._ticker.isActive()
+    now[0] += 1
+    status._tick()
+    assert status.label.text() == stage  # its first second: nothing to add
+    now[0] += 24
+    status._tick()
+    assert status.label.text() == f"{stage}, 25 s so far"
+    status.show_progress("Importing a.gguf", 10, 1000)  # a bar says how far: no clock beside it
+    assert not status._ticker.isActive()
+    status.show_progress(stage, 0, 0)
+    status.show_cancelled("Cancelled while converting the tokenizer of a.gguf.")
+    assert not status._ticker.isActive()

@@ -142,3 +142,30 @@ def test_a_quantized_model_is_dequantized_on_the_cpu_while_it_fits(tiny_dirs, tm
     assert mx.allclose(loaded.model(ids), quantized(ids).astype(mx.float32), atol=0.1).item()
     monkeypatch.setattr("engine.models.loading.CPU_DEQUANTIZE_SHARE", 1e-9)
     assert isinstance(load_model(str(folder)).model.model.layers[0].mlp.up_proj, nn.QuantizedLinear)
+
+
+def test_loading_says_how_far_its_weights_are_then_that_the_tokenizer_loads(tiny_dirs) -> None:
+    """Issue 32: a GGUF's model loaded for 30 s under a "Loading x" bar that could not say how far it was (its
+    weights dequantized to float32 on the CPU), then its tokenizer loaded under the same words."""
+    target, _ = tiny_dirs
+    reports: list[tuple[str, int, int]] = []
+    load_model(str(target), progress=lambda stage, done, total: reports.append((stage, done, total)))
+    stages = list(dict.fromkeys(stage for stage, _, _ in reports))
+    assert stages == [f"Loading {target.name}", f"Loading the tokenizer of {target.name}"]
+    weights = [(done, total) for stage, done, total in reports if stage == stages[0] and total]
+    done = [d for d, _ in weights]
+    assert len(weights) > 2 and done == sorted(done) and done[-1] == weights[0][1]
+    assert reports[0] == (stages[0], 0, 0) and reports[-1] == (stages[1], 0, 0)
+
+
+def test_weights_that_fail_as_they_are_read_are_named_in_one_line(tiny_dirs, monkeypatch) -> None:
+    """The weights are read lazily, under the load's bar: MLX failing then (a file damaged past the header check)
+    is the same one line as when mlx-lm's loader read them."""
+    from engine.models import loading
+
+    def damaged(model, progress) -> None:
+        raise RuntimeError("[load_safetensors] Failed to read 4096 bytes")
+
+    monkeypatch.setattr(loading, "_evaluate", damaged)
+    with pytest.raises(NotAModelError, match=r"weights could not be read \(\[load_safetensors\] Failed .*Download or copy"):
+        load_model(str(tiny_dirs[0]))
