@@ -20,8 +20,11 @@ def _hub(server: ServerConfig, timeout: float = 30.0) -> McpHub:
     return hub
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stdio_hub():
+    """One demo server over stdio for the module's calls: none needs a fresh one (a Stop leaves the server
+    connected, which the Stop test checks with the call after it), and each costs a Python process importing the
+    SDK."""
     hub = _hub(ServerConfig("demo", command=sys.executable, args=(DEMO,)))
     yield hub
     hub.close()
