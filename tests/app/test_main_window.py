@@ -583,6 +583,7 @@ def test_the_window_never_shows_a_traceback_or_an_exception_name(make_window, qt
             yield  # a generator, as generate_stream is
 
         monkeypatch.setattr("engine.decoding.generation.generate_stream", failing)
+        window.new_conversation()  # a failure redraws its chat: one question each, not all before it
         with qtbot.waitSignal(window.session.answer_failed, timeout=30_000) as failed:
             window.input.setPlainText("Hello")
             window.send()
