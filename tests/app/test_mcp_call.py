@@ -20,8 +20,11 @@ def _hub(server: ServerConfig, timeout: float = 30.0) -> McpHub:
     return hub
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stdio_hub():
+    """One demo server over stdio for the module's calls: none needs a fresh one (a Stop leaves the server
+    connected, which the Stop test checks with the call after it), and each costs a Python process importing the
+    SDK."""
     hub = _hub(ServerConfig("demo", command=sys.executable, args=(DEMO,)))
     yield hub
     hub.close()
@@ -52,12 +55,10 @@ def test_stop_ends_a_hung_call_and_the_server_answers_the_next(qtbot, stdio_hub)
     assert _run(qtbot, stdio_hub, "add", '{"a": 1, "b": 1}') == [ToolOutcome("2")]
 
 
-def test_a_hanging_tool_times_out_with_one_line(qtbot):
-    hub = _hub(ServerConfig("demo", command=sys.executable, args=(DEMO,)), timeout=0.5)
-    try:
-        assert _run(qtbot, hub, "hang") == [ToolOutcome("Tool hang timed out after 0.5 s.", is_error=True)]
-    finally:
-        hub.close()
+def test_a_hanging_tool_times_out_with_one_line(qtbot, stdio_hub, monkeypatch):
+    """On the module's server, its hub's timeout cut to half a second for this test (the hub reads it per call)."""
+    monkeypatch.setattr(stdio_hub, "timeout", 0.5)
+    assert _run(qtbot, stdio_hub, "hang") == [ToolOutcome("Tool hang timed out after 0.5 s.", is_error=True)]
 
 
 def test_a_streamable_http_server_is_called(qtbot, http_server):  # noqa: F811 - the fixture
