@@ -64,8 +64,8 @@ def freeform_input(tooling: Tooling) -> str | None:
 def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     """The grammar (llguidance's JSON of several) that leaves text and the choice of tool free and holds a call to
     a custom tool, once its name is written, to `{"name": ..., "arguments": {"input": "<the input, escaped>"}}`:
-    between the call markers, or bare opening the answer (`bare`), where the output splitter reads it as a call too.
-    A call to a custom tool in the other forms it reads (a fence, a list) is refused, so the model writes it bare.
+    between the call markers, or bare opening the answer, in a fence or not (`bare`), where the output splitter
+    reads it as a call too. A call to a custom tool in the other forms it reads (a list) is refused.
 
     Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
@@ -79,7 +79,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     start, end = (f"<[{added[marker]}]>" for marker in (tokenizer.tool_call_start, tokenizer.tool_call_end))
     names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
     held = " | ".join(f"input_{i}" for i in range(len(inputs)))
-    lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?", f"bare: {held}",
+    lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
+             f"bare: {' | '.join(f'bare_{i}' for i in range(len(inputs)))}", r'BARE_TAIL: /"\s*\}\s*\}\s*(```\s*)?/',
              _free_text(tokenizer, added, "lead", "FIRST"), _free_text(tokenizer, added, "free", "TEXT"),
              r"TEXT: /(.|\n)*/", f"call: {start} ({held} | OTHER) {end}", f"open_call: {start} OTHER",
              r'TAIL: /"\s*\}\s*\}\s*/', rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/",
@@ -87,7 +88,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     for i, name in enumerate(inputs):
         head = r'\s*\{\s*"name"\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False))
         head += rf'\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"'
-        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/"]
+        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/",
+                  f"bare_{i}: BARE_{i} @input_{i} BARE_TAIL", f"BARE_{i}: /(\\s*```[a-z]*)?{head}/"]
     return _with_inputs(lines, inputs)
 
 
