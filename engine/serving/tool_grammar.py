@@ -15,7 +15,9 @@ A named custom tool (Codex's apply_patch) whose Lark grammar compiles has its wh
 instead (`FreeformSplitter`). Under "required", a call to a custom tool with a
 grammar has its input string follow that grammar, JSON-escaped (`required_grammar`, with `json_string_grammar`).
 Under "auto", text and the choice of tool stay free, but once a call names a custom tool with a grammar, its input
-follows that grammar the same way (`auto_grammar`), by the same constraint.
+follows that grammar the same way (`auto_grammar`), by the same constraint, whether the call is in the template's
+markers or bare at the start of the answer (Qwen2.5-Coder-0.5B, asked for a patch, called apply_patch bare with a
+file's name as the patch).
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def freeform_input(tooling: Tooling) -> str | None:
 
 def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     """The grammar (llguidance's JSON of several) that leaves text and the choice of tool free and holds a call to
-    a custom tool, once its name is written, to `{"name": ..., "arguments": {"input": "<the input, escaped>"}}`.
+    a custom tool, once its name is written, to `{"name": ..., "arguments": {"input": "<the input, escaped>"}}`:
+    between the call markers, or bare opening the answer, in a fence or not (`bare`), where the output splitter
+    reads it as a call too. A call to a custom tool in the other forms it reads (a list) is refused.
 
     Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
@@ -78,14 +82,18 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
         return None
     start, end = markers.start, markers.end
     names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
-    lines = ["%llguidance {}", "start: free (call free)* open_call?", markers.free_text, r"TEXT: /(.|\n)*/",
-             f"call: {start} ({' | '.join(f'input_{i}' for i in range(len(inputs)))} | OTHER) {end}",
-             f"open_call: {start} OTHER", r'TAIL: /"\s*\}\s*\}\s*/',
-             rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
+    held = " | ".join(f"input_{i}" for i in range(len(inputs)))
+    lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
+             f"bare: {' | '.join(f'bare_{i}' for i in range(len(inputs)))}", r'BARE_TAIL: /"\s*\}\s*\}\s*(```\s*)?/',
+             f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}",
+             r"TEXT: /(.|\n)*/", f"call: {start} ({held} | OTHER) {end}", f"open_call: {start} OTHER",
+             r'TAIL: /"\s*\}\s*\}\s*/', rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/",
+             rf"FIRST: /(.|\n)*/ & ~/\s*(```[a-z]*\s*)?\[?\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
     for i, name in enumerate(inputs):
         head = r'\s*\{\s*"name"\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False))
         head += rf'\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"'
-        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/"]
+        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/",
+                  f"bare_{i}: BARE_{i} @input_{i} BARE_TAIL", f"BARE_{i}: /(\\s*```[a-z]*)?{head}/"]
     return _with_inputs(lines, inputs)
 
 
@@ -139,13 +147,13 @@ def _with_inputs(lines: list[str], inputs: dict[str, str]) -> str:
 
 @dataclass(frozen=True)
 class CallMarkers:
-    """What the grammar under "auto" needs of a tokenizer: the call's markers as token ids, and the rule of the text
+    """What the grammar under "auto" needs of a tokenizer: the call's markers as token ids, and what may stand in the text
     around calls (read once per tokenizer: its added vocabulary, which they come from, is a dictionary built anew
     on every read)."""
 
     start: str
     end: str
-    free_text: str
+    between: str  # what may stand between stretches of text: the model's other special tokens
 
 
 _MARKERS: weakref.WeakKeyDictionary[Any, CallMarkers | None] = weakref.WeakKeyDictionary()  # gone with their tokenizer
@@ -161,16 +169,16 @@ def _call_markers(tokenizer: Any) -> CallMarkers | None:
         added = tokenizer._tokenizer.get_added_vocab()
         start, end = tokenizer.tool_call_start, tokenizer.tool_call_end
         found = start in added and end in added
-        _MARKERS[tokenizer] = CallMarkers(f"<[{added[start]}]>", f"<[{added[end]}]>", _free_text(tokenizer, added)) if found else None
+        _MARKERS[tokenizer] = CallMarkers(f"<[{added[start]}]>", f"<[{added[end]}]>", _between_text(tokenizer, added)) if found else None
     return _MARKERS[tokenizer]
 
 
-def _free_text(tokenizer: Any, added: dict[str, int]) -> str:
-    """The rule of the text around calls: any text, and the model's other special tokens between (a thinking
+def _between_text(tokenizer: Any, added: dict[str, int]) -> str:
+    """What the text around calls may hold between its stretches: the model's other special tokens (a thinking
     model's `<think>`, which llguidance reads as no text), never the call's markers or the end of the answer."""
     markers = {tokenizer.tool_call_start, tokenizer.tool_call_end}
     others = sorted(i for token, i in added.items() if token not in markers and i not in tokenizer.eos_token_ids)
-    return "free: TEXT" + (f" (<[{','.join(map(str, others))}]> TEXT)*" if others else "")
+    return f" (<[{','.join(map(str, others))}]> TEXT)*" if others else ""
 
 
 class FreeformSplitter:

@@ -138,7 +138,8 @@ def tool_pair(tool_dirs):
 
 
 def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
-    """Text and the choice of tool stay free; once the call names the custom tool, its input is the grammar's."""
+    """Text and the choice of tool stay free; once the call names the custom tool, its input is the grammar's, in
+    `<tool_call>` markers or bare at the start of the answer, fenced or not (a list of calls to it is refused)."""
     from engine.decoding.constraint import Constraint
 
     tokenizer = tool_pair.target.tokenizer
@@ -157,6 +158,10 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
     assert takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>')
     assert not takes(OPEN + json.dumps("*** Begin Patch\nhello\n*** End Patch")[1:-1] + '"}}\n</tool_call>')
     assert not takes(OPEN + patch + '"}}\n</tool_call>')  # the input unescaped is no JSON string
+    bare = OPEN.removeprefix("<tool_call>\n")  # Qwen2.5-Coder's calls often come bare, which the server reads as calls
+    assert takes(bare + json.dumps(patch)[1:-1] + '"}}') and not takes(bare + 'app.py"}}')
+    assert takes("```json\n" + bare + json.dumps(patch)[1:-1] + '"}}\n```') and not takes("```json\n" + bare + 'app.py"}}\n```')
+    assert not takes("[" + bare + 'app.py"}}]')
     splitter = AUTO.splitter(tokenizer)
     [made] = [p for p in splitter.feed("Done. " + call) + splitter.finish() if not hasattr(p, "text")]
     assert made.name == "apply_patch" and json.loads(made.arguments) == {"input": patch}
