@@ -169,3 +169,18 @@ def test_weights_that_fail_as_they_are_read_are_named_in_one_line(tiny_dirs, mon
     monkeypatch.setattr(loading, "_evaluate", damaged)
     with pytest.raises(NotAModelError, match=r"weights could not be read \(\[load_safetensors\] Failed .*Download or copy"):
         load_model(str(tiny_dirs[0]))
+
+
+def test_a_model_whose_float32_copy_takes_under_two_fifths_of_ram_is_dequantized(tiny_dirs, tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """Qwen2.5-Coder-1.5B's float32 copy is 7.1 GB, 30% of a 24 GB machine: at a quarter it stayed 4-bit, and its
+    first prefill chunk had not finished after 15 minutes (MLX's CPU quantized matmul)."""
+    import mlx.nn as nn
+    from mlx_lm.utils import load as mlx_lm_load
+
+    from engine.models.loading import float32_bytes
+
+    folder = _quantized_copy(tiny_dirs[0], tmp_path / "q4")
+    ram_gb = float32_bytes(mlx_lm_load(str(folder))[0]) / 0.3 / 1e9
+    monkeypatch.setattr("engine.models.loading.physical_memory_gb", lambda: ram_gb)
+    assert type(load_model(str(folder)).model.model.layers[0].mlp.up_proj) is nn.Linear
