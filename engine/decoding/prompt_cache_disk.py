@@ -232,13 +232,22 @@ class DiskCache:
         return [e for name, e in self._index.items() if e is not None and name not in pending]
 
     def _evict(self, room: int) -> None:
-        """Delete the least recently used files until the rest, those being written and `room` fit the budget."""
-        files = sorted(self._on_disk(), key=lambda e: _mtime(e.path))
-        total = self.nbytes + room
-        while files and total > self.budget_bytes:
-            gone = files.pop(0)
-            total -= _size(gone.path)
-            self._delete(gone.path)
+        """Delete the least recently used files until the rest, those being written and `room` fit the budget.
+
+        A file still being written cannot be deleted yet: when deleting every written file is not room enough (many
+        prefixes spilled at once, as when the pair is let go), wait for the oldest write and delete its file, so
+        the budget holds however far behind the writer thread is."""
+        while True:
+            files = sorted(self._on_disk(), key=lambda e: _mtime(e.path))
+            total = self.nbytes + room
+            while files and total > self.budget_bytes:
+                gone = files.pop(0)
+                total -= _size(gone.path)
+                self._delete(gone.path)
+            if total <= self.budget_bytes or not self._pending:
+                return
+            self._pending[0].written.result()
+            self._settle()
 
     def _refresh(self) -> None:
         """Index the folder's files: new ones by their header, gone ones forgotten, stale temporaries deleted."""
