@@ -18,7 +18,8 @@ from ..models.compatibility import PairCheck
 from .pairing import check_draft
 
 RULES = 4  # raised when check_draft judges or words differently (2: a draft as costly as the target is refused;
-# 3: control bytes said in words, as a saved reason is shown as it was saved; 4: byte-fallback entries said as bytes)
+# 3: control bytes said in words, as a saved reason is shown as it was saved; 4: byte-fallback entries said as
+# bytes, a drafter trained for a target of another width said so)
 # What a verdict is read from: configs (a drafter's, the cost, whether a cache can rewind) and tokenizers.
 READ_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
               "merges.txt", "special_tokens_map.json", "added_tokens.json")

@@ -51,6 +51,12 @@ def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, An
     import_module(kind(drafter).network).check_folder(folder, target_config, layers, target_name)
 
 
+def another_width(drafter: int, target: object) -> str:
+    """A drafter that reads hidden states of another size than the target's, said for a user: what is wrong first,
+    the sizes after ("its hidden size is 576 where the drafter reads 64" said neither what nor why)."""
+    return f"it was trained for another target, a model of another width (hidden size {drafter}, this target's {target})"
+
+
 def parameters_per_token(config: dict[str, Any]) -> int:
     """About how many weights a token's forward pass reads (attention, MLP, embeddings; a mixture of experts'
     active experts only), from a config.json; 0 when its shape is not there to read."""
