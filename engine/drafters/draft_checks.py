@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..models.app_paths import data_dir
 from ..models.compatibility import PairCheck
+from ..models.load_progress import LoadProgress
 from .pairing import check_draft
 
 RULES = 4  # raised when check_draft judges or words differently (2: a draft as costly as the target is refused;
@@ -47,11 +48,12 @@ class DraftChecks:
         except (OSError, ValueError):
             self._verdicts = {}
 
-    def check(self, target: str, draft: str) -> PairCheck:
-        """The verdict on `draft` for `target`, checked now only if their files changed since it was last read."""
+    def check(self, target: str, draft: str, progress: LoadProgress | None = None) -> PairCheck:
+        """The verdict on `draft` for `target`, checked now only if their files changed since it was last read (a
+        GGUF file's import reported to `progress`)."""
         key = hashlib.sha256(f"{RULES}\n{contents_key(target)}\n{contents_key(draft)}".encode()).hexdigest()
         if key not in self._verdicts:
-            check = check_draft(target, draft)
+            check = check_draft(target, draft, progress)
             self._verdicts[key] = [check.compatible, check.reasons]
             self._save()
         compatible, reasons = self._verdicts[key]

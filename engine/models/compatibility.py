@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .load_progress import LoadProgress
+
 
 @dataclass
 class PairCheck:
@@ -192,13 +194,14 @@ def can_rewind(model_path: Path) -> bool:
     return all(rewindable(layer) for layer in layers)
 
 
-def check_pair(target: str, draft: str) -> PairCheck:
-    """Check a draft against a target by name, reading tokenizers and configs only (fast, no weights)."""
+def check_pair(target: str, draft: str, progress: LoadProgress | None = None) -> PairCheck:
+    """Check a draft against a target by name, reading tokenizers and configs only (no weights: fast, but a GGUF
+    file is imported first, its stages reported to `progress`)."""
     from mlx_lm.utils import load_tokenizer
 
     from .loading import resolve_model_path
 
-    paths = {role: resolve_model_path(name) for role, name in (("target", target), ("draft", draft))}
+    paths = {role: resolve_model_path(name, progress) for role, name in (("target", target), ("draft", draft))}
     check = check_tokenizers(load_tokenizer(paths["target"]), load_tokenizer(paths["draft"]))
     for role, path in paths.items():
         if not can_rewind(path):
