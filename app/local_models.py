@@ -83,6 +83,7 @@ class LocalModelsTab(QWidget):
         self.local: list[LocalModel] = []
         self.in_use = ("", "")  # the loaded pair's target and draft, as listed here: preselected
         self._verdicts: list[DraftVerdict] = []  # the engine worker's answer for the selected target
+        self._checked = ""  # how many drafts the worker has checked, said: the line above an import's stage
         self._build()
 
     def _build(self) -> None:
@@ -282,8 +283,16 @@ class LocalModelsTab(QWidget):
             self.drafts.setCurrentIndex(index)
 
     def _on_drafts_progress(self, target: str, done: int, total: int) -> None:
+        self._checked = f"Checking which drafts fit the target: {done} of {total} checked…"
         if self._is_selected(target):
-            self.draft_note.setText(f"Checking which drafts fit the target: {done} of {total} checked…")
+            self.draft_note.setText(self._checked)
+
+    def _on_drafts_import(self, target: str, stage: str, done: int, total: int) -> None:
+        """A GGUF file imported before its tokenizer can be checked, under the count: the stage and how far it is
+        (a Gemma target's import stood for minutes as "0 of 1 checked…")."""
+        if self._is_selected(target):
+            far = f", {100 * done // total}%" if total else ""
+            self.draft_note.setText(f"{self._checked}\n{stage}{far} (a GGUF file is imported once, to read its tokenizer)")
 
     def _is_selected(self, target: str) -> bool:
         item = self.targets.currentItem()

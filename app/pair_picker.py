@@ -106,6 +106,7 @@ class PairPickerDialog(QDialog):
         downloads.hub_check_finished.connect(self._on_hub_checked)
         self.on_disk.drafts_check_requested.connect(engine.check_drafts)
         engine.drafts_check_progress.connect(self.on_disk._on_drafts_progress)
+        engine.drafts_check_import.connect(self.on_disk._on_drafts_import)
         engine.drafts_check_finished.connect(self.on_disk._on_drafts_checked)
         self.refresh()
 

@@ -129,6 +129,8 @@ class EngineWorker(QObject):
         generation_errored(int, str, str): a request failed; the message says why and what to do, the kind is
             the engine error's name ("PromptError", ...) or "".
         drafts_check_progress(str, int, int): a target's drafts checked so far, of how many.
+        drafts_check_import(str, str, int, int): a GGUF file imported before it can be checked (the target being
+            checked, the import's stage, done, total; total 0: a stage that cannot say how far it is).
         drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
@@ -141,6 +143,7 @@ class EngineWorker(QObject):
     generation_finished = Signal(int, object)
     generation_errored = Signal(int, str, str)
     drafts_check_progress = Signal(str, int, int)
+    drafts_check_import = Signal(str, str, int, int)
     drafts_check_finished = Signal(str, object)
 
     def __init__(self) -> None:
@@ -339,15 +342,20 @@ class EngineWorker(QObject):
     def check_drafts(self, target: str, candidates: list[str]) -> None:
         """Check candidate drafts against a target (remembered across launches while their files are unchanged):
         draft models by their tokenizers, drafter folders by their configs, the target's own MTP heads by its
-        config; how many are checked is reported as it goes."""
+        config; how many are checked is reported as it goes, and so is a GGUF file's import (the first check of a GGUF
+        target imports it, which took minutes under "0 of 1 checked…")."""
         from engine.drafters.draft_checks import DraftChecks
 
         self._draft_checks = self._draft_checks or DraftChecks()
         verdicts = []
+
+        def importing(stage: str, done: int, total: int) -> None:
+            self.drafts_check_import.emit(target, stage, done, total)
+
         for done, name in enumerate(candidates):
             self.drafts_check_progress.emit(target, done, len(candidates))
             try:
-                check = self._draft_checks.check(target, name)
+                check = self._draft_checks.check(target, name, importing)
                 verdicts.append(DraftVerdict(name, check.compatible, "; ".join(check.reasons)))
             except BaseException as error:  # noqa: BLE001 - a broken candidate is just not offered
                 verdicts.append(DraftVerdict(name, False, readable_error(error)))

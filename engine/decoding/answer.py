@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import mlx.core as mx
-
 from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, RoundEvent, TokenEvent, TokenLogprob
+from ..models.memory import peak_memory_gb
 from ..params import GenerationParams
 from .reasoning import PartDetokenizer, ThinkMarkers
 from .rounds import Round
@@ -175,7 +174,7 @@ class Answer:
     def result(self) -> GenerationResult:
         self.stats.total_s = time.perf_counter() - self.start
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
-        self.stats.peak_memory_gb = mx.get_peak_memory() / 1e9
+        self.stats.peak_memory_gb = peak_memory_gb()
         self.clock_thinking(ended=True)
         return GenerationResult("".join(self.pieces["answer"]), self.tokens, self.origins, self.params.mode, self.finish,
                                 self.stats, self.params.applied_lenience, "".join(self.pieces["reasoning"]).strip(),

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import IncompatiblePairError
 from ..models.folder_kind import folder_name, read_json
 from .dflash_model import DFlashConfig
+from .pairing import another_width
 
 # Where a drafter may name the model it was trained against: config keys, then the model card's front matter.
 TARGET_KEYS = ("target_model", "target_model_name_or_path", "base_model", "verifier")
@@ -59,7 +60,7 @@ def check_target(path: Path, draft: DFlashConfig, target_config: dict[str, Any],
 def _shape_problem(draft: DFlashConfig, target: dict[str, Any], layers: int) -> str | None:
     hidden, vocab = target.get("hidden_size"), target.get("vocab_size")
     if hidden is not None and int(hidden) != draft.hidden_size:
-        return f"its hidden size is {hidden} where the drafter reads {draft.hidden_size}"
+        return another_width(draft.hidden_size, hidden)
     if vocab is not None and int(vocab) != draft.vocab_size:
         return f"its vocabulary has {vocab} tokens where the drafter has {draft.vocab_size}"
     if layers != draft.num_target_layers or max(draft.target_layer_ids) >= layers:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from ..models.app_paths import data_dir
 from ..models.compatibility import PairCheck
+from ..models.load_progress import LoadProgress
 from .pairing import check_draft
 
-RULES = 3  # raised when check_draft judges or words differently (2: a draft as costly as the target is refused;
-# 3: control bytes said in words, as a saved reason is shown as it was saved)
+RULES = 4  # raised when check_draft judges or words differently (2: a draft as costly as the target is refused;
+# 3: control bytes said in words, as a saved reason is shown as it was saved; 4: byte-fallback entries said as
+# bytes, a drafter trained for a target of another width said so)
 # What a verdict is read from: configs (a drafter's, the cost, whether a cache can rewind) and tokenizers.
 READ_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json",
               "merges.txt", "special_tokens_map.json", "added_tokens.json")
@@ -46,11 +48,12 @@ class DraftChecks:
         except (OSError, ValueError):
             self._verdicts = {}
 
-    def check(self, target: str, draft: str) -> PairCheck:
-        """The verdict on `draft` for `target`, checked now only if their files changed since it was last read."""
+    def check(self, target: str, draft: str, progress: LoadProgress | None = None) -> PairCheck:
+        """The verdict on `draft` for `target`, checked now only if their files changed since it was last read (a
+        GGUF file's import reported to `progress`)."""
         key = hashlib.sha256(f"{RULES}\n{contents_key(target)}\n{contents_key(draft)}".encode()).hexdigest()
         if key not in self._verdicts:
-            check = check_draft(target, draft)
+            check = check_draft(target, draft, progress)
             self._verdicts[key] = [check.compatible, check.reasons]
             self._save()
         compatible, reasons = self._verdicts[key]

@@ -29,6 +29,7 @@ from ..models.folder_kind import drafter_kind, folder_name, read_json
 from ..models.loading import LoadedModel
 from .eagle3_model import DraftVocabulary, Eagle3Config, Eagle3Model, Eagle3Runner, Tap
 from .mtp import text_model
+from .pairing import another_width
 from .weights import load_strictly
 
 LAYER_TYPES = {"llama": False, "qwen3": True}  # transformer_layer_config.model_type -> q/k norms
@@ -105,7 +106,7 @@ def check_target(path: Path, config: dict[str, Any], draft: Eagle3Config, target
     ids = config.get("eagle_aux_hidden_state_layer_ids") or []
     problem = None
     if int(text.get("hidden_size", draft.target_hidden_size)) != draft.target_hidden_size:
-        problem = f"its hidden size is {text.get('hidden_size')} where the drafter reads {draft.target_hidden_size}"
+        problem = another_width(draft.target_hidden_size, text.get("hidden_size"))
     elif int(text.get("vocab_size", draft.vocab_size)) != draft.vocab_size:
         problem = f"its vocabulary has {text.get('vocab_size')} tokens where the drafter's has {draft.vocab_size}"
     elif any(not 0 <= int(i) <= layers for i in ids) or (not ids and layers < 3):

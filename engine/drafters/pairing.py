@@ -22,18 +22,20 @@ from ..errors import SpecChatError
 from ..models.compatibility import PairCheck, check_pair
 from ..models.draft_choice import draft_folder, folder_drafter
 from ..models.folder_kind import folder_name, read_json
+from ..models.load_progress import LoadProgress
 
 
-def check_draft(target: str, draft: str) -> PairCheck:
-    """The verdict on `draft` (a model or a drafter folder) for `target`, both by name."""
+def check_draft(target: str, draft: str, progress: LoadProgress | None = None) -> PairCheck:
+    """The verdict on `draft` (a model or a drafter folder) for `target`, both by name; a GGUF file among them is
+    imported first (the check reads a tokenizer and a config.json), its stages reported to `progress`."""
     from ..models.loading import looks_like_path, resolve_model_path
 
-    target_path = resolve_model_path(target)
+    target_path = resolve_model_path(target, progress)
     target_name = folder_name(target_path) if looks_like_path(target) else target
     folder = draft_folder(draft)
     drafter = folder_drafter(folder)
     if folder is None or drafter is None:
-        check = check_pair(target, draft)
+        check = check_pair(target, draft, progress)
         return _cost_check(target_path, resolve_model_path(draft)) if check.compatible else check
     try:
         check_drafter_folder(folder, drafter, read_json(target_path / "config.json") or {}, target_name)
@@ -49,6 +51,12 @@ def check_drafter_folder(folder: Path, drafter: str, target_config: dict[str, An
     text = target_config.get("text_config") or target_config
     layers = int(text.get("num_hidden_layers") or 0)
     import_module(kind(drafter).network).check_folder(folder, target_config, layers, target_name)
+
+
+def another_width(drafter: int, target: object) -> str:
+    """A drafter that reads hidden states of another size than the target's, said for a user: what is wrong first,
+    the sizes after ("its hidden size is 576 where the drafter reads 64" said neither what nor why)."""
+    return f"it was trained for another target, a model of another width (hidden size {drafter}, this target's {target})"
 
 
 def parameters_per_token(config: dict[str, Any]) -> int:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .load_progress import LoadProgress
+
 
 @dataclass
 class PairCheck:
@@ -50,9 +52,13 @@ def _readable(token: str, tokenizer: Any) -> str:
 
 
 def _text(token: str, tokenizer: Any) -> str:
-    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces). A piece of a multi-byte
-    character decodes to '\ufffd', the same for every byte, so its bytes are shown instead: 'âĢ' (the first two
-    bytes of '—') is '<0xE2><0x80>'."""
+    """A vocabulary entry as the text it stands for ('ĊĠĠ' is a newline and two spaces). A SentencePiece
+    byte-fallback entry is its byte, written as such: '<0x21>' decodes to '!', the same text as the vocabulary's own
+    '!', so a reason said '!' was missing from a draft that has it. A piece of a multi-byte character decodes to
+    '\ufffd', the same for every byte, so its bytes are shown instead: 'âĢ' (the first two bytes of '—') is
+    '<0xE2><0x80>'."""
+    if byte := BYTE.fullmatch(token):
+        return _shown_byte(int(byte[1], 16))
     try:
         text = tokenizer.convert_tokens_to_string([token])
     except Exception:  # noqa: BLE001 - a tokenizer that cannot say shows the entry as it is
@@ -63,44 +69,54 @@ def _text(token: str, tokenizer: Any) -> str:
 
 
 REPLACEMENT = "\ufffd"
-BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")  # SentencePiece's byte fallback pieces
-BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")  # a byte shown as such, alone or after whole characters
+# A byte written as such, the one form both byte vocabularies come to: a SentencePiece byte-fallback entry is one
+# whole (`fullmatch`); a byte-level BPE entry's text holds one wherever a byte is no whole character (`search`).
+BYTE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _shown_byte(byte: int) -> str:
+    return f"<0x{byte:02X}>"
 
 
 def _byte_pieces(token: str) -> str:
-    """A token that is part of a character: SentencePiece's '<0xE2>' as it is; a byte-level BPE entry (each
-    byte drawn as one character, GPT-2's table) as its text, bytes that are no whole character as '<0xE2>'."""
+    """A byte-level BPE entry (each byte drawn as one character, GPT-2's table) that is part of a character: its
+    text, bytes that are no whole character as '<0xE2>'."""
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-    if BYTE_TOKEN.match(token):
-        return token.upper().replace("0X", "0x")
     to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
     if not all(char in to_byte for char in token):
         return token
     text = bytes(to_byte[char] for char in token).decode("utf-8", errors="surrogateescape")
-    return "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+    return "".join(_shown_byte(ord(c) - 0xDC00) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
 
 
 def _is_word(text: str) -> bool:
-    """Whether a token's text reads as something: not blank, no piece of a character ('r<0xC3>' is an r and the first
-    byte of 'é'), and no control character ('\x04' is a byte-level vocabulary's byte 4, which printed as such in "Not
-    offered")."""
-    return bool(text.strip()) and not BYTE_PIECE.search(text) and text.isprintable()
+    """Whether a token's text reads as something: not blank, no byte written as such ('r<0xC3>' is an r and the
+    first byte of 'é'; '<0x21>' a byte-fallback entry), and no control character ('\x04' is a byte-level
+    vocabulary's byte 4, which printed as such in "Not offered")."""
+    return bool(text.strip()) and not BYTE.search(text) and text.isprintable()
+
+
+def _byte_kind(text: str) -> str:
+    """What kind of byte entry a text that is no word and no blank is, in words."""
+    byte = BYTE.fullmatch(text)
+    if byte and int(byte[1], 16) < 0x80:
+        return "single bytes"  # a byte-fallback entry of a whole character ('<0x21>' is '!')
+    return "pieces of characters" if BYTE.search(text) else "bytes that print as no character"
 
 
 def _examples(items: list[str], tokenizer: Any, limit: int = 3) -> str:
     """A few of the tokens as words a person reads; when none is a word (the differing entries are pieces of
-    characters, control bytes, or runs of spaces and newlines, which printed as "('<0x90>', '<0x9D>', …)",
-    "('\\x04', '\\x06', …)" and "('\\n      ', …)"), what kind of entries differ, in words."""
+    characters, byte-fallback entries, control bytes, or runs of spaces and newlines, which printed as "('<0x90>',
+    '<0x9D>', …)", "('!', …)", "('\\x04', '\\x06', …)" and "('\\n      ', …)"), what kind of entries differ, in words."""
     texts = [_text(s, tokenizer) for s in items[:200]]
     words = [t for t in texts if _is_word(t)][:limit]
     if words:
         return ", ".join(repr(t) for t in words) + (", ..." if len(items) > len(words) else "")
     if all(not t.strip() for t in texts):
         return "runs of spaces and newlines: the tokenizers split whitespace differently"
-    if all(BYTE_PIECE.search(t) for t in texts if t.strip()):
-        return "pieces of characters: the tokenizers split bytes differently"
-    return "bytes that print as no character: the tokenizers split bytes differently"
+    kinds = dict.fromkeys(_byte_kind(t) for t in texts if t.strip())
+    return " and ".join(kinds) + ": the tokenizers split bytes differently"
 
 
 def _renumbered(tokens: list[str], target: Any, target_vocab: dict[str, int], draft_vocab: dict[str, int]) -> str:
@@ -178,13 +194,14 @@ def can_rewind(model_path: Path) -> bool:
     return all(rewindable(layer) for layer in layers)
 
 
-def check_pair(target: str, draft: str) -> PairCheck:
-    """Check a draft against a target by name, reading tokenizers and configs only (fast, no weights)."""
+def check_pair(target: str, draft: str, progress: LoadProgress | None = None) -> PairCheck:
+    """Check a draft against a target by name, reading tokenizers and configs only (no weights: fast, but a GGUF
+    file is imported first, its stages reported to `progress`)."""
     from mlx_lm.utils import load_tokenizer
 
     from .loading import resolve_model_path
 
-    paths = {role: resolve_model_path(name) for role, name in (("target", target), ("draft", draft))}
+    paths = {role: resolve_model_path(name, progress) for role, name in (("target", target), ("draft", draft))}
     check = check_tokenizers(load_tokenizer(paths["target"]), load_tokenizer(paths["draft"]))
     for role, path in paths.items():
         if not can_rewind(path):

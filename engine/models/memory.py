@@ -35,10 +35,12 @@ def usable_memory_gb() -> float:
 
 
 def peak_memory_gb() -> float:
-    """The most memory MLX has held since the current generation began (the stats panel's "Peak memory")."""
+    """The most memory MLX has held since the current generation began (the stats panel's "Peak memory"): at least
+    what it holds now. MLX's own peak is reset to 0 when a generation begins and counts from its next allocation on,
+    so while a message's first chunk was read the panel said "Peak memory 0 MB" beside a pair holding hundreds."""
     import mlx.core as mx
 
-    return mx.get_peak_memory() / 1e9
+    return max(mx.get_peak_memory(), mx.get_active_memory()) / 1e9
 
 
 def weight_bytes(model: nn.Module) -> int:

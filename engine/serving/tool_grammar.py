@@ -23,7 +23,6 @@ file's name as the patch).
 from __future__ import annotations
 
 import json
-import re
 import weakref
 from dataclasses import dataclass
 from functools import lru_cache
@@ -81,19 +80,21 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     if not inputs:
         return None
     start, end = markers.start, markers.end
-    names = "|".join(re.escape(json.dumps(name, ensure_ascii=False)) for name in inputs)
+    names = [json.dumps(json.dumps(name, ensure_ascii=False), ensure_ascii=False) for name in inputs]  # Lark literals
     held = " | ".join(f"input_{i}" for i in range(len(inputs)))
+    # One call's pieces, each said once: CUSTOM is a call naming one of the custom tools (what OTHER and FIRST refuse,
+    # what each input's HEAD opens with), FENCE the fence a bare call may open in, TAIL the close a fence may follow.
     lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
-             f"bare: {' | '.join(f'bare_{i}' for i in range(len(inputs)))}", r'BARE_TAIL: /"\s*\}\s*\}\s*(```\s*)?/',
+             f"bare: {' | '.join(f'bare_{i}' for i in range(len(inputs)))}",
              f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}",
              r"TEXT: /(.|\n)*/", f"call: {start} ({held} | OTHER) {end}", f"open_call: {start} OTHER",
-             r'TAIL: /"\s*\}\s*\}\s*/', rf"OTHER: /(.|\n)*/ & ~/\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/",
-             rf"FIRST: /(.|\n)*/ & ~/\s*(```[a-z]*\s*)?\[?\s*\{{\s*\"name\"\s*:\s*(?:{names})(.|\n)*/"]
-    for i, name in enumerate(inputs):
-        head = r'\s*\{\s*"name"\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False))
-        head += rf'\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"'
-        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: /{head}/",
-                  f"bare_{i}: BARE_{i} @input_{i} BARE_TAIL", f"BARE_{i}: /(\\s*```[a-z]*)?{head}/"]
+             r'NAMING: /\s*\{\s*"name"\s*:\s*/', f"CUSTOM: NAMING ({' | '.join(names)})",
+             rf'INPUT: /\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"/', r"FENCE: /\s*```[a-z]*/",
+             r'TAIL: /"\s*\}\s*\}\s*/', r"BARE_TAIL: TAIL /(```\s*)?/",
+             r"OTHER: /(.|\n)*/ & ~(CUSTOM /(.|\n)*/)", r"FIRST: /(.|\n)*/ & ~(FENCE? /\s*\[?/ CUSTOM /(.|\n)*/)"]
+    for i, name in enumerate(names):
+        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: NAMING {name} INPUT",
+                  f"bare_{i}: BARE_{i} @input_{i} BARE_TAIL", f"BARE_{i}: FENCE? HEAD_{i}"]
     return _with_inputs(lines, inputs)
 
 

@@ -282,6 +282,27 @@ def test_checking_the_drafts_says_how_far_it_is(make_window, qtbot, tiny_dirs) -
     assert tab.draft_note.text() == "Checking which drafts fit the target: 1 of 3 checked…"
 
 
+
+def test_checking_a_gguf_target_says_it_is_imported_first(make_window, qtbot, tiny_dirs, tmp_path: Path, monkeypatch) -> None:
+    """The check imports a GGUF target first (minutes for Gemma), which stood as "0 of 1 checked…" with no word of the
+    import: each stage is said under the count, with how far it is."""
+    from tests.engine.models.test_gguf_import import TYPES, _write_synthetic
+
+    monkeypatch.setenv("SPECCHAT_CACHE", str(tmp_path / "cache"))
+    gguf, _, _ = _write_synthetic(tmp_path, TYPES)
+    remember_model(tiny_dirs[1].resolve())
+    window = make_window(pair=None)
+    tab, notes = window.picker.on_disk, []
+    say = tab.draft_note.setText
+    monkeypatch.setattr(tab.draft_note, "setText", lambda text: notes.append(text) or say(text))  # every note said
+    window.picker.refresh()
+    tab.add_local(gguf)
+    tab.targets.setCurrentRow(rows(tab)[str(gguf.resolve())])
+    qtbot.waitUntil(lambda: checked(tab) and "draft" in tab.draft_note.text(), timeout=60_000)
+    count, why = "Checking which drafts fit the target: 0 of 1 checked…\n", " (a GGUF file is imported once, to read its tokenizer)"
+    assert f"{count}Reading tiny.gguf{why}" in notes and f"{count}Converting the tokenizer of tiny.gguf{why}" in notes
+    assert any(note.startswith(f"{count}Importing tiny.gguf, ") and note.endswith(f"%{why}") for note in notes), notes
+
 def test_a_vision_model_is_marked_as_seeing_images_in_the_picker(make_window, vision_dir: Path, tiny_dirs) -> None:
     from engine.models.vision import SEES_IMAGES
 

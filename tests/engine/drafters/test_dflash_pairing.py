@@ -39,7 +39,9 @@ def test_the_target_it_was_built_for_pairs(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "change, layers, says",
     [
-        ({"hidden_size": 32}, 4, "its hidden size is 32 where the drafter reads 64"),
+        # Said for a user: "its hidden size is 32 where the drafter reads 64" said neither what was wrong nor why.
+        ({"hidden_size": 32}, 4, "it was trained for another target, a model of another width (hidden size 64, this "
+                                 "target's 32)"),
         ({"vocab_size": 151936}, 4, "its vocabulary has 151936 tokens where the drafter has 9"),
         ({}, 2, "it has 2 layers where the drafter taps layers [0, 2] of 4"),
     ],
@@ -53,7 +55,7 @@ def test_a_target_of_another_shape_is_refused(tmp_path: Path, change: dict[str, 
 def test_a_hybrid_targets_text_config_is_what_is_compared(tmp_path: Path) -> None:
     folder = drafter_folder(tmp_path)
     wrapped = {"model_type": "qwen3_5", "text_config": {**target_config("qwen3"), "hidden_size": 128}}
-    assert "its hidden size is 128" in refusal(folder, wrapped, 4, "other-model")
+    assert "(hidden size 64, this target's 128)" in refusal(folder, wrapped, 4, "other-model")
 
 
 def test_the_model_its_card_names_is_required_and_conversions_of_it_pass(tmp_path: Path) -> None:

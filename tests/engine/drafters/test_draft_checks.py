@@ -13,7 +13,8 @@ from engine.drafters.draft_checks import DraftChecks
 def counting_checks(monkeypatch) -> list[tuple[str, str]]:
     calls: list[tuple[str, str]] = []
     real = draft_checks.check_draft
-    monkeypatch.setattr(draft_checks, "check_draft", lambda target, draft: calls.append((target, draft)) or real(target, draft))
+    monkeypatch.setattr(draft_checks, "check_draft", lambda target, draft, progress=None: calls.append((target, draft))
+                        or real(target, draft, progress))
     return calls
 
 

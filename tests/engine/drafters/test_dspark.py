@@ -182,7 +182,8 @@ def test_a_target_of_another_shape_is_refused_naming_the_dspark_drafter(root: Pa
     with pytest.raises(IncompatiblePairError) as error:
         load_dspark_drafter_for(drafter_dir, target, config | {"hidden_size": 128}, "Qwen/Qwen3-8B")
     assert str(error.value).startswith(f"{drafter_dir.name} is a DSpark drafter and cannot draft for Qwen/Qwen3-8B: "
-                                       "its hidden size is 128 where the drafter reads 64.")
+                                       "it was trained for another target, a model of another width (hidden "
+                                       "size 64, this target's 128). Pick the target it was trained for")
 
 
 def test_a_config_missing_a_setting_is_a_broken_download(root: Path, tmp_path: Path) -> None:

@@ -133,6 +133,19 @@ def test_a_drafter_for_another_target_is_refused_in_one_line(eagle3_pair, mtp_ta
         load_eagle3(_copy(folder, tmp_path / "other", other_verifier), eagle3_pair.target())
 
 
+
+def test_a_target_of_another_width_is_said_for_a_user(eagle3_pair) -> None:
+    """"its hidden size is 576 where the drafter reads 64" said neither what was wrong nor what to do."""
+    from engine.drafters.eagle3 import check_folder
+
+    target, drafter = eagle3_pair.folders()
+    config = json.loads((target / "config.json").read_text())
+    width = config["hidden_size"]
+    with pytest.raises(IncompatiblePairError) as error:
+        check_folder(drafter, {**config, "hidden_size": 2 * width}, config["num_hidden_layers"], "wide-model")
+    assert (f"cannot draft for wide-model: it was trained for another target, a model of another width (hidden size "
+            f"{width}, this target's {2 * width}). Pick specchat/tiny-eagle3-target") in str(error.value)
+
 def test_a_layer_type_it_cannot_run_is_refused_in_one_line(eagle3_pair, tmp_path: Path) -> None:
     def gemma(config: dict) -> dict:
         config["transformer_layer_config"]["model_type"] = "gemma3_text"

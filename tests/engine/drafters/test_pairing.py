@@ -102,3 +102,19 @@ def test_a_vision_target_is_offered_the_drafters_made_for_its_language_model(vis
     other = build_dflash_pair(tmp_path)[1]
     verdict = check_draft(str(vision_dir), str(other))
     assert not verdict.compatible and "cannot draft for tiny-vl: its vocabulary has" in verdict.reasons[0]
+
+
+def test_a_gguf_target_is_imported_first_and_its_import_reported(tiny_dirs, tmp_path: Path, monkeypatch) -> None:
+    """The picker's check imported a GGUF target without a word ("0 of 1 checked…" for minutes): each stage of the
+    import reaches the caller, as a load's do."""
+    from tests.engine.models.test_gguf_import import TYPES, _write_synthetic
+
+    monkeypatch.setenv("SPECCHAT_CACHE", str(tmp_path / "cache"))
+    gguf, _, _ = _write_synthetic(tmp_path, TYPES)
+    stages: list[tuple[str, int, int]] = []
+    check_draft(str(gguf), str(tiny_dirs[1]), lambda stage, done, total: stages.append((stage, done, total)))
+    assert stages[0] == ("Reading tiny.gguf", 0, 0) and ("Converting the tokenizer of tiny.gguf", 1, 1) in stages
+    assert any(stage == "Importing tiny.gguf" and 0 < done <= total for stage, done, total in stages)
+    stages.clear()
+    check_draft(str(gguf), str(tiny_dirs[1]), lambda *report: stages.append(report))
+    assert stages == []  # imported once

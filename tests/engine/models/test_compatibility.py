@@ -195,3 +195,27 @@ def test_a_word_ending_in_a_piece_of_a_character_is_no_example(tiny_target) -> N
     draft = FakeTokenizer({s: i for s, i in vocab.items() if s not in pieces and s != word})
     reason = check_tokenizers(tokenizer, draft).reasons[0]
     assert reason == f"{len(pieces) + 1} target tokens are missing from the draft ({_text(word, tokenizer)!r}, ...)", reason
+
+
+def byte_fallback_tokenizer(vocab: dict[str, int]):
+    """A SentencePiece-style tokenizer with byte fallback (Gemma's, Llama 2's): '<0x21>' decodes to '!'."""
+    from tokenizers import Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.BPE(vocab, [], unk_token="<unk>", byte_fallback=True))
+    backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+
+
+def test_a_byte_fallback_entry_is_said_as_a_byte_not_as_its_character() -> None:
+    """A Gemma "Not offered" reason listed '<0x21>' as '!' among the target tokens missing from the draft, though the
+    draft has '!' of its own: the entry missing is the byte, said as the other reasons say bytes."""
+    vocab = {"<unk>": 0, "<0x21>": 1, "<0x0A>": 2, "<0xE2>": 3, "!": 4, "▁a": 5}
+    target = byte_fallback_tokenizer(vocab)
+    assert target.convert_tokens_to_string(["<0x21>"]) == "!"  # what "Not offered" showed
+    without_bytes = FakeTokenizer({s: i for s, i in vocab.items() if not s.startswith("<0x")})
+    assert check_tokenizers(target, without_bytes).reasons == [
+        "3 target tokens are missing from the draft (single bytes and pieces of characters: the tokenizers split bytes "
+        "differently)"]
+    without_a_word = FakeTokenizer({s: i for s, i in vocab.items() if s not in ("<0x21>", "▁a")})
+    assert check_tokenizers(target, without_a_word).reasons == ["2 target tokens are missing from the draft (' a', ...)"]

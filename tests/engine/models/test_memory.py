@@ -16,3 +16,16 @@ def test_fit_verdicts_carry_the_numbers() -> None:
 def test_this_machine_offers_a_share_of_its_memory() -> None:
     assert 0 < usable_memory_gb() <= physical_memory_gb()
     assert estimate_memory_gb(4.0) > 4.0
+
+
+def test_peak_memory_is_what_is_held_from_the_start_of_a_generation() -> None:
+    """A generation resets MLX's peak, which then read 0 until the next allocation: "Peak memory 0 MB" while a message
+    was read, beside a pair holding hundreds."""
+    import mlx.core as mx
+
+    from engine.models.memory import peak_memory_gb
+
+    held = mx.zeros((1 << 20,), dtype=mx.float32)  # 4 MB, as a model's weights are held across generations
+    mx.eval(held)
+    mx.reset_peak_memory()  # as generate_stream does
+    assert peak_memory_gb() * 1e9 >= held.nbytes

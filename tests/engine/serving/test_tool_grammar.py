@@ -167,6 +167,17 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
     assert made.name == "apply_patch" and json.loads(made.arguments) == {"input": patch}
 
 
+
+def test_the_auto_grammar_says_each_piece_of_a_call_once(tool_pair) -> None:
+    """A call naming a custom tool was written out three times (the text that is no such call, the answer's opening,
+    each input's head) and the fenced call's close twice: each piece is now one terminal the others name."""
+    two = Tooling(AUTO.tools + [function_tool("edit", None, PATCH_INPUT)], ToolChoice("auto"),
+                  freeform={"apply_patch": BOUNDED_PATCH, "edit": BOUNDED_PATCH})
+    main = json.loads(constrained(two, GREEDY, tool_pair.target.tokenizer).grammar)["grammars"][0]["lark_grammar"]
+    assert main.count('"name"') == 1 and main.count('"arguments"') == 1 and main.count("\\}\\s*\\}") == 1
+    assert main.count('"\\"apply_patch\\""') == 2 and main.count("```") == 2  # CUSTOM and its HEAD; FENCE and BARE_TAIL
+
+
 def test_auto_holds_nothing_without_a_grammar_or_for_a_model_without_json_calls(tool_pair, tiny_target) -> None:
     no_grammar = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None})
     assert constrained(no_grammar, GREEDY, tool_pair.target.tokenizer) == GREEDY
