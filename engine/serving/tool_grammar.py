@@ -30,9 +30,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..params import GenerationParams
+from .custom_tools import FREEFORM_INPUT
 from .json_string_grammar import json_string_grammar
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
-from .responses_tools import FREEFORM_INPUT
 from .tool_calls import Tool, Tooling, function_name
 
 ANY_ARGUMENTS = {"type": "object"}
