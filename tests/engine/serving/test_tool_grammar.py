@@ -192,6 +192,18 @@ def test_under_auto_a_call_names_an_offered_tool_with_its_parameters(tool_pair) 
     assert made.name == "get_weather"
 
 
+def test_under_auto_codex_clis_own_tools_hold_its_calls(tool_pair) -> None:
+    """The tools `codex exec` 0.171.0 sent (eight functions with nested schemas) compile together, so a call the
+    model opens is held to them: what Qwen2.5-Coder-0.5B wrote as text becomes impossible, a shell call stays open."""
+    from engine.serving.responses_api import parse_request
+
+    body = json.loads((Path(__file__).parent / "fixtures" / "codex_responses.json").read_text())
+    takes = _auto_takes(tool_pair, parse_request(body, [body["model"]], GREEDY).tooling)
+    shell = '{"name": "exec_command", "arguments": {"cmd": "echo bye >> notes.txt"}}'
+    assert takes(f"```json\n{shell}\n```") and takes(f"<tool_call>\n{shell}\n</tool_call>") and takes("I will append it.")
+    assert not takes('```json\n{"name": "append", "arguments": {"notes.txt": "bye"}}\n```')
+
+
 def test_auto_holds_nothing_for_a_model_without_json_calls_or_without_tools(tool_pair, tiny_target) -> None:
     assert constrained(AUTO, GREEDY, tiny_target.tokenizer) == GREEDY
     assert constrained(Tooling([], ToolChoice("auto")), GREEDY, tool_pair.target.tokenizer) == GREEDY
