@@ -300,7 +300,7 @@ def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load
         server.run()
     finally:
         sock.close()
-        engine.stop()  # the running answer ends before anything else touches the pair
+        engine.stop(log=lambda line: print(line, file=sys.stderr, flush=True))  # the running answer ends first
     return 0
 
 

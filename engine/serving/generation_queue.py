@@ -26,6 +26,7 @@ from .token_logprobs import TokenNames
 from .tool_calls import OutputSplitter, ToolChoice, Tooling, unseen_tools_note
 from .tool_grammar import FreeformSplitter, constrained, freeform_input
 
+JOB_GRACE_S = 30.0  # how long stopping waits for a running job (cancelled by the server's shutdown) to end
 Deliver = Callable[[object], None]  # an engine event, the GenerationResult, or the exception that ended the job
 
 
@@ -204,6 +205,7 @@ class EngineThread:
         self._target = target
         self._jobs: queue.Queue[GenerationJob | None] = queue.Queue()
         self._ready = threading.Event()
+        self._closing = threading.Event()  # the jobs are over: the pair is being let go
         self._ids: list[str] = []
         self.pair: Any = None
         self.load_error: BaseException | None = None
@@ -222,11 +224,21 @@ class EngineThread:
     def model_ids(self) -> list[str]:
         return list(self._ids)
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float = JOB_GRACE_S, log: Callable[[str], None] | None = None) -> None:
         """Finish the running job (cancel it first to end it sooner), let the pair go (`ModelPair.close`: prefixes
-        kept in memory are written to disk) and end the thread."""
+        kept in memory are written to disk) and end the thread.
+
+        A job still running after `timeout` is abandoned with the thread (a daemon: it dies with the process). Once
+        the pair is being let go, though, this waits for it without a bound, saying so in `log` when it writes to a
+        disk: the prompt cache's files are what a restart reads back, and writing a few GB of prefixes takes
+        longer than any fixed grace. A second Ctrl-C interrupts the wait and quits without them."""
         self._jobs.put(None)
-        self._thread.join(timeout)
+        if self.pair is None or not self._closing.wait(timeout):
+            return  # nothing loaded, or a job that would not end
+        disk = getattr(getattr(self.pair, "prompt_cache", None), "disk", None)
+        if log is not None and disk is not None and self._thread.is_alive():
+            log(f"Waiting for the prompt cache's prefixes to be written to {disk.path} (Ctrl-C again quits without them)")
+        self._thread.join()
 
     def _run(self) -> None:
         try:
@@ -239,6 +251,7 @@ class EngineThread:
             self._ready.set()
         while (job := self._jobs.get()) is not None:
             run_job(self.pair, job)
+        self._closing.set()
         self.pair.close()  # on this thread, which owns the pair's arrays: prefixes kept in memory go to disk
 
 

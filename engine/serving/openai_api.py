@@ -7,7 +7,9 @@ carrying the status and the error body OpenAI's clients parse (`{"error": {"mess
 
 Chat requests may offer `tools` with a `tool_choice`; the history may hold assistant turns with `tool_calls`
 and `tool` turns with their results. Calls come back as `tool_calls` (finish_reason "tool_calls"), streamed as
-OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. `logprobs` /
+OpenAI streams them: per call one delta with its index, id and name, then one with its arguments. Custom
+(freeform) tools are offered and held to their grammars as Responses' are (`custom_tools`), and their calls come
+back in the custom shape, `{type: "custom", custom: {name, input}}`; earlier messages are read by `chat_messages`. `logprobs` /
 `top_logprobs` and `response_format` are read (and logprobs shaped) by `token_logprobs.py` and
 `response_format.py`. The request parsing here (settings, model, errors) is shared by the Anthropic and Responses
 translations.
@@ -31,11 +33,12 @@ from ..events import GenerationResult
 from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, typed
-from .image_parts import is_image_part, with_image_parts
+from .chat_messages import chat_messages
+from .custom_tools import call_input, custom_tool, grammars
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
-from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool, history_call
+from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_name, function_tool
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -43,7 +46,6 @@ NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p
 WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed", "fanout": "fanout"}
 # Body field -> its choices, read when a request comes (a drafter kind registered since is among them).
 CHOICE_FIELDS: dict[str, Callable[[], tuple[str, ...]]] = {"mode": lambda: MODES, "drafter": drafter_names}
-ROLES = ("system", "user", "assistant", "developer", "tool")
 MAX_STOP_STRINGS = 4
 
 
@@ -92,7 +94,7 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaults: GenerationParams) -> ApiRequest:
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
     model = served_model(body, models)
-    prompt = _messages(body) if endpoint == "chat" else _prompt(body)
+    prompt = chat_messages(body) if endpoint == "chat" else _prompt(body)
     if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
     stream = typed(body, "stream", bool, False)
@@ -114,50 +116,15 @@ def served_model(body: dict[str, Any], models: list[str]) -> str:
     return models[0]
 
 
-def _messages(body: dict[str, Any]) -> list[dict[str, str]]:
-    """A chat's messages: role and text, content parts joined."""
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "'messages' is required: a non-empty list of {role, content} objects.", param="messages")
-    out = []
-    for i, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
-        if role not in ROLES:
-            raise ApiError(400, f"messages[{i}].role must be one of {', '.join(ROLES)}.", param=f"messages[{i}].role")
-        out.append(_message(message, role, i))
-    return out
-
-
-def _message(message: dict[str, Any], role: str, index: int) -> dict[str, Any]:
-    """One message as chat templates read it: tool calls with their arguments as objects, results with their id."""
-    out: dict[str, Any] = {"role": "system" if role == "developer" else role, "content": _content(message.get("content"), index)}
-    calls = message.get("tool_calls")
-    if role == "assistant" and calls:
-        if not isinstance(calls, list):
-            raise ApiError(400, f"messages[{index}].tool_calls must be a list.", param=f"messages[{index}].tool_calls")
-        out["tool_calls"] = [_history_call(call, f"messages[{index}].tool_calls[{j}]") for j, call in enumerate(calls)]
-    if role == "tool":
-        out["tool_call_id"] = str(message.get("tool_call_id") or "")
-    return out
-
-
-def _history_call(call: object, param: str) -> dict[str, Any]:
-    function = call.get("function") if isinstance(call, dict) else None
-    try:
-        if not isinstance(function, dict):
-            raise ValueError("needs a 'function' object")
-        return history_call(call.get("id"), function.get("name"), function.get("arguments"))  # type: ignore[attr-defined]  # a function: a dict
-    except ValueError as e:
-        raise ApiError(400, f"{param} {e}.", param=param) from e
-
-
 def _tooling(body: dict[str, Any]) -> Tooling | None:
-    """The request's tools (OpenAI's function shape) and tool choice; None when it offers none."""
+    """The request's tools (functions, and custom tools as `custom_tools` offers them) and tool choice; None when it
+    offers none."""
     tools, choice = body.get("tools"), body.get("tool_choice")
     if tools is None and choice in (None, "none", "auto"):
         return None
     converted, _ = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}")
-    return Tooling(converted, _choice(choice, tools))  # type: ignore[arg-type]
+    freeform = grammars(t.get("custom") for t in tools if isinstance(t, dict) and t.get("type") == "custom")  # type: ignore[union-attr]
+    return Tooling(converted, _choice(choice, [function_name(t) for t in converted]), freeform=freeform)
 
 
 def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str],
@@ -179,35 +146,26 @@ def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int]
 
 
 def _tool(tool: object) -> Tool:
-    function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
-    if not isinstance(function, dict):
-        raise ValueError("must be {type: 'function', function: {name, description, parameters}}")
-    return function_tool(function.get("name"), function.get("description"), function.get("parameters"))
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    spec = tool.get(kind) if isinstance(tool, dict) and kind in ("function", "custom") else None
+    if not isinstance(spec, dict):
+        raise ValueError("must be {type: 'function', function: {name, description, parameters}} or {type: 'custom', "
+                         "custom: {name, description, format}}")
+    return custom_tool(spec) if kind == "custom" else function_tool(spec.get("name"), spec.get("description"), spec.get("parameters"))
 
 
-def _choice(choice: object, tools: list[Any]) -> ToolChoice:
-    """'auto' (the default), 'none', 'required' or {type: 'function', function: {name}} naming an offered tool."""
+def _choice(choice: object, names: list[str]) -> ToolChoice:
+    """'auto' (the default), 'none', 'required' or {type: 'function', function: {name}} ({type: 'custom', custom:
+    {name}}) naming an offered tool."""
     if choice is None or choice in ("auto", "none", "required"):
         return ToolChoice(choice or "auto")
-    name = choice.get("function", {}).get("name") if isinstance(choice, dict) and isinstance(choice.get("function"), dict) else None
-    names = [t.get("function", {}).get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    named = choice.get(kind) if isinstance(choice, dict) and kind in ("function", "custom") else None
+    name = named.get("name") if isinstance(named, dict) else None
     if name not in names:
         raise ApiError(400, "'tool_choice' must be 'auto', 'none', 'required' or {type: 'function', function: {name}} "
-                       f"naming one of the tools ({', '.join(map(str, names))}).", param="tool_choice")
+                       f"naming one of the tools ({', '.join(names)}).", param="tool_choice")
     return ToolChoice("named", name)
-
-
-def _content(content: object, index: int) -> str | list[dict[str, Any]]:
-    """A message's text: a string, or a list of text parts; with `image_url` parts, text and image parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and any(is_image_part(p) for p in content):
-        return with_image_parts(content, f"messages[{index}].content", ("text",))
-    if content is None:
-        return ""
-    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-        return "".join(str(p.get("text", "")) for p in content)
-    raise ApiError(400, f"messages[{index}].content must be text (a string or text parts).", param=f"messages[{index}].content")
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -301,7 +259,7 @@ class ResponseShape:
         if self.request.chat:
             message: dict[str, Any] = {"role": "assistant", "content": reply.text}
             if reply.calls:
-                message.update(content=reply.text or None, tool_calls=[_call_body(c) for c in reply.calls])
+                message.update(content=reply.text or None, tool_calls=[_call_body(c, self.request.tooling) for c in reply.calls])
             choice = {"index": 0, "message": _with_reasoning(message, reply.reasoning), "finish_reason": finish,
                       "logprobs": self._logprobs(reply.logprobs)}
         else:
@@ -334,11 +292,15 @@ class ResponseShape:
         return figures
 
     def call_chunks(self, call: ToolCall) -> list[dict[str, Any]]:
-        """A call as OpenAI streams it: its index, id and name (arguments empty), then its arguments."""
+        """A call as OpenAI streams it: its index, id and name (arguments empty), then its arguments (a custom tool's:
+        its input)."""
         index, self._calls = self._calls, self._calls + 1
-        head = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
-        arguments = {"index": index, "function": {"arguments": call.arguments}}
-        return [self._delta({"tool_calls": [head]}), self._delta({"tool_calls": [arguments]})]
+        body = _call_body(call, self.request.tooling)
+        kind = body["type"]
+        field = "input" if kind == "custom" else "arguments"
+        head = {"index": index, **body, kind: {**body[kind], field: ""}}
+        rest = {"index": index, kind: {field: body[kind][field]}}
+        return [self._delta({"tool_calls": [head]}), self._delta({"tool_calls": [rest]})]
 
     def last_chunks(self, reply: Reply) -> list[dict[str, Any]]:
         """The chunk with the finish reason, usage and speculation; and OpenAI's usage-only chunk when asked."""
@@ -388,7 +350,10 @@ def _with_reasoning(body: dict[str, Any], reasoning: str) -> dict[str, Any]:
     return {**body, "reasoning_content": reasoning} if reasoning else body
 
 
-def _call_body(call: ToolCall) -> dict[str, Any]:
+def _call_body(call: ToolCall, tooling: Tooling | None) -> dict[str, Any]:
+    """A call as the message's `tool_calls` hold it: a custom tool's with its input text, else a function's."""
+    if tooling is not None and call.name in tooling.freeform:
+        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call_input(call)}}
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 

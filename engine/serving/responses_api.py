@@ -34,7 +34,7 @@ from .pieces import AnswerPiece, ReasoningPiece, TextPiece
 from .reasoning_api import responses_thinks, with_thinking
 from .response_format import responses_schema
 from .response_store import RECENT
-from .responses_tools import call_item, history_custom_call
+from .responses_tools import call_item, history_custom
 from .speculation_report import speculation
 from .tool_calls import Reply, history_call
 
@@ -91,7 +91,7 @@ def _input(items: object) -> list[dict[str, Any]]:
         elif kind == "function_call":
             _add_call(messages, item, i)
         elif kind == "custom_tool_call":
-            _join_call(messages, history_custom_call(item, i))
+            _join_call(messages, history_custom(item, i))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": _text(output, i)})

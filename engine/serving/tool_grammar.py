@@ -1,5 +1,5 @@
 """Tool calls under grammar: tool_choice "required" or a named tool holds the answer to a call, and under "auto" a
-call to a custom tool holds its input to that tool's grammar.
+call the model opens holds to an offered tool (a custom tool's input to that tool's grammar).
 
 Asking for a call in the prompt is not enough: at temperature 0 a small model answers with text every time, and
 the request failed. So the answer is constrained, for draft and target alike, to a call as JSON the output
@@ -14,24 +14,26 @@ token limit cuts it. An answer the limit cuts anyway comes back as the text it i
 A named custom tool (Codex's apply_patch) whose Lark grammar compiles has its whole answer held to that grammar
 instead (`FreeformSplitter`). Under "required", a call to a custom tool with a
 grammar has its input string follow that grammar, JSON-escaped (`required_grammar`, with `json_string_grammar`).
-Under "auto", text and the choice of tool stay free, but once a call names a custom tool with a grammar, its input
-follows that grammar the same way (`auto_grammar`), by the same constraint, whether the call is in the template's
-markers or bare at the start of the answer (Qwen2.5-Coder-0.5B, asked for a patch, called apply_patch bare with a
-file's name as the patch).
+Under "auto", text and whether to call stay free, but once the model opens a call, in the template's markers or
+bare at the start of the answer, it names an offered tool and takes that tool's parameters, a custom tool's input
+following its grammar the same way (`auto_grammar`), by the same constraint. Qwen2.5-Coder-0.5B, given Codex CLI's
+tools, opened fenced calls to tools nobody offered (`append`, `g`), and asked for a patch called apply_patch bare
+with a file's name as the patch.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from ..params import GenerationParams
+from .custom_tools import FREEFORM_INPUT
 from .json_string_grammar import json_string_grammar
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
-from .responses_tools import FREEFORM_INPUT
 from .tool_calls import Tool, Tooling, function_name
 
 ANY_ARGUMENTS = {"type": "object"}
@@ -40,9 +42,8 @@ GRAMMARS_KEPT = 32  # custom tools' grammars kept rewritten: an agent offers the
 
 def constrained(tooling: Tooling, params: GenerationParams, tokenizer: Any) -> GenerationParams:
     """`params` with the answer held to a call when the choice requires one (a custom tool's input to its grammar);
-    for a named custom tool with a grammar, held to that grammar (the whole answer is its input); under "auto", its
-    calls to custom tools held to their grammars (unless the request asked for a format of its own). Else as they
-    are."""
+    for a named custom tool with a grammar, held to that grammar (the whole answer is its input); under "auto", the
+    calls it opens held to the offered tools (unless the request asked for a format of its own). Else as they are."""
     if not tooling.choice.requires_call:
         envelope = None if params.json_schema or params.grammar else auto_grammar(tooling, tokenizer)
         return params.replace(grammar=envelope) if envelope else params
@@ -64,38 +65,50 @@ def freeform_input(tooling: Tooling) -> str | None:
     return name if lark and not grammar_problem(lark) else None
 
 
-def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
-    """The grammar (llguidance's JSON of several) that leaves text and the choice of tool free and holds a call to
-    a custom tool, once its name is written, to `{"name": ..., "arguments": {"input": "<the input, escaped>"}}`:
-    between the call markers, or bare opening the answer, in a fence or not (`bare`), where the output splitter
-    reads it as a call too. A call to a custom tool in the other forms it reads (a list) is refused.
+# The pieces every call pattern under auto is built from, each written once: a call's opening (what text that is no
+# call may not start with) and the fence a bare call may open in.
+_OPENING = r'\s*\{\s*"name"'
+_FENCE = r"\s*```[a-z]*"
 
-    Only for tool_choice "auto", for a model that writes calls as that JSON between single-token markers (mlx-lm's
+
+def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
+    """The grammar (llguidance's JSON of several) that leaves text free, and whether to call a tool, but holds a call,
+    once the model opens one, to one of the offered tools: `{"name": <one of them>, "arguments": <its parameters>}`
+    (a custom tool's `{"input": "<the input, escaped>"}`, to its grammar). Between the call markers, or bare opening
+    the answer, in a fence or not (`bare`), where the output splitter reads it as a call too. Without it a small
+    model opens a call and names a tool nobody offered (Qwen2.5-Coder-0.5B, given Codex CLI's tools, called
+    `append`), which stays text. A list of calls opening the answer is refused (it would not be held).
+
+    Only for tool_choice "auto" and for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
-    call), and for custom tools whose grammar can be written escaped. Else None."""
+    call). Else None."""
+    from ..decoding.constraint import JSON_OPTIONS, grammar_problem
+
     markers = _call_markers(tokenizer) if tooling.choice.mode == "auto" else None
-    if markers is None:
+    tools = (tooling.template_tools() or []) if markers is not None else []
+    if markers is None or not tools:
         return None
     inputs = _escaped_inputs(tooling, set(tooling.freeform))
-    if not inputs:
-        return None
-    start, end = markers.start, markers.end
-    names = [json.dumps(json.dumps(name, ensure_ascii=False), ensure_ascii=False) for name in inputs]  # Lark literals
-    held = " | ".join(f"input_{i}" for i in range(len(inputs)))
-    # One call's pieces, each said once: CUSTOM is a call naming one of the custom tools (what OTHER and FIRST refuse,
-    # what each input's HEAD opens with), FENCE the fence a bare call may open in, TAIL the close a fence may follow.
+    custom = list(inputs)
     lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
-             f"bare: {' | '.join(f'bare_{i}' for i in range(len(inputs)))}",
-             f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}",
-             r"TEXT: /(.|\n)*/", f"call: {start} ({held} | OTHER) {end}", f"open_call: {start} OTHER",
-             r'NAMING: /\s*\{\s*"name"\s*:\s*/', f"CUSTOM: NAMING ({' | '.join(names)})",
-             rf'INPUT: /\s*,\s*"arguments"\s*:\s*\{{\s*"{FREEFORM_INPUT}"\s*:\s*"/', r"FENCE: /\s*```[a-z]*/",
-             r'TAIL: /"\s*\}\s*\}\s*/', r"BARE_TAIL: TAIL /(```\s*)?/",
-             r"OTHER: /(.|\n)*/ & ~(CUSTOM /(.|\n)*/)", r"FIRST: /(.|\n)*/ & ~(FENCE? /\s*\[?/ CUSTOM /(.|\n)*/)"]
-    for i, name in enumerate(names):
-        lines += [f"input_{i}: HEAD_{i} @input_{i} TAIL", f"HEAD_{i}: NAMING {name} INPUT",
-                  f"bare_{i}: BARE_{i} @input_{i} BARE_TAIL", f"BARE_{i}: FENCE? HEAD_{i}"]
-    return _with_inputs(lines, inputs)
+             f"bare: {' | '.join(f'bare_{i}' for i in range(len(tools)))}",
+             f"one: {' | '.join(f'call_{i}' for i in range(len(tools)))}",
+             f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}", r"TEXT: /(.|\n)*/",
+             f"call: {markers.start} (one | OTHER) {markers.end}", f"open_call: {markers.start} OTHER",
+             rf"OTHER: /(.|\n)*/ & ~/{_OPENING}(.|\n)*/", rf"FIRST: /(.|\n)*/ & ~/({_FENCE})?\s*\[?{_OPENING}(.|\n)*/"]
+    for i, tool in enumerate(tools):
+        name = function_name(tool)
+        head = _OPENING + r'\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False)) + r'\s*,\s*"arguments"\s*:\s*'
+        if name in inputs:
+            head, body, tail = head + rf'\{{\s*"{FREEFORM_INPUT}"\s*:\s*"', f"@input_{custom.index(name)}", r'"\s*\}\s*\}'
+        else:
+            body, tail = f"args_{i}", r"\s*\}"
+            lines.append(f"args_{i}: %json {json.dumps({**_arguments(tool), 'x-guidance': JSON_OPTIONS}, ensure_ascii=False)}")
+        lines += [f"call_{i}: HEAD_{i} {body} TAIL_{i}", f"HEAD_{i}: /{head}/", rf"TAIL_{i}: /{tail}\s*/",
+                  f"bare_{i}: BARE_{i} {body} BARE_TAIL_{i}", f"BARE_{i}: /({_FENCE})?{head}/",
+                  rf"BARE_TAIL_{i}: /{tail}\s*(```\s*)?/"]
+    grammar = _with_inputs(lines, inputs)
+    return None if grammar_problem(grammar) else grammar  # a tool llguidance cannot hold leaves the calls free, as before
 
 
 def required_grammar(tools: list[Tool], inputs: dict[str, str]) -> str | None:

@@ -406,6 +406,17 @@ def test_serve_spills_prompt_prefixes_to_the_app_data_folder_only_when_asked(tin
     assert disk.budget_bytes == 5 << 20 and disk.path == isolated_home / "app-data" / "cache" / "prompts"
 
 
+def test_serve_says_on_stderr_what_stopping_waits_for(tiny_dirs, monkeypatch, capsys) -> None:
+    """The engine's stop gets a log that reaches the terminal (the wait itself: test_generation_queue.py)."""
+    from engine.serving.generation_queue import EngineThread
+
+    stop = EngineThread.stop
+    monkeypatch.setattr("engine.serving.listener.RunningServer.run", lambda server: None)
+    monkeypatch.setattr(EngineThread, "stop", lambda engine, log=None: (log("Waiting for the files"), stop(engine)))
+    assert main(["serve", "--target", str(tiny_dirs[0]), "--port", "0"]) == 0
+    assert "Waiting for the files\n" in capsys.readouterr().err
+
+
 def test_generate_answers_about_an_image(vision_dir, vision_images) -> None:
     """`--image` shows the image to a vision target: the answer changes with the image, and greedy lookup speculation
     answers as standard decoding does."""

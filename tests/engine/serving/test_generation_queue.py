@@ -90,3 +90,38 @@ def test_stopping_the_engine_lets_the_pair_go_on_the_thread_that_owns_it() -> No
     assert closed == []
     engine.stop()
     assert closed == ["specchat-engine"]
+
+
+def test_stopping_waits_for_the_prompt_cache_files_and_says_so(tmp_path) -> None:
+    """The prefixes going to disk at shutdown are waited for however long they take (not a fixed grace), with a line
+    naming where they go: `close` here finishes only once that line was said, so a stop that returned earlier, or
+    said nothing, fails."""
+    import threading
+
+    from engine.serving.generation_queue import EngineThread
+
+    said, lines, closed = threading.Event(), [], []
+
+    def close() -> None:
+        if said.wait(timeout=60):  # a guard against hanging, not a timing: the line comes while the files are written
+            closed.append(True)
+
+    pair = SimpleNamespace(target=SimpleNamespace(display_name="tiny"), close=close,
+                           prompt_cache=SimpleNamespace(disk=SimpleNamespace(path=tmp_path)))
+    engine = EngineThread(lambda: pair, "tiny")
+    engine.start()
+    engine.stop(log=lambda line: (lines.append(line), said.set()))
+    assert closed == [True]
+    assert len(lines) == 1 and str(tmp_path) in lines[0] and "Ctrl-C" in lines[0]
+
+
+def test_stopping_without_a_disk_says_nothing() -> None:
+    from engine.serving.generation_queue import EngineThread
+
+    closed, lines = [], []
+    pair = SimpleNamespace(target=SimpleNamespace(display_name="tiny"), close=lambda: closed.append(True),
+                           prompt_cache=SimpleNamespace(disk=None))
+    engine = EngineThread(lambda: pair, "tiny")
+    engine.start()
+    engine.stop(log=lines.append)
+    assert closed == [True] and lines == []

@@ -222,17 +222,21 @@ def test_a_required_call_not_made_is_a_500_and_the_server_keeps_serving(scripted
 
 
 def test_the_real_tool_model_reads_the_tools_and_answers_as_generate_does(tool_engine, tool_dirs) -> None:
-    """End to end on the tiny tool model (random weights: it writes text, not calls): greedy, speculative."""
+    """End to end on the tiny tool model (random weights: it writes text, not calls): greedy, speculative, under the
+    grammar "auto" holds a call the model opens to (`tool_grammar.auto_grammar`)."""
     from engine.decoding.generation import generate
     from engine.decoding.pair import ModelPair
+    from engine.serving.tool_grammar import constrained
 
     with serving(tool_engine) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
         model = tool_engine.model_ids()[0]
         offered = client.chat.completions.create(model=model, messages=QUESTION, tools=[WEATHER_TOOL], max_tokens=20)
         plain = client.chat.completions.create(model=model, messages=QUESTION, max_tokens=20)
-    expected = generate(QUESTION, ModelPair.load(str(tool_dirs[0]), str(tool_dirs[1])), GREEDY.replace(max_tokens=20),
-                        tools=[WEATHER_TOOL])
+    pair = ModelPair.load(str(tool_dirs[0]), str(tool_dirs[1]))
+    params = constrained(Tooling([WEATHER_TOOL]), GREEDY.replace(max_tokens=20), pair.target.tokenizer)
+    expected = generate(QUESTION, pair, params, tools=[WEATHER_TOOL])
+    assert params.grammar
     assert offered.choices[0].message.content == expected.text
     assert offered.usage.prompt_tokens == expected.stats.prompt_tokens > plain.usage.prompt_tokens
     assert offered.model_extra["speculation"]["drafter"] == "model"

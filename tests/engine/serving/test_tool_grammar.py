@@ -137,25 +137,32 @@ def tool_pair(tool_dirs):
     return ModelPair(load_model(str(tool_dirs[0])), load_model(str(tool_dirs[1])))
 
 
-def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
-    """Text and the choice of tool stay free; once the call names the custom tool, its input is the grammar's, in
-    `<tool_call>` markers or bare at the start of the answer, fenced or not (a list of calls to it is refused)."""
+def _auto_takes(tool_pair, tooling: Tooling):
+    """Whether the grammar `tooling` gets under "auto" takes a whole answer."""
     from engine.decoding.constraint import Constraint
 
     tokenizer = tool_pair.target.tokenizer
-    constraint = Constraint.for_lark(constrained(AUTO, GREEDY, tokenizer).grammar, tokenizer, tool_pair.vocab_width)
+    constraint = Constraint.for_lark(constrained(tooling, GREEDY, tokenizer).grammar, tokenizer, tool_pair.vocab_width)
     eos = sorted(tokenizer.eos_token_ids)[0]
 
     def takes(text: str) -> bool:
         tokens = tokenizer.encode(text, add_special_tokens=False)
         kept, masks = constraint.masks_along(tokens)
         return kept == len(tokens) and bool(masks[-1, eos])
+    return takes
+
+
+def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> None:
+    """Text and the choice of tool stay free; once the call names the custom tool, its input is the grammar's, in
+    `<tool_call>` markers or bare at the start of the answer, fenced or not (a list of calls to it is refused)."""
+    tokenizer = tool_pair.target.tokenizer
+    takes = _auto_takes(tool_pair, AUTO)
 
     patch = "*** Begin Patch\n+hello\n+world\n*** End Patch"
     call = OPEN + json.dumps(patch)[1:-1] + '"}}\n</tool_call>'
     assert takes("Let me edit it.") and takes("Done. " + call + " Anything else?")
     assert takes("<tool_response>a model's own special tokens</tool_response> stay free, as a thinking model's <think>")
-    assert takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>')
+    assert takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lima"}}\n</tool_call>')
     assert not takes(OPEN + json.dumps("*** Begin Patch\nhello\n*** End Patch")[1:-1] + '"}}\n</tool_call>')
     assert not takes(OPEN + patch + '"}}\n</tool_call>')  # the input unescaped is no JSON string
     bare = OPEN.removeprefix("<tool_call>\n")  # Qwen2.5-Coder's calls often come bare, which the server reads as calls
@@ -167,21 +174,39 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
     assert made.name == "apply_patch" and json.loads(made.arguments) == {"input": patch}
 
 
-
-def test_the_auto_grammar_says_each_piece_of_a_call_once(tool_pair) -> None:
-    """A call naming a custom tool was written out three times (the text that is no such call, the answer's opening,
-    each input's head) and the fenced call's close twice: each piece is now one terminal the others name."""
-    two = Tooling(AUTO.tools + [function_tool("edit", None, PATCH_INPUT)], ToolChoice("auto"),
-                  freeform={"apply_patch": BOUNDED_PATCH, "edit": BOUNDED_PATCH})
-    main = json.loads(constrained(two, GREEDY, tool_pair.target.tokenizer).grammar)["grammars"][0]["lark_grammar"]
-    assert main.count('"name"') == 1 and main.count('"arguments"') == 1 and main.count("\\}\\s*\\}") == 1
-    assert main.count('"\\"apply_patch\\""') == 2 and main.count("```") == 2  # CUSTOM and its HEAD; FENCE and BARE_TAIL
-
-
-def test_auto_holds_nothing_without_a_grammar_or_for_a_model_without_json_calls(tool_pair, tiny_target) -> None:
+def test_under_auto_a_call_names_an_offered_tool_with_its_parameters(tool_pair) -> None:
+    """Whether to call stays free, but a call the model opens, in the markers or bare opening the answer, fenced or
+    not, names a tool the request offered and takes its parameters: Qwen2.5-Coder-0.5B, given Codex CLI's tools,
+    wrote a fenced call to `append`, which no one offered and which came back as text."""
     no_grammar = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None})
-    assert constrained(no_grammar, GREEDY, tool_pair.target.tokenizer) == GREEDY
+    takes = _auto_takes(tool_pair, no_grammar)
+    assert takes("Sure, here it is: {\"name\": \"append\"} is text after text.")
+    for call in ('{"name": "get_weather", "arguments": {"city": "Oslo"}}', '{"name": "apply_patch", "arguments": {"input": "any"}}'):
+        assert takes(f"<tool_call>\n{call}\n</tool_call>") and takes(call) and takes(f"```json\n{call}\n```")
+    for call in ('{"name": "append", "arguments": {"notes.txt": "bye"}}', '{"name": "get_weather", "arguments": {"city": "Rome"}}',
+                 '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}'):
+        assert not takes(f"<tool_call>\n{call}\n</tool_call>") and not takes(call) and not takes(f"```json\n{call}\n```")
+    splitter = no_grammar.splitter(tool_pair.target.tokenizer)
+    [made] = [p for p in splitter.feed('```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```') + splitter.finish()
+              if not hasattr(p, "text")]
+    assert made.name == "get_weather"
+
+
+def test_under_auto_codex_clis_own_tools_hold_its_calls(tool_pair) -> None:
+    """The tools `codex exec` 0.171.0 sent (eight functions with nested schemas) compile together, so a call the
+    model opens is held to them: what Qwen2.5-Coder-0.5B wrote as text becomes impossible, a shell call stays open."""
+    from engine.serving.responses_api import parse_request
+
+    body = json.loads((Path(__file__).parent / "fixtures" / "codex_responses.json").read_text())
+    takes = _auto_takes(tool_pair, parse_request(body, [body["model"]], GREEDY).tooling)
+    shell = '{"name": "exec_command", "arguments": {"cmd": "echo bye >> notes.txt"}}'
+    assert takes(f"```json\n{shell}\n```") and takes(f"<tool_call>\n{shell}\n</tool_call>") and takes("I will append it.")
+    assert not takes('```json\n{"name": "append", "arguments": {"notes.txt": "bye"}}\n```')
+
+
+def test_auto_holds_nothing_for_a_model_without_json_calls_or_without_tools(tool_pair, tiny_target) -> None:
     assert constrained(AUTO, GREEDY, tiny_target.tokenizer) == GREEDY
+    assert constrained(Tooling([], ToolChoice("auto")), GREEDY, tool_pair.target.tokenizer) == GREEDY
 
 
 @pytest.mark.parametrize("drafter", ["model", "lookup"])
