@@ -113,10 +113,9 @@ class CostCard(QWidget):
         self.mode = "speculative"
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(enableMenu=False)  # no context menu, none built (an eighth of a window's start)
         self.plot.setMinimumHeight(150)
         self.plot.setMaximumHeight(260)  # what the card says under it stays in view: a plot asks for all the height there is
-        self.plot.setMenuEnabled(False)
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()
         self.plot.setLabel("bottom", "K (draft length)")

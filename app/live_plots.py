@@ -85,8 +85,8 @@ class LivePlots(QWidget):
         self.reset()
 
     def _plot(self, value_axis: pg.AxisItem) -> pg.PlotWidget:
-        plot = pg.PlotWidget(axisItems={"left": value_axis, "bottom": SparseAxis("bottom", SECONDS_GAP_PX)})
-        plot.setMenuEnabled(False)
+        plot = pg.PlotWidget(axisItems={"left": value_axis, "bottom": SparseAxis("bottom", SECONDS_GAP_PX)},
+                             enableMenu=False)  # no context menu, none built (an eighth of a window's start)
         plot.setMouseEnabled(False, False)
         plot.hideButtons()
         plot.getViewBox().setDefaultPadding(0.08)

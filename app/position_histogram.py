@@ -44,10 +44,9 @@ class PositionHistogram(pg.PlotWidget):
     """The two bar series and the per-position rates, redrawn on request (the panel throttles it)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(parent, enableMenu=False)  # no context menu, none built (an eighth of a window's start)
         self.counts = PositionCounts()
         self.setMinimumHeight(160)
-        self.setMenuEnabled(False)
         self.setMouseEnabled(False, False)
         self.hideButtons()
         self.setLabel("bottom", "position in the draft")

@@ -116,14 +116,17 @@ def _quiet_offscreen_notices(mode, context, message: str) -> None:  # Qt message
 
 
 def _application():  # QApplication
-    """The app's QApplication, collecting garbage on its own thread as the app does."""
+    """The app's QApplication, collecting garbage on its own thread as the app does. One that runs already (the
+    test suite's, which runs the self-test in its own process too) keeps its own message handler and collection."""
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
     from .garbage_collection import GuiThreadCollection
 
+    if running := QApplication.instance():
+        return running
     qInstallMessageHandler(_quiet_offscreen_notices)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = QApplication(sys.argv[:1])
     GuiThreadCollection(app)
     return app
 

@@ -34,6 +34,7 @@ import struct
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -74,15 +75,18 @@ def model_identity(model: LoadedModel) -> str | None:
     return hashlib.sha256(json.dumps(made_by).encode()).hexdigest()
 
 
-def _versions() -> list[str]:
-    """The versions of the code that computes keys and values: MLX, mlx-lm, and mlx-vlm (a vision target's)."""
+@cache
+def _versions() -> tuple[str, ...]:
+    """The versions of the code that computes keys and values: MLX, mlx-lm, and mlx-vlm (a vision target's). Read once
+    a process: the code that runs cannot change under it, and each read parses three packages' metadata (1.5 ms),
+    at every model identity."""
     found = []
     for package in ("mlx", "mlx-lm", "mlx-vlm"):
         try:
             found.append(f"{package} {version(package)}")
         except PackageNotFoundError:
             found.append(f"{package} absent")
-    return found
+    return tuple(found)
 
 
 @dataclass

@@ -19,18 +19,6 @@ from engine.params import GenerationParams
 FIXED_GREEDY = dict(drafter="model", temperature=0.0, top_p=1.0, adaptive=False, num_draft=4, max_tokens=40)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def long_lived_heap_frozen() -> None:
-    """What outlives a module's tests (imported modules, the session's models and QApplication, pytest's own
-    objects) is collected once and frozen (gc.freeze), so the collection at each test's teardown scans only what the
-    module made since. Over the whole heap of a worker that has collected the suite that collection cost 0.27 s of
-    CPU at every app test's teardown (nearly all of it; test_settings_dialog.py went from 7.7 s to 0.3 s). Frozen
-    objects are never collected, so only what is alive as a module starts is frozen (the module's own fixtures
-    come after it and are collected as before); what of it turns to garbage later stays, collected on no thread."""
-    gc.collect()
-    gc.freeze()
-
-
 @pytest.fixture(autouse=True)
 def gui_thread_collection(qapp):
     """Garbage collected on the GUI thread only, as in the app (app/garbage_collection.py); what a test left is

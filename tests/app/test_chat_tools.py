@@ -1,11 +1,14 @@
 """MCP tools in the chat, end to end under pytest-qt: the tiny tool pair (Qwen2.5's template) offered the demo
 FastMCP server's tools, the answer with the call scripted (random weights never call a tool), the answer after
-the result generated for real, with speculation."""
+the result generated for real, with speculation.
+
+The windows reach one demo server for the module over streamable HTTP: a server over stdio per window cost a
+Python process importing the MCP SDK (1-2 CPU-seconds) in each test. The app's launching of stdio servers from
+its mcp.json is test_mcp_servers.py's, and the hub's on either transport tests/engine/mcp_tools/test_hub.py's."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from PySide6.QtWidgets import QLabel
@@ -14,15 +17,26 @@ from app.chat_tools import limit_line, unseen_tools_line
 from app.tool_call_card import ToolCallCard
 from engine.models.app_paths import data_dir
 from tests.app.scripted_calls import ADD_CALL, HANG_CALL, ScriptedCalls
-from tests.engine.mcp_tools.test_hub import DEMO
+from tests.engine.mcp_tools.test_hub import demo_over_http
+
+
+@pytest.fixture(scope="module")
+def demo_url():
+    with demo_over_http() as url:
+        yield url
+
+
+def offer_the_demo_server(url: str) -> None:
+    """The demo server in the app-data folder's mcp.json, which the next window connects to."""
+    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"url": url}}}))
 
 
 @pytest.fixture
-def tool_window(qtbot, make_window, tool_dirs, monkeypatch):
+def tool_window(qtbot, make_window, tool_dirs, monkeypatch, demo_url):
     """`tool_window(reply, always=False)`: a window on the tool pair with the demo server in its mcp.json, connected."""
 
     def make(reply: str, always: bool = False):
-        (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}))
+        offer_the_demo_server(demo_url)
         script = ScriptedCalls(reply, always)
         monkeypatch.setattr("engine.decoding.generation.generate_stream", script)
         window = make_window((str(tool_dirs[0]), str(tool_dirs[1])), max_tokens=80)  # the whole call
@@ -130,8 +144,8 @@ def test_a_model_that_keeps_calling_stops_at_the_round_limit_with_a_line(qtbot, 
     assert _cards(window)[-1].status.text() == limit_line() and len(script.requests) == 3
 
 
-def test_a_model_whose_template_shows_no_tools_is_offered_none(qtbot, make_window, tiny_dirs, monkeypatch):
-    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}))
+def test_a_model_whose_template_shows_no_tools_is_offered_none(qtbot, make_window, tiny_dirs, monkeypatch, demo_url):
+    offer_the_demo_server(demo_url)
     script = ScriptedCalls(ADD_CALL)
     monkeypatch.setattr("engine.decoding.generation.generate_stream", script)
     window = make_window(max_tokens=80)
@@ -146,10 +160,10 @@ def test_a_model_whose_template_shows_no_tools_is_offered_none(qtbot, make_windo
     assert "cannot show tools" in note.text() and "font-weight: bold" in note.styleSheet()
 
 
-def test_a_model_that_shows_tools_gets_no_note_and_tools_off_lifts_it(qtbot, make_window, tiny_dirs, tool_window):
+def test_a_model_that_shows_tools_gets_no_note_and_tools_off_lifts_it(qtbot, make_window, tiny_dirs, tool_window, demo_url):
     window, _script = tool_window(ADD_CALL)
     assert _tools_note(window).isHidden()
-    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [DEMO]}}}))
+    offer_the_demo_server(demo_url)
     plain = make_window()
     qtbot.waitUntil(lambda: plain.session.tools.servers.hub is not None, timeout=60_000)
     assert not _tools_note(plain).isHidden() and "font-weight" not in _tools_note(plain).styleSheet()

@@ -12,7 +12,7 @@ import pytest
 
 from engine.decoding import prompt_cache_writer
 from engine.decoding.pair import ModelPair
-from engine.decoding.prompt_cache_disk import STALE_SECONDS, DiskCache, model_identity
+from engine.decoding.prompt_cache_disk import STALE_SECONDS, DiskCache, _versions, model_identity
 from engine.params import GenerationParams
 from tests.engine.decoding.test_prompt_cache import DRAFTERS, GREEDY, TURN, A, B, C, _answer
 
@@ -293,10 +293,27 @@ def test_a_folder_that_cannot_be_written_keeps_nothing_and_answers_as_before(tin
     assert _answer(pair, A + TURN, STANDARD)[0] == expected and disk.writes == 0 and disk.entries() == []
 
 
+def test_the_code_versions_are_read_once_a_process(tiny_target, monkeypatch) -> None:
+    """Each read parses three packages' metadata: at every model identity, that was 2,229 reads in the fast suite."""
+    from importlib.metadata import version
+
+    reads: list[str] = []
+    monkeypatch.setattr("engine.decoding.prompt_cache_disk.version", lambda p: reads.append(p) or version(p))
+    _versions.cache_clear()
+    try:
+        assert model_identity(tiny_target) == model_identity(tiny_target) and reads == ["mlx", "mlx-lm", "mlx-vlm"]
+    finally:
+        _versions.cache_clear()
+
+
 @pytest.mark.parametrize("package", ["mlx", "mlx-lm", "mlx-vlm"])
 def test_an_upgrade_of_the_code_that_computes_keys_changes_the_identity(tiny_target, monkeypatch, package: str) -> None:
     from importlib.metadata import version
 
     before = model_identity(tiny_target)
     monkeypatch.setattr("engine.decoding.prompt_cache_disk.version", lambda p: "99.0" if p == package else version(p))
-    assert model_identity(tiny_target) != before
+    _versions.cache_clear()  # read once a process: the next process, after the upgrade, reads them again
+    try:
+        assert model_identity(tiny_target) != before
+    finally:
+        _versions.cache_clear()

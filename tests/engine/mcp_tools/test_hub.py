@@ -1,6 +1,8 @@
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -16,10 +18,11 @@ def _stdio() -> ServerConfig:
     return ServerConfig("demo", command=sys.executable, args=(DEMO,))
 
 
-@pytest.fixture
-def http_server():
-    """The demo server over streamable HTTP on a free port, waited for until uvicorn says it listens (its log, read
-    line by line: probing the port in a loop kept a core busy while the server started)."""
+@contextmanager
+def demo_over_http() -> Iterator[str]:
+    """The demo server over streamable HTTP on a free port, its URL once uvicorn says it listens (its log, read
+    line by line: probing the port in a loop kept a core busy while the server started). Killed at the end: a
+    call to `hang` leaves a thread in it that never returns."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -28,11 +31,17 @@ def http_server():
         for line in process.stderr:  # a server that dies ends the log, and the test fails on its first call
             if "Uvicorn running on" in line:
                 break
-        yield ServerConfig("web", url=f"http://127.0.0.1:{port}/mcp")
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
+        process.kill()
         process.wait()
         process.stderr.close()
+
+
+@pytest.fixture
+def http_server():
+    with demo_over_http() as url:
+        yield ServerConfig("web", url=url)
 
 
 @pytest.fixture
