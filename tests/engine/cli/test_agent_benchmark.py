@@ -19,6 +19,7 @@ from engine.decoding.pair import ModelPair
 from engine.models.app_paths import RESOURCES
 from engine.params import GenerationParams
 from engine.serving.reasoning_api import parse_openai
+from engine.serving.tool_grammar import constrained
 from tests.benchmarks.agent_replay import SESSIONS
 from tests.engine.cli.test_main import run
 from tests.engine.serving.scripted import WEATHER_TOOL
@@ -68,9 +69,11 @@ def test_a_turn_is_generated_with_the_tools_in_the_prompt_as_the_server_does(too
     body = {"messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": [WEATHER_TOOL]}
     turn = AgentTurn(parse_openai(body, "chat", ["m"], GREEDY), "turn 1")
     pair = ModelPair(tool_target, None)
-    measured, _ = measure_turn(pair, turn, GREEDY.replace(mode="standard"))
-    with_tools = generate(body["messages"], pair, GREEDY.replace(mode="standard"), tools=[WEATHER_TOOL])
-    without = generate(body["messages"], pair, GREEDY.replace(mode="standard"))
+    standard = GREEDY.replace(mode="standard")
+    measured, _ = measure_turn(pair, turn, standard)
+    as_served = constrained(turn.request.tooling, standard, pair.tokenizer)  # under auto, a call is held to the tools
+    with_tools = generate(body["messages"], pair, as_served, tools=[WEATHER_TOOL])
+    without = generate(body["messages"], pair, standard)
     assert with_tools.tokens != without.tokens  # the tools change the prompt, so the answer tells them apart
     assert measured.token_ids == with_tools.tokens
 
