@@ -32,6 +32,7 @@ from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, typed
 from .image_parts import is_image_part, with_image_parts
+from .keepalive import CommentsSuffice
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
@@ -277,7 +278,7 @@ def usage(result: GenerationResult) -> dict[str, Any]:
             "prompt_tokens_details": {"cached_tokens": s.cached_prompt_tokens}}
 
 
-class ResponseShape:
+class ResponseShape(CommentsSuffice):
     """The response and chunk bodies of one request (one id and creation time for all its chunks).
 
     Also the server's renderer for chat completions and completions: `whole`, or `opening`, `piece` per

@@ -1,7 +1,10 @@
-"""A stream tells how far the prompt's reading has come while it reads (issue 35: agents drop a silent connection)."""
+"""A stream says how far the prompt's reading has come while it reads, and stays alive for clients that watch bytes or events
+(issue 35: agents drop a silent connection)."""
 
+import json
 import re
 
+import anthropic
 import httpx
 import pytest
 
@@ -40,3 +43,47 @@ def test_a_stream_reports_the_prompts_reading_as_comments_up_to_its_last_token(c
     assert response.status_code == 200 and len(progress) > 2
     processed, total = progress[-1]
     assert counts == sorted(counts) and total - processed <= 1  # the first round reads the prompt's last token
+
+
+@pytest.fixture(scope="module")
+def eventful_server(tiny_engine):
+    """`chunked_server`, sending its progress event whenever it sends anything (the 2 minutes made 0)."""
+    defaults = GenerationParams.preset("greedy", drafter="lookup", prefill_step_size=4)
+    server = RunningServer(create_app(tiny_engine, defaults, progress_s=0.0), bind("127.0.0.1", 0))
+    server.start()
+    yield server
+    server.stop()
+
+
+def _events(lines: list[str]) -> list[dict]:
+    return [json.loads(line.removeprefix("data: ")) for line in lines if line.startswith("data: ")]
+
+
+def test_an_anthropic_stream_sends_message_deltas_without_a_stop_reason_while_the_prompt_is_read(eventful_server) -> None:
+    """Claude Code's watchdog counts events, neither comments nor pings: 5 minutes of prompt reading without one
+    and it gives up. A message_delta with no stop reason yet, carrying message_start's usage, is an event."""
+    body = {"messages": question("the bay"), "max_tokens": 3, "stream": True}
+    with httpx.stream("POST", f"http://127.0.0.1:{eventful_server.port}/v1/messages", json=body, timeout=60) as response:
+        events = _events([line for line in response.iter_lines() if line])
+    kinds = [event["type"] for event in events]
+    first_block = kinds.index("content_block_start")
+    early = [event for event in events[1:first_block] if event["type"] == "message_delta"]
+    assert kinds[0] == "message_start" and len(early) > 2 and set(kinds[1:first_block]) == {"message_delta"}
+    assert all(e["delta"] == {"stop_reason": None, "stop_sequence": None} for e in early)
+    assert all(e["usage"] == events[0]["message"]["usage"] for e in early)
+    assert kinds[-2:] == ["message_delta", "message_stop"] and events[-2]["delta"]["stop_reason"] == "max_tokens"
+
+
+def test_the_anthropic_sdk_accumulates_the_same_message_through_the_progress_events(eventful_server) -> None:
+    base_url = f"http://127.0.0.1:{eventful_server.port}"
+    client = anthropic.Anthropic(base_url=base_url, api_key="unused", max_retries=0)
+    request = {"model": "tiny-target", "messages": question("the harbour"), "max_tokens": 6}
+    with client.messages.stream(**request) as stream:
+        seen = [event.type for event in stream]
+        streamed = stream.get_final_message()
+    whole = client.messages.create(**request)
+    assert seen.index("message_delta") < seen.index("content_block_start")  # it went through the progress events
+    assert [(b.type, b.text) for b in streamed.content] == [(b.type, b.text) for b in whole.content]
+    assert streamed.stop_reason == whole.stop_reason == "max_tokens"
+    assert streamed.usage.output_tokens == 6
+    assert streamed.usage.input_tokens + streamed.usage.cache_read_input_tokens == whole.usage.input_tokens + whole.usage.cache_read_input_tokens
