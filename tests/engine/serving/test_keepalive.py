@@ -87,3 +87,16 @@ def test_the_anthropic_sdk_accumulates_the_same_message_through_the_progress_eve
     assert streamed.stop_reason == whole.stop_reason == "max_tokens"
     assert streamed.usage.output_tokens == 6
     assert streamed.usage.input_tokens + streamed.usage.cache_read_input_tokens == whole.usage.input_tokens + whole.usage.cache_read_input_tokens
+
+
+def test_a_stream_dropped_while_its_prompt_is_read_leaves_what_was_read_to_the_retry(chunked_server) -> None:
+    """Claude Code gives up on a stream after 5 minutes without an event and sends the request again, not streamed,
+    its title request perhaps between: the retry starts from the chunks the dropped stream read."""
+    base = f"http://127.0.0.1:{chunked_server.port}"
+    body = {"messages": question("the ocean " + "and its currents " * 60), "max_tokens": 3, "stream": True}
+    with httpx.stream("POST", f"{base}/v1/messages", json=body, timeout=60) as response:
+        read = next(int(m[1]) for line in response.iter_lines() if (m := PROGRESS.fullmatch(line)) and int(m[1]) >= 40)
+    client = anthropic.Anthropic(base_url=base, api_key="unused", max_retries=0)
+    client.messages.create(model="tiny-target", messages=question("a pond"), max_tokens=2)  # the title request
+    retry = client.messages.create(model="tiny-target", messages=body["messages"], max_tokens=3)
+    assert retry.usage.cache_read_input_tokens >= read
