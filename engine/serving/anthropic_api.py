@@ -264,8 +264,8 @@ class Render:
 
     def progress(self) -> list[bytes]:
         """A `message_delta` with no stop reason yet and the usage so far (a delta's counts are cumulative; the SDKs
-        overwrite theirs with them): the one event Anthropic's stream allows before the answer's first block that
-        adds nothing to the answer. Claude Code's watchdog counts it, as it counts neither `ping` nor comments.
+        overwrite theirs with them): besides `ping`, the one event Anthropic's stream allows before the answer's first
+        block that adds nothing to it, and Claude Code's watchdog counts it, as it counts neither `ping` nor comments.
         Claude Code adds each message_delta's usage to its session's tally, so every one sent counts the prompt
         again there (`PROGRESS_EVENT_S` apart, a handful while a long prompt is read); the message is unchanged."""
         return [_sse({"type": "message_delta", "delta": {"stop_reason": None, "stop_sequence": None},
