@@ -258,8 +258,8 @@ class Render:
                     speculation=speculation(result, self.request.params.drafter))
         return body
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
-        self._usage_so_far = _usage(prompt_tokens, 0)
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
+        self._usage_so_far = _usage(prompt_tokens, 0, cached)
         return [_sse({"type": "message_start", "message": self._message([], self._usage_so_far)})]
 
     def progress(self) -> list[bytes]:

@@ -353,7 +353,7 @@ class ResponseShape(CommentsSuffice):
             chunks.append(usage_only)
         return chunks
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
         return [sse(self.chunk(first=True))] if self.request.chat else []
 
     def piece(self, piece: AnswerPiece) -> list[bytes]:

@@ -214,7 +214,7 @@ class Render(CommentsSuffice):
         self._sequence += 1
         return f"event: {kind}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
         started = self._response("in_progress", [])
         return [self._event("response.created", response=started), self._event("response.in_progress", response=started)]
 

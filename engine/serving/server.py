@@ -86,7 +86,7 @@ class Render(Protocol):
 
     def whole(self, reply: Reply) -> dict[str, Any]: ...
 
-    def opening(self, prompt_tokens: int) -> list[bytes]: ...
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]: ...  # cached: what the prompt cache held
 
     def progress(self) -> list[bytes]: ...  # an event that changes nothing in the answer, for watchdogs (keepalive.py)
 
@@ -318,7 +318,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
             else:
                 yield KEEPALIVE
             event = await waited(events, state.keepalive_s)
-        for frame in render.opening(event.total if isinstance(event, PrefillEvent) else 0):
+        for frame in render.opening(*((event.total, event.processed) if isinstance(event, PrefillEvent) else (0, 0))):
             yield frame
         spoke = time.monotonic()  # when the client last got an event (comments do not count for Claude Code)
         while not isinstance(event, GenerationResult):

@@ -95,8 +95,25 @@ def test_a_stream_dropped_while_its_prompt_is_read_leaves_what_was_read_to_the_r
     base = f"http://127.0.0.1:{chunked_server.port}"
     body = {"messages": question("the ocean " + "and its currents " * 60), "max_tokens": 3, "stream": True}
     with httpx.stream("POST", f"{base}/v1/messages", json=body, timeout=60) as response:
-        read = next(int(m[1]) for line in response.iter_lines() if (m := PROGRESS.fullmatch(line)) and int(m[1]) >= 40)
+        # enough that the prompt cache shelves it when the title request comes (SHELVE_AFTER beyond what they share)
+        read = next(int(m[1]) for line in response.iter_lines() if (m := PROGRESS.fullmatch(line)) and int(m[1]) >= 100)
     client = anthropic.Anthropic(base_url=base, api_key="unused", max_retries=0)
     client.messages.create(model="tiny-target", messages=question("a pond"), max_tokens=2)  # the title request
     retry = client.messages.create(model="tiny-target", messages=body["messages"], max_tokens=3)
     assert retry.usage.cache_read_input_tokens >= read
+
+
+def test_an_anthropic_streams_message_start_counts_the_tokens_the_prompt_cache_held(chunked_server) -> None:
+    """Agents (and a person watching a retry) learn from message_start that the prompt is not read from scratch."""
+    first = question("the fjord")
+    follow_up = [*first, {"role": "assistant", "content": "Cold and deep."}, {"role": "user", "content": "And its birds?"}]
+    starts, lasts = [], []
+    for messages in (first, follow_up):
+        body = {"messages": messages, "max_tokens": 2, "stream": True}
+        with httpx.stream("POST", f"http://127.0.0.1:{chunked_server.port}/v1/messages", json=body, timeout=60) as response:
+            events = _events([line for line in response.iter_lines() if line])
+        starts.append(events[0]["message"]["usage"])
+        lasts.append(events[-2]["usage"])
+    assert starts[0]["cache_read_input_tokens"] == lasts[0]["cache_read_input_tokens"]
+    assert starts[1]["cache_read_input_tokens"] == lasts[1]["cache_read_input_tokens"] > 0
+    assert starts[1]["input_tokens"] == lasts[1]["input_tokens"]
