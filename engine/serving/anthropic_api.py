@@ -6,7 +6,8 @@ read; the answer comes back as content blocks (`thinking` when the model reasone
 `stop_reason` (end_turn, max_tokens, stop_sequence, tool_use) and `usage`, or streamed as Anthropic streams it:
 message_start, per block content_block_start / content_block_delta (thinking_delta, text_delta or
 input_json_delta; a thinking block's signature_delta last) / content_block_stop, then message_delta and
-message_stop. The `speculation` object rides along on the message and the message_delta.
+message_stop; while a long prompt is read, a message_delta without a stop reason now and then (`progress`). The
+`speculation` object rides along on the message and the message_delta.
 
 A thinking block's signature is opaque to clients, who send it back unchanged; ours is a digest of the thinking
 and nothing checks it (there is no hidden reasoning to protect). `thinking: {"type": "disabled"}` switches a
@@ -242,6 +243,7 @@ class Render:
         self._blocks = 0
         self._open: tuple[str, int] | None = None  # the streamed block still open: its type and index
         self._thinking = ""
+        self._usage_so_far = _usage(0, 0)  # what message_start said, until the closing message_delta
 
     def _message(self, content: list[dict[str, Any]], usage: dict[str, int]) -> dict[str, Any]:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": content,
@@ -256,8 +258,18 @@ class Render:
                     speculation=speculation(result, self.request.params.drafter))
         return body
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
-        return [_sse({"type": "message_start", "message": self._message([], _usage(prompt_tokens, 0))})]
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
+        self._usage_so_far = _usage(prompt_tokens, 0, cached)
+        return [_sse({"type": "message_start", "message": self._message([], self._usage_so_far)})]
+
+    def progress(self) -> list[bytes]:
+        """A `message_delta` with no stop reason yet and the usage so far (a delta's counts are cumulative; the SDKs
+        overwrite theirs with them): besides `ping`, the one event Anthropic's stream allows before the answer's first
+        block that adds nothing to it, and Claude Code's watchdog counts it, as it counts neither `ping` nor comments.
+        Claude Code adds each message_delta's usage to its session's tally, so every one sent counts the prompt
+        again there (`PROGRESS_EVENT_S` apart, a handful while a long prompt is read); the message is unchanged."""
+        return [_sse({"type": "message_delta", "delta": {"stop_reason": None, "stop_sequence": None},
+                      "usage": self._usage_so_far})]
 
     def piece(self, piece: AnswerPiece) -> list[bytes]:
         if isinstance(piece, ReasoningPiece):

@@ -35,6 +35,7 @@ from . import token_logprobs
 from .api_error import ApiError, typed
 from .chat_messages import chat_messages
 from .custom_tools import call_input, custom_tool, grammars
+from .keepalive import CommentsSuffice
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
@@ -235,7 +236,7 @@ def usage(result: GenerationResult) -> dict[str, Any]:
             "prompt_tokens_details": {"cached_tokens": s.cached_prompt_tokens}}
 
 
-class ResponseShape:
+class ResponseShape(CommentsSuffice):
     """The response and chunk bodies of one request (one id and creation time for all its chunks).
 
     Also the server's renderer for chat completions and completions: `whole`, or `opening`, `piece` per
@@ -314,7 +315,7 @@ class ResponseShape:
             chunks.append(usage_only)
         return chunks
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
         return [sse(self.chunk(first=True))] if self.request.chat else []
 
     def piece(self, piece: AnswerPiece) -> list[bytes]:

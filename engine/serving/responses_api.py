@@ -29,6 +29,7 @@ from typing import Any
 from ..params import GenerationParams
 from . import responses_tools
 from .image_parts import is_image_part, with_image_parts
+from .keepalive import CommentsSuffice
 from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece
 from .reasoning_api import responses_thinks, with_thinking
@@ -167,7 +168,7 @@ def _usage(reply: Reply) -> dict[str, Any]:
             "total_tokens": s.prompt_tokens + s.generated_tokens}
 
 
-class Render:
+class Render(CommentsSuffice):
     """A Responses response, whole or as the Responses stream of events (one id for all of them)."""
 
     def __init__(self, request: ApiRequest) -> None:
@@ -213,7 +214,7 @@ class Render:
         self._sequence += 1
         return f"event: {kind}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
 
-    def opening(self, prompt_tokens: int) -> list[bytes]:
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]:
         started = self._response("in_progress", [])
         return [self._event("response.created", response=started), self._event("response.in_progress", response=started)]
 

@@ -34,7 +34,7 @@ from ..events import GenerationResult, PrefillEvent
 from ..params import GenerationParams
 from . import anthropic_api, responses_api
 from .generation_queue import Admission, CancelledBeforeStart, GenerationJob, JobRunner, NoModelLoaded, Notice, PromptCount, QueueFull
-from .keepalive import KEEPALIVE, KEEPALIVE_S, PENDING, prefill_comment, waited
+from .keepalive import KEEPALIVE, KEEPALIVE_S, PENDING, PROGRESS_EVENT_S, prefill_comment, waited
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
 from .reasoning_api import parse_openai
@@ -67,8 +67,9 @@ class ServerState:
     """What the routes share: the runner, the defaults, the key, the queue bound and the log."""
 
     def __init__(self, runner: JobRunner, defaults: Defaults, api_key: str | None, max_waiting: int,
-                 log: Callable[[RequestRecord], None] | None, keepalive_s: float = KEEPALIVE_S) -> None:
-        self.runner, self._defaults, self.api_key, self.keepalive_s = runner, defaults, api_key, keepalive_s
+                 log: Callable[[RequestRecord], None] | None, keepalive_s: float = KEEPALIVE_S,
+                 progress_s: float = PROGRESS_EVENT_S) -> None:
+        self.runner, self._defaults, self.api_key, self.keepalive_s, self.progress_s = runner, defaults, api_key, keepalive_s, progress_s
         self.admission = Admission(max_waiting)
         self.log = log or (lambda record: None)
         self.served = 0
@@ -85,7 +86,9 @@ class Render(Protocol):
 
     def whole(self, reply: Reply) -> dict[str, Any]: ...
 
-    def opening(self, prompt_tokens: int) -> list[bytes]: ...
+    def opening(self, prompt_tokens: int, cached: int) -> list[bytes]: ...  # cached: what the prompt cache held
+
+    def progress(self) -> list[bytes]: ...  # an event that changes nothing in the answer, for watchdogs (keepalive.py)
 
     def piece(self, piece: AnswerPiece) -> list[bytes]: ...
 
@@ -114,9 +117,10 @@ ROUTES = {"/v1/chat/completions": OPENAI_CHAT, "/v1/completions": OPENAI_COMPLET
 
 def create_app(runner: JobRunner, defaults: Defaults | None = None, *, api_key: str | None = None,
                max_waiting: int = 8, log: Callable[[RequestRecord], None] | None = None,
-               keepalive_s: float = KEEPALIVE_S) -> Starlette:
-    """The ASGI app serving `runner`'s pair (`keepalive_s`: the longest silence on a stream)."""
-    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log, keepalive_s)
+               keepalive_s: float = KEEPALIVE_S, progress_s: float = PROGRESS_EVENT_S) -> Starlette:
+    """The ASGI app serving `runner`'s pair (`keepalive_s`: the longest silence on a stream; `progress_s`: the longest
+    a begun stream goes without an event, `keepalive.py`)."""
+    state = ServerState(runner, defaults or GenerationParams(), api_key, max_waiting, log, keepalive_s, progress_s)
 
     def generation(dialect: Dialect) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -314,13 +318,18 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
             else:
                 yield KEEPALIVE
             event = await waited(events, state.keepalive_s)
-        for frame in render.opening(event.total if isinstance(event, PrefillEvent) else 0):
+        for frame in render.opening(*((event.total, event.processed) if isinstance(event, PrefillEvent) else (0, 0))):
             yield frame
+        spoke = time.monotonic()  # when the client last got an event (comments do not count for Claude Code)
         while not isinstance(event, GenerationResult):
             if event is PENDING:  # a long prefill, or a slow round
                 yield KEEPALIVE
             if isinstance(event, PrefillEvent):
                 yield prefill_comment(event)
+            if time.monotonic() - spoke >= state.progress_s:
+                for frame in render.progress():
+                    yield frame
+                spoke = time.monotonic()
             if isinstance(event, BaseException):
                 finished = True
                 for frame in render.failure(_failure_error(event)):
@@ -330,6 +339,7 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
                 reply.add(event)
                 for frame in render.piece(event):
                     yield frame
+                spoke = time.monotonic()
             event = await waited(events, state.keepalive_s)
         finished = True
         reply.result = event

@@ -6,11 +6,12 @@ import random
 
 import pytest
 
-from engine.decoding.generation import generate
+from engine.decoding.generation import generate, generate_stream
 from engine.decoding.image_prefill import image_prompt, with_images
 from engine.decoding.pair import ModelPair
 from engine.decoding.prompt_cache import SHELVE_AFTER
 from engine.decoding.prompt_cache_disk import DiskCache
+from engine.events import GenerationResult, PrefillEvent
 from engine.params import GenerationParams
 
 GREEDY = GenerationParams(temperature=0.0, top_p=1.0, max_tokens=24, adaptive=False, num_draft=3)
@@ -129,3 +130,34 @@ def test_a_question_about_an_image_shelved_earlier_reuses_it_and_another_image_o
     assert again.stats.cached_prompt_tokens > image.last and pair.prompt_cache.hits == 1  # the first image's prefix
     assert len(towers) == 2  # the vision tower saw the first image once
     assert again.tokens == expected.tokens
+
+
+def _cancelled_after(pair: ModelPair, prompt: list[int], params: GenerationParams, chunks: int) -> int:
+    """Read `prompt` until `chunks` prefill chunks are in, then cancel (a client gone mid-prefill); the tokens read."""
+    read = [0]
+
+    def cancel() -> bool:
+        return read[0] >= chunks
+
+    for event in generate_stream(pair, prompt, params, cancel=cancel):
+        if isinstance(event, PrefillEvent) and event.model == "target" and event.processed > 0:
+            read[0] += 1
+            processed = event.processed
+        if isinstance(event, GenerationResult):
+            assert event.finish_reason == "cancelled" and event.tokens == []
+    return processed
+
+
+@pytest.mark.parametrize("between", [None, B], ids=["retried at once", "retried after another prompt"])
+def test_a_prompt_cancelled_mid_prefill_is_taken_up_where_it_stopped_on_the_retry(tiny_target, between) -> None:
+    """A client that gives up while a long prompt is read (Claude Code's stream watchdog, after 5 minutes) sends it
+    again, perhaps after another request (its title request): the retry reads only what the first did not."""
+    params = GREEDY.replace(mode="standard", prefill_step_size=32)
+    expected, _ = _answer(ModelPair(tiny_target), A + TURN, params)
+    pair = ModelPair(tiny_target)
+    read = _cancelled_after(pair, A + TURN, params, chunks=4)
+    assert read == 4 * 32
+    if between is not None:
+        _answer(pair, between, params)
+    tokens, cached = _answer(pair, A + TURN, params)
+    assert cached == read and tokens == expected

@@ -282,15 +282,20 @@ def test_a_required_tool_use_not_made_is_an_error_in_anthropics_shape(tool_targe
 READ_CALL = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "/home/user/project/notes.txt"}}\n</tool_call>'
 
 
-def test_claude_codes_recorded_request_replayed_streams_a_tool_use_and_counts_its_tokens(tool_target) -> None:
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "not streamed, as Claude Code retries after its watchdog"])
+def test_claude_codes_recorded_request_replayed_gives_a_tool_use_and_counts_its_tokens(tool_target, streamed) -> None:
     body = json.loads((FIXTURES / "claude_code_messages.json").read_text())
     runner = ScriptedRunner(tool_target.tokenizer, [READ_CALL], model=body["model"])
     with serving(runner) as url:
         client = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
         fields = {k: v for k, v in body.items() if k in ("model", "system", "messages", "tools", "metadata", "max_tokens")}
         extra = {k: body[k] for k in ("thinking", "context_management", "output_config")}
-        with client.messages.stream(**fields, extra_body=extra) as stream:
-            message = stream.get_final_message()
+        if streamed:
+            with client.messages.stream(**fields, extra_body=extra) as stream:
+                message = stream.get_final_message()
+        else:
+            # with a timeout of its own, as Claude Code sets one: the SDK refuses 32k max_tokens unstreamed without
+            message = client.messages.create(**fields, extra_body=extra, timeout=600)
         count = client.messages.count_tokens(**{k: v for k, v in fields.items() if k not in ("metadata", "max_tokens")})
     assert message.stop_reason == "tool_use" and message.content[-1].type == "tool_use"
     assert (message.content[-1].name, message.content[-1].input) == ("Read", {"file_path": "/home/user/project/notes.txt"})
