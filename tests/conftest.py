@@ -20,9 +20,11 @@ os.environ["SPECCHAT_HOME"] = tempfile.mkdtemp(prefix="specchat-tests-home-")
 import contextlib
 import fcntl
 import gc
+import importlib
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +59,30 @@ def long_lived_heap_frozen() -> None:
     it turns to garbage later stays."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_tls_context_for_every_client() -> Iterator[None]:
+    """The tests make about 160 openai, anthropic and httpx clients, each talking plain HTTP to 127.0.0.1, yet each
+    client's transport builds a TLS context from certifi's bundle (40 ms of CPU each, 6 CPU-seconds of the fast
+    suite). The default context is built once and shared (a context may serve many connections); any other is built
+    as asked. The openai and anthropic SDKs ship their own fork of httpx (`httpx2`), patched alike."""
+    with pytest.MonkeyPatch.context() as patch:
+        for package in ("httpx", "httpx2"):
+            transports = importlib.import_module(f"{package}._transports.default")
+            patch.setattr(transports, "create_ssl_context", _built_once(transports.create_ssl_context))
+        yield
+
+
+def _built_once(build: Callable[..., Any]) -> Callable[..., Any]:
+    shared = build()
+
+    def built_once(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is True and cert is None and trust_env:
+            return shared
+        return build(verify=verify, cert=cert, trust_env=trust_env)
+
+    return built_once
 
 
 @pytest.fixture(autouse=True)
