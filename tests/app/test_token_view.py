@@ -96,16 +96,30 @@ def numbers(tooltip: str) -> tuple[float, float, float]:
 
 
 def test_the_tooltips_numbers_are_the_exported_traces(make_window, qtbot, tmp_path: Path) -> None:
-    """Sampled (not greedy), so p(d) and q(d) are real probabilities, not 0s and 1s."""
+    """Sampled (not greedy), so p(d) and q(d) are real probabilities, not 0s and 1s. An unseeded answer may, rarely,
+    have no corrected token (it failed once in a CI run), so answers are asked for until both kinds were checked,
+    three at most: the chance that three 60-token answers all lack one is negligible."""
     window = make_window(max_tokens=60, temperature=0.9)
     window.toolbar.markdown_action.setChecked(False)
-    send_and_wait(qtbot, window, "Tell me about the sea")
-    message = window.chat.messages[-1]
-    assert message.trace_button.isVisibleTo(message)
-    window.export_trace(message.message_id, str(tmp_path / "trace.jsonl"))
-    records = {r["round"]: r for r in map(json.loads, (tmp_path / "trace.jsonl").read_text().splitlines())}
-    view = message.body
     checked = {"accepted": 0, "corrected": 0}
+    probabilities: list[float] = []
+    for attempt in range(3):
+        send_and_wait(qtbot, window, "Tell me about the sea")
+        message = window.chat.messages[-1]
+        assert message.trace_button.isVisibleTo(message)
+        trace = tmp_path / f"trace{attempt}.jsonl"
+        window.export_trace(message.message_id, str(trace))
+        records = {r["round"]: r for r in map(json.loads, trace.read_text().splitlines())}
+        _check_tooltips(message.body, records, checked)
+        probabilities += [p for r in records.values() for p in r["p"]]
+        if checked["accepted"] and checked["corrected"]:
+            break
+    assert checked["accepted"] and checked["corrected"]
+    assert any(0.0 < p < 1.0 for p in probabilities)
+
+
+def _check_tooltips(view, records: dict, checked: dict[str, int]) -> None:
+    """Each token's tooltip against its round's exported record; counts the accepted and corrected tokens checked."""
     for fragment in view.token_fragments():
         fmt = fragment.charFormat()
         origin, round_index, index = fmt.property(ORIGIN_PROPERTY), fmt.property(ROUND_PROPERTY), fmt.property(INDEX_PROPERTY)
@@ -118,8 +132,6 @@ def test_the_tooltips_numbers_are_the_exported_traces(make_window, qtbot, tmp_pa
             checked[origin] += 1
         if origin == "corrected":
             assert f"replaces the draft's {record['draft_text'][record['accepted']]!r}" in tooltip
-    assert checked["accepted"] and checked["corrected"]
-    assert any(0.0 < p < 1.0 for r in records.values() for p in r["p"])
 
 
 def test_a_trace_that_cannot_be_written_is_an_error_in_the_window(make_window, qtbot, tmp_path: Path) -> None:
