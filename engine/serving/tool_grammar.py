@@ -82,7 +82,7 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     Only for tool_choice "auto" and for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
     call). Else None."""
-    from ..decoding.constraint import JSON_OPTIONS, grammar_problem
+    from ..decoding.constraint import grammar_problem
 
     markers = _call_markers(tokenizer) if tooling.choice.mode == "auto" else None
     tools = (tooling.template_tools() or []) if markers is not None else []
@@ -103,7 +103,7 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
             head, body, tail = head + rf'\{{\s*"{FREEFORM_INPUT}"\s*:\s*"', f"@input_{custom.index(name)}", r'"\s*\}\s*\}'
         else:
             body, tail = f"args_{i}", r"\s*\}"
-            lines.append(f"args_{i}: %json {json.dumps({**_arguments(tool), 'x-guidance': JSON_OPTIONS}, ensure_ascii=False)}")
+            lines.append(_arguments_rule(i, tool))
         lines += [f"call_{i}: HEAD_{i} {body} TAIL_{i}", f"HEAD_{i}: /{head}/", rf"TAIL_{i}: /{tail}\s*/",
                   f"bare_{i}: BARE_{i} {body} BARE_TAIL_{i}", f"BARE_{i}: /({_FENCE})?{head}/",
                   rf"BARE_TAIL_{i}: /{tail}\s*(```\s*)?/"]
@@ -118,8 +118,6 @@ def required_grammar(tools: list[Tool], inputs: dict[str, str]) -> str | None:
     Without it a model told to call apply_patch may write any string as the patch (SmolLM2, given a Hermes
     template, wrote a file's name). Every call opens with a literal of its own up to its arguments: llguidance's
     lexer does not go back, so one whole JSON call beside a literal opening the same way would never be lexed."""
-    from ..decoding.constraint import JSON_OPTIONS
-
     if not inputs:
         return None
     lines, custom = ["%llguidance {}", f"start: {' | '.join(f'call_{i}' for i in range(len(tools)))}"], list(inputs)
@@ -130,10 +128,17 @@ def required_grammar(tools: list[Tool], inputs: dict[str, str]) -> str | None:
             opening += f'{{"{FREEFORM_INPUT}": "'
             lines.append(f'call_{i}: HEAD_{i} @input_{custom.index(name)} "\\"}}}}"')
         else:
-            lines += [f'call_{i}: HEAD_{i} args_{i} "}}"',
-                      f"args_{i}: %json {json.dumps({**_arguments(tool), 'x-guidance': JSON_OPTIONS}, ensure_ascii=False)}"]
+            lines += [f'call_{i}: HEAD_{i} args_{i} "}}"', _arguments_rule(i, tool)]
         lines.append(f"HEAD_{i}: {json.dumps(opening, ensure_ascii=False)}")
     return _with_inputs(lines, inputs)
+
+
+def _arguments_rule(index: int, tool: Tool) -> str:
+    """The rule `args_<index>`: a call's arguments as JSON its tool's parameters allow (llguidance's `%json`, with
+    `JSON_OPTIONS`' separators), one rule for the calls under "auto" and under "required"."""
+    from ..decoding.constraint import JSON_OPTIONS
+
+    return f"args_{index}: %json {json.dumps({**_arguments(tool), 'x-guidance': JSON_OPTIONS}, ensure_ascii=False)}"
 
 
 def _escaped_inputs(tooling: Tooling, names: set[str]) -> dict[str, str]:
