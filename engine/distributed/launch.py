@@ -63,6 +63,8 @@ def _forward_errors(stream: IO[str], failed: threading.Event) -> None:
     """Pass the ranks' standard error on, minus mlx.launch's log lines; note whether anything failed."""
     for line in stream:
         plain = line.replace("\033[33m", "").replace("\033[32m", "").replace("\033[31m", "").replace("\033[0m", "")
+        if line.strip() and not plain.strip():
+            continue  # only mlx.launch's colour codes (a reset it wrote after a rank's last line): nothing to say
         if plain.startswith(_LAUNCHER_LOG):
             if "exited with code" in plain or "was killed" in plain:
                 failed.set()
