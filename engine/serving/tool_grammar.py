@@ -65,10 +65,14 @@ def freeform_input(tooling: Tooling) -> str | None:
     return name if lark and not grammar_problem(lark) else None
 
 
-# The pieces every call pattern under auto is built from, each written once: a call's opening (what text that is no
-# call may not start with) and the fence a bare call may open in.
+# The pieces every call pattern under auto is built from, each written once: a held call's opening, the fence a
+# bare call may open in, and what the output splitter also reads as a call but the grammar does not hold, so text
+# may not hold it: JSON opening the answer with another of a call's keys first (`{"arguments": ..., "name": ...}`,
+# OpenAI's `{"function": ...}`), any JSON between the markers but a held call, and `<tools>` / `<function` tags.
 _OPENING = r'\s*\{\s*"name"'
-_FENCE = r"\s*```[a-z]*"
+_FENCE = r"\s*```[A-Za-z]*"
+_LOOSE_OPENING = r'\s*\{\s*"(name|arguments|parameters|function)"'
+_TAGGED = r"(.|\n)*<(tools>|function)(.|\n)*"
 
 
 def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
@@ -77,7 +81,11 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     (a custom tool's `{"input": "<the input, escaped>"}`, to its grammar). Between the call markers, or bare opening
     the answer, in a fence or not (`bare`), where the output splitter reads it as a call too. Without it a small
     model opens a call and names a tool nobody offered (Qwen2.5-Coder-0.5B, given Codex CLI's tools, called
-    `append`), which stays text. A list of calls opening the answer is refused (it would not be held).
+    `append`), which stays text. The other forms the splitter reads are refused, so that no call escapes the
+    grammar: a list of calls opening the answer, other key orders, `<tools>` and `<function` tags (Qwen2.5-Coder-1.5B,
+    given Codex's tools, called `exec_command` with its parameter schema for arguments in a form left free then). One form
+    stays free: a fenced call after other text, since text may hold code fences and llguidance's lexer, which does
+    not go back, cannot tell the two apart at the fence.
 
     Only for tool_choice "auto" and for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
@@ -93,9 +101,10 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
              f"bare: {' | '.join(f'bare_{i}' for i in range(len(tools)))}",
              f"one: {' | '.join(f'call_{i}' for i in range(len(tools)))}",
-             f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}", r"TEXT: /(.|\n)*/",
+             f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}", rf"TEXT: /(.|\n)*/ & ~/{_TAGGED}/",
              f"call: {markers.start} (one | OTHER) {markers.end}", f"open_call: {markers.start} OTHER",
-             rf"OTHER: /(.|\n)*/ & ~/{_OPENING}(.|\n)*/", rf"FIRST: /(.|\n)*/ & ~/({_FENCE})?\s*\[?{_OPENING}(.|\n)*/"]
+             r"OTHER: /(.|\n)*/ & ~/\s*[\{\[](.|\n)*/",
+             rf"FIRST: /(.|\n)*/ & ~/({_FENCE})?\s*\[?{_LOOSE_OPENING}(.|\n)*/ & ~/{_TAGGED}/"]
     for i, tool in enumerate(tools):
         name = function_name(tool)
         head = _OPENING + r'\s*:\s*' + re.escape(json.dumps(name, ensure_ascii=False)) + r'\s*,\s*"arguments"\s*:\s*'

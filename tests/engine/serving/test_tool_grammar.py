@@ -192,6 +192,23 @@ def test_under_auto_a_call_names_an_offered_tool_with_its_parameters(tool_pair) 
     assert made.name == "get_weather"
 
 
+def test_under_auto_no_other_form_the_splitter_reads_as_a_call_is_left_free(tool_pair) -> None:
+    """The output splitter also reads calls with `arguments` first, OpenAI's `{"function": ...}`, `<tools>` and
+    `<function` tags: written so, a call would escape the grammar (Qwen2.5-Coder-1.5B, given Codex CLI's tools,
+    called `exec_command` with that tool's parameter schema as arguments). Each is refused, text and held calls stay."""
+    no_grammar = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None})
+    takes = _auto_takes(tool_pair, no_grammar)
+    reordered = '{"arguments": {"city": "Oslo", "days": 2}, "name": "get_weather"}'
+    for form in (f"<tool_call>\n{reordered}\n</tool_call>", reordered, f"```json\n{reordered}\n```",
+                 '{"function": {"name": "get_weather", "arguments": {"x": 1}}}', '```JSON\n{"name": "get_weather", "arguments": {"x": 1}}\n```',
+                 '<tools>{"name": "get_weather", "arguments": {"x": 1}}</tools>',
+                 'Calling it: <function=get_weather>{"x": 1}</function>', "<function>{}</function>"):
+        assert not takes(form), form
+    assert takes('It said {"city": "Oslo"} and a <b>tag</b>.') and takes('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>')
+    splitter = no_grammar.splitter(tool_pair.target.tokenizer)
+    assert [p.name for p in splitter.feed(reordered) + splitter.finish() if not hasattr(p, "text")] == ["get_weather"]
+
+
 def test_under_auto_codex_clis_own_tools_hold_its_calls(tool_pair) -> None:
     """The tools `codex exec` 0.171.0 sent (eight functions with nested schemas) compile together, so a call the
     model opens is held to them: what Qwen2.5-Coder-0.5B wrote as text becomes impossible, a shell call stays open."""
