@@ -47,6 +47,7 @@ ROLES = ("user", "assistant", "system")
 STOP_REASONS = {"length": "max_tokens", "context": "max_tokens"}
 IGNORED_BLOCKS = ("thinking", "redacted_thinking")  # in a user turn; an assistant turn keeps its thinking
 EMPTY_BLOCKS = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
+EMPTY_DELTAS = {"text": {"type": "text_delta", "text": ""}, "thinking": {"type": "thinking_delta", "thinking": ""}}
 
 
 def error_body(error: ApiError) -> dict[str, Any]:
@@ -263,11 +264,16 @@ class Render:
         return [_sse({"type": "message_start", "message": self._message([], self._usage_so_far)})]
 
     def progress(self) -> list[bytes]:
-        """A `message_delta` with no stop reason yet and the usage so far (a delta's counts are cumulative; the SDKs
-        overwrite theirs with them): besides `ping`, the one event Anthropic's stream allows before the answer's first
-        block that adds nothing to it, and Claude Code's watchdog counts it, as it counts neither `ping` nor comments.
-        Claude Code adds each message_delta's usage to its session's tally, so every one sent counts the prompt
-        again there (`PROGRESS_EVENT_S` apart, a handful while a long prompt is read); the message is unchanged."""
+        """An event that adds nothing to the message, which Claude Code's watchdog counts (it counts neither `ping`
+        nor comments). Inside a text or thinking block (the output splitter may hold back a long stretch that could
+        be a call), an empty delta of that block. Outside one (the prompt is being read), a `message_delta` with no
+        stop reason yet and the usage so far (a delta's counts are cumulative; the SDKs overwrite theirs with them):
+        besides `ping`, the one event Anthropic's stream allows there. Claude Code adds each message_delta's usage to
+        its session's tally, so every one sent counts the prompt again there (`PROGRESS_EVENT_S` apart, a handful
+        while a long prompt is read); the message is unchanged."""
+        if self._open is not None:
+            kind, index = self._open
+            return [_sse({"type": "content_block_delta", "index": index, "delta": EMPTY_DELTAS[kind]})]
         return [_sse({"type": "message_delta", "delta": {"stop_reason": None, "stop_sequence": None},
                       "usage": self._usage_so_far})]
 

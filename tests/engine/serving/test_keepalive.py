@@ -74,6 +74,18 @@ def test_an_anthropic_stream_sends_message_deltas_without_a_stop_reason_while_th
     assert kinds[-2:] == ["message_delta", "message_stop"] and events[-2]["delta"]["stop_reason"] == "max_tokens"
 
 
+def test_inside_a_block_the_progress_event_is_an_empty_delta_of_that_block(eventful_server) -> None:
+    """Mid-answer (a stretch that may be a call is held back while the model writes it), a message_delta inside an
+    open block would break the stream's order: the progress event there is an empty delta of the open block."""
+    body = {"messages": question("the pond"), "max_tokens": 8, "stream": True}
+    with httpx.stream("POST", f"http://127.0.0.1:{eventful_server.port}/v1/messages", json=body, timeout=60) as response:
+        events = _events([line for line in response.iter_lines() if line])
+    kinds = [event["type"] for event in events]
+    inside = events[kinds.index("content_block_start") + 1:kinds.index("content_block_stop")]
+    empty = [e for e in inside if e["type"] == "content_block_delta" and e["delta"] == {"type": "text_delta", "text": ""}]
+    assert {e["type"] for e in inside} == {"content_block_delta"} and empty
+
+
 def test_the_anthropic_sdk_accumulates_the_same_message_through_the_progress_events(eventful_server) -> None:
     base_url = f"http://127.0.0.1:{eventful_server.port}"
     client = anthropic.Anthropic(base_url=base_url, api_key="unused", max_retries=0)
