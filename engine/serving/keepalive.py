@@ -6,7 +6,8 @@ Comments keep the bytes flowing, which is what HTTP clients and proxies time out
 watches the events its SDK parses: its stream watchdog aborts after 5 minutes without one, and counts neither
 comments (the SDK drops them) nor Anthropic's `ping` (it skips those before resetting the watchdog). So a stream
 that has begun also sends, every `PROGRESS_EVENT_S` without an event, one its API allows mid-stream that changes
-nothing in the answer (`Render.progress`: Anthropic's is a `message_delta` with no stop reason yet).
+nothing in the answer (`Render.progress`: Anthropic's is a `message_delta` with no stop reason yet), and a stream
+whose job waits in the queue that long begins there, so that it can.
 """
 
 from __future__ import annotations

@@ -309,24 +309,25 @@ async def _stream(state: ServerState, api: ApiRequest, render: Render, job: Gene
 
     Starlette cancels this generator when the client disconnects; `finally` then cancels the job."""
     reply = Reply()
-    finished = False
+    finished = opened = False
+    spoke = time.monotonic()  # when the client last got an event (comments do not count for Claude Code)
     try:
         event = first
-        while event is PENDING or isinstance(event, Notice):  # queued: keep the connection alive until it starts
+        while True:
             if isinstance(event, Notice):
                 api.notes.append(event.text)
-            else:
-                yield KEEPALIVE
-            event = await waited(events, state.keepalive_s)
-        for frame in render.opening(*((event.total, event.processed) if isinstance(event, PrefillEvent) else (0, 0))):
-            yield frame
-        spoke = time.monotonic()  # when the client last got an event (comments do not count for Claude Code)
-        while not isinstance(event, GenerationResult):
-            if event is PENDING:  # a long prefill, or a slow round
+            elif not opened and (event is not PENDING or time.monotonic() - spoke >= state.progress_s):
+                # begun once the job starts, or once it waited in the queue so long that a watchdog needs an event
+                for frame in render.opening(*((event.total, event.processed) if isinstance(event, PrefillEvent) else (0, 0))):
+                    yield frame
+                opened, spoke = True, time.monotonic()
+            if isinstance(event, GenerationResult):
+                break
+            if event is PENDING:  # queued, a long prefill, or a slow round
                 yield KEEPALIVE
             if isinstance(event, PrefillEvent):
                 yield prefill_comment(event)
-            if time.monotonic() - spoke >= state.progress_s:
+            if opened and time.monotonic() - spoke >= state.progress_s:
                 for frame in render.progress():
                     yield frame
                 spoke = time.monotonic()

@@ -3,6 +3,7 @@
 
 import json
 import re
+import threading
 
 import anthropic
 import httpx
@@ -11,6 +12,7 @@ import pytest
 from engine.params import GenerationParams
 from engine.serving.listener import RunningServer, bind
 from engine.serving.server import create_app
+from tests.engine.serving.scripted import ScriptedRunner
 
 
 def question(topic: str) -> list[dict[str, str]]:
@@ -129,3 +131,42 @@ def test_an_anthropic_streams_message_start_counts_the_tokens_the_prompt_cache_h
     assert starts[0]["cache_read_input_tokens"] == lasts[0]["cache_read_input_tokens"]
     assert starts[1]["cache_read_input_tokens"] == lasts[1]["cache_read_input_tokens"] > 0
     assert starts[1]["input_tokens"] == lasts[1]["input_tokens"]
+
+
+class HeldRunner(ScriptedRunner):
+    """A scripted runner whose job starts only once `release` is set, as one queued behind another."""
+
+    def __init__(self, tokenizer) -> None:
+        super().__init__(tokenizer, ["The bay is calm."])
+        self.release = threading.Event()
+
+    def _run(self, job) -> None:
+        self.release.wait(60)
+        super()._run(job)
+
+
+def test_an_anthropic_stream_queued_past_the_progress_interval_begins_and_keeps_sending_events(tool_target) -> None:
+    """Claude Code's watchdog needs an event every 5 minutes from the moment it asks, and a request can wait that
+    long in the queue behind another before its job starts: the stream begins (message_start, its prompt not yet
+    counted) once it has waited the progress interval, and sends progress events while it waits."""
+    runner = HeldRunner(tool_target.tokenizer)
+    server = RunningServer(create_app(runner, GenerationParams.preset("greedy"), keepalive_s=0.05, progress_s=0.0),
+                           bind("127.0.0.1", 0))
+    server.start()
+    body = {"model": "tiny-tools", "messages": question("the bay"), "max_tokens": 20, "stream": True}
+    events: list[dict] = []
+    try:
+        with httpx.stream("POST", f"http://127.0.0.1:{server.port}/v1/messages", json=body, timeout=60) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line.removeprefix("data: ")))
+                if not runner.release.is_set() and [e["type"] for e in events][:3] == ["message_start", "message_delta", "message_delta"]:
+                    assert not runner.prompts  # all of it before the job started
+                    runner.release.set()
+    finally:
+        runner.release.set()
+        server.stop()
+    kinds = [event["type"] for event in events]
+    assert kinds[0] == "message_start" and events[0]["message"]["usage"]["input_tokens"] == 0
+    assert "content_block_start" in kinds and kinds[-2:] == ["message_delta", "message_stop"]
+    assert events[-2]["usage"]["input_tokens"] > 0 and events[-2]["delta"]["stop_reason"] == "end_turn"
