@@ -18,8 +18,9 @@ endif
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time so module fixtures
 # are built once. Most tests drive tiny models whose work is Python-bound on one core, so two workers use both
 # cores of a CI runner. More workers on a bigger machine: `make test TEST_WORKERS=4`. Files are handed out in
-# collection order, where tests/conftest.py puts the bundle build first (xdist's default, most tests first,
-# left that three-test file, minutes of PyInstaller, to trail the run on one worker).
+# collection order, where tests/file_order.py puts the bundle build first, then the longest files by their measured
+# seconds, so that short files fill both workers at the end (xdist's default, most tests first, left the three-test
+# bundle file, minutes of PyInstaller, to trail the run on one worker).
 TEST_WORKERS ?= 2
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # Each worker keeps a core busy, so OpenBLAS's own threads only contend with the other worker's: one thread each
@@ -55,11 +56,14 @@ run: $(STAMP)
 	$(BIN)/python -m app.system_check
 	$(RUN_ENV) $(BIN)/specchat
 
+# More pytest options: `make test PYTEST_ARGS="-x tests/app"`.
+PYTEST_ARGS ?=
+
 test: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15
+	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 -m "not ($(SLOW_MARKERS))"
+	$(TEST_ENV) $(BIN)/python -m pytest $(PARALLEL) --durations=15 -m "not ($(SLOW_MARKERS))" $(PYTEST_ARGS)
 
 # ruff (its rules in pyproject.toml), mypy (strict on the engine's public API) and the import-linter contracts.
 lint: $(STAMP)

@@ -36,15 +36,9 @@ from engine.params import GenerationParams
 TEST_CACHE = Path(os.environ.get("SPECCHAT_TEST_CACHE", Path.home() / ".cache" / "specchat-tests"))
 
 # The drafters' session fixtures, registered once here: a fixture imported into each test module that uses it
-# would be a separate definition per module, built and loaded again in every one of them.
-pytest_plugins = ["tests.mtp_targets", "tests.eagle3_pairs", "tests.dflash_pairs"]
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The bundle build first. Under `--dist loadfile --no-loadscope-reorder` (the Makefile's) files are handed to
-    workers in this order, and the packaging tests spend minutes waiting on PyInstaller in a child process:
-    started first, that overlaps the other worker's tests instead of trailing the whole run on one worker."""
-    items.sort(key=lambda item: item.get_closest_marker("packaging") is None)
+# would be a separate definition per module, built and loaded again in every one of them. And the order files are
+# handed to the workers in (tests/file_order.py).
+pytest_plugins = ["tests.mtp_targets", "tests.eagle3_pairs", "tests.dflash_pairs", "tests.file_order"]
 
 
 @pytest.fixture(scope="module", autouse=True)
