@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..decoding.prompt_cache import BUDGET_HELP, DEFAULT_BUDGET_MB, MB, megabytes
 from ..decoding.prompt_cache_disk import DEFAULT_DISK_MB, DISK_HELP, DiskCache
@@ -23,6 +24,9 @@ from .attach_option import add_attach_option, attached
 from .benchmark import ALL_MODES
 from .benchmark_command import benchmark_command
 from .model_commands import cmd_check_pair, cmd_delete, cmd_download, cmd_import_gguf, cmd_list_models, cmd_models
+
+if TYPE_CHECKING:  # the server is imported only by `serve`
+    from ..serving.generation_queue import EngineThread
 
 ORIGIN_COLOURS = {"accepted": "\033[32m", "corrected": "\033[33m", "bonus": "\033[36m"}
 RESET = "\033[0m"
@@ -300,8 +304,33 @@ def _serve(args: argparse.Namespace, params: GenerationParams, out: TextIO, load
         server.run()
     finally:
         sock.close()
-        engine.stop(log=lambda line: print(line, file=sys.stderr, flush=True))  # the running answer ends first
+        _stop_engine(engine)  # the running answer ends first
     return 0
+
+
+def _stop_engine(engine: EngineThread) -> None:
+    """Let the engine end its work (`EngineThread.stop`); where it cannot, quit the process here and now.
+
+    It cannot when Ctrl-C came while the pair loaded, when a second Ctrl-C cut the prompt cache's writing short, or
+    when a running answer would not end. Its thread is then inside MLX, and tearing the interpreter down around it
+    would end that thread the moment it next takes the GIL, unwinding MLX's C++ frames mid-work: libstdc++ aborts
+    the process ("terminate called without an active exception", status 134). `os._exit` ends every thread at once
+    instead, skipping the teardown; nothing that finishing would keep is lost, since a load has nothing to save and
+    a second Ctrl-C asked to quit without the files."""
+    interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)  # the first Ctrl-C, on its way to main()
+    try:
+        engine.stop(log=lambda line: print(line, file=sys.stderr, flush=True))
+    except KeyboardInterrupt:
+        if engine.ended:
+            raise
+        interrupted = True  # the second Ctrl-C, while the prompt cache's files were written
+    if engine.ended:
+        return
+    print("\ninterrupted" if interrupted else "error: the running answer did not end; the server quit without it",
+          file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130 if interrupted else 1)
 
 
 COMMANDS = {

@@ -197,8 +197,19 @@ def model_ids(target_name: str, target: str | None = None) -> list[str]:
     return [target_name] + ([target] if target and target != target_name else [])
 
 
+_PROCESS_END = threading.Event()  # never set: what a finished engine thread waits for
+
+
 class EngineThread:
-    """`specchat-cli serve`'s runner: a thread that loads the pair and then runs jobs in order."""
+    """`specchat-cli serve`'s runner: a thread that loads the pair and then runs jobs in order.
+
+    Its work over (the pair let go, or the load failed: `ended`), the thread does not end but waits for the process
+    to. A thread that called MLX's compiled functions (mlx-lm's sampler, a model's activations) keeps a thread-local
+    compile cache holding Python objects, which the C++ runtime destroys as the OS thread ends: after Python has let
+    the thread go (a `join` has returned), and taking the GIL to drop those objects. Were the interpreter finalizing
+    by then, Python would end the thread inside that destructor and libstdc++ abort the process ("terminate called
+    without an active exception"). A thread still waiting when the process exits is gone with it, cache and all.
+    """
 
     def __init__(self, load: Callable[[], Any], target: str) -> None:
         self._load = load
@@ -206,6 +217,7 @@ class EngineThread:
         self._jobs: queue.Queue[GenerationJob | None] = queue.Queue()
         self._ready = threading.Event()
         self._closing = threading.Event()  # the jobs are over: the pair is being let go
+        self._ended = threading.Event()  # no MLX work is left on the thread
         self._ids: list[str] = []
         self.pair: Any = None
         self.load_error: BaseException | None = None
@@ -224,23 +236,37 @@ class EngineThread:
     def model_ids(self) -> list[str]:
         return list(self._ids)
 
+    @property
+    def ended(self) -> bool:
+        """The thread has no MLX work left: the interpreter may be torn down around it."""
+        return self._ended.is_set()
+
     def stop(self, timeout: float = JOB_GRACE_S, log: Callable[[str], None] | None = None) -> None:
         """Finish the running job (cancel it first to end it sooner), let the pair go (`ModelPair.close`: prefixes
-        kept in memory are written to disk) and end the thread.
+        kept in memory are written to disk) and end the thread's work.
 
-        A job still running after `timeout` is abandoned with the thread (a daemon: it dies with the process). Once
-        the pair is being let go, though, this waits for it without a bound, saying so in `log` when it writes to a
-        disk: the prompt cache's files are what a restart reads back, and writing a few GB of prefixes takes
-        longer than any fixed grace. A second Ctrl-C interrupts the wait and quits without them."""
+        Returns at once while the pair still loads, and after `timeout` if a job is still running: the thread then
+        works on (`ended` is False) and the caller must end the process without tearing the interpreter down under
+        it. Once the pair is being let go, though, this waits for it without a bound, saying so in `log` when it
+        writes to a disk: the prompt cache's files are what a restart reads back, and writing a few GB of prefixes
+        takes longer than any fixed grace. A second Ctrl-C interrupts the wait and quits without them."""
+        pair = self.pair
         self._jobs.put(None)
-        if self.pair is None or not self._closing.wait(timeout):
-            return  # nothing loaded, or a job that would not end
-        disk = getattr(getattr(self.pair, "prompt_cache", None), "disk", None)
-        if log is not None and disk is not None and self._thread.is_alive():
+        if pair is None or not self._closing.wait(timeout):
+            return  # nothing loaded yet, or a job that would not end
+        disk = getattr(getattr(pair, "prompt_cache", None), "disk", None)
+        if log is not None and disk is not None and not self.ended:
             log(f"Waiting for the prompt cache's prefixes to be written to {disk.path} (Ctrl-C again quits without them)")
-        self._thread.join()
+        self._ended.wait()
 
     def _run(self) -> None:
+        try:
+            self._work()
+        finally:
+            self._ended.set()
+        _PROCESS_END.wait()  # never returns: see the class docstring
+
+    def _work(self) -> None:
         try:
             self.pair = self._load()
             self._ids = model_ids(self.pair.target.display_name, self._target)
@@ -253,6 +279,7 @@ class EngineThread:
             run_job(self.pair, job)
         self._closing.set()
         self.pair.close()  # on this thread, which owns the pair's arrays: prefixes kept in memory go to disk
+        self.pair = None  # the waiting thread keeps no model in memory
 
 
 class QueueFull(Exception):

@@ -125,3 +125,21 @@ def test_stopping_without_a_disk_says_nothing() -> None:
     engine.start()
     engine.stop(log=lines.append)
     assert closed == [True] and lines == []
+
+
+def test_a_stop_while_the_pair_loads_returns_at_once_and_says_the_work_goes_on() -> None:
+    """Ctrl-C during a load need not wait for it, but the caller must know the thread still works in MLX (`ended`):
+    the CLI then quits without tearing the interpreter down under it (test_main.py runs that)."""
+    import threading
+
+    from engine.serving.generation_queue import EngineThread
+
+    loading, loaded, closed = threading.Event(), threading.Event(), threading.Event()
+    pair = SimpleNamespace(target=SimpleNamespace(display_name="tiny"), close=closed.set)
+    engine = EngineThread(lambda: (loading.set(), loaded.wait(60), pair)[-1], "tiny")
+    threading.Thread(target=engine.start, daemon=True).start()
+    assert loading.wait(60)
+    engine.stop()
+    assert not engine.ended
+    loaded.set()
+    assert closed.wait(60)  # the stop asked for is seen once the load ends: the pair is let go
