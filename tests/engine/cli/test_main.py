@@ -449,7 +449,9 @@ def _reach(child: subprocess.Popen, port: int, moment: str) -> None:
 
 
 # Before the fix the abort came in 1 to 6 runs of 10 once serving, 2 to 4 of 10 after an answer, 1 of 10 while
-# loading (fewer with the cores loaded): ten runs after an answer catch it nearly always.
+# loading (fewer with the cores loaded): ten runs after an answer catch it nearly always. Eighteen child processes
+# take about 50 s, so the test runs with the soak tests (`make test`), not in `make test-fast`.
+@pytest.mark.soak
 @pytest.mark.parametrize("moment, runs", [("while loading", 3), ("once serving", 5), ("after an answer", 10)])
 def test_ctrl_c_ends_serve_with_status_130_whenever_it_comes(tiny_dirs, moment, runs) -> None:
     """Ctrl-C exits 130 saying "interrupted", never with libstdc++'s abort (134, "terminate called without an active
