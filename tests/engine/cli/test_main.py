@@ -421,13 +421,19 @@ def test_serve_says_on_stderr_what_stopping_waits_for(tiny_dirs, monkeypatch, ca
     assert "Waiting for the files\n" in capsys.readouterr().err
 
 
+# `specchat-cli` as a terminal starts it: with Python's Ctrl-C handler. A process started in the background of a
+# non-interactive shell (CI's) inherits SIGINT ignored, and Python then installs no handler of its own.
+AS_FROM_A_TERMINAL = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                      "from engine.cli.main import entry_point; entry_point()")
+
+
 def _serve_child(tiny_dirs) -> tuple[subprocess.Popen, int]:
     """A `serve` process on the tiny pair, and its port (free when asked for)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    return subprocess.Popen([sys.executable, "-m", "engine", "serve", "--target", str(tiny_dirs[0]), "--draft",
-                             str(tiny_dirs[1]), "--port", str(port)],
+    return subprocess.Popen([sys.executable, "-c", AS_FROM_A_TERMINAL, "serve", "--target", str(tiny_dirs[0]),
+                             "--draft", str(tiny_dirs[1]), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), port
 
 
