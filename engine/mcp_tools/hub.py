@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
@@ -154,15 +155,20 @@ class McpHub:
 def _client(server: ServerConfig) -> Client:
     """The SDK's client for one server. The SDK is imported here, when a hub first connects: imported with the
     module it cost every launch of the app about 1.2 s of CPU (a quarter of importing the main window), and every
-    test worker as much, whether or not a tool server was ever used."""
+    test worker as much, whether or not a tool server was ever used.
+
+    A stdio server's log goes to the process's own stderr (`sys.__stderr__`), named here: the SDK's default is
+    whatever `sys.stderr` was when its module was first imported, and where that was a stand-in (pytest's capture of
+    one test, gone after it) every later server failed to start."""
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     if server.url is None:
         assert server.command is not None
-        return Client(StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None))
+        parameters = StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None)
+        return Client(stdio_client(parameters, errlog=sys.__stderr__))
     if server.headers:
         return Client(streamable_http_client(server.url, http_client=create_mcp_http_client(headers=server.headers)))
     return Client(server.url)

@@ -120,3 +120,20 @@ def test_the_published_mcp_server_time_from_pypi(hub_of):
     assert "get_current_time" in [tool.name for tool in hub.tools]
     outcome = hub.call("get_current_time", {"timezone": "UTC"})
     assert not outcome.is_error and '"timezone": "UTC"' in outcome.text
+
+
+def test_a_stdio_server_starts_whatever_stderr_the_sdk_saw_when_first_imported(monkeypatch):
+    """The SDK binds its stdio log to the `sys.stderr` of its first import: where that was a stand-in (pytest's
+    capture of one test, gone after it) every later stdio server failed to start, in whichever test worker imported
+    it so (two fresh-clone runs of the suite). A default bound to a stream with no file behind it stands for that."""
+    import io
+
+    import mcp.client.stdio
+
+    monkeypatch.setattr(mcp.client.stdio.stdio_client.__wrapped__, "__defaults__", (io.StringIO(),))
+    hub = McpHub([_stdio()], timeout=30.0)
+    try:
+        hub.start()
+        assert hub.errors == {} and hub.call("add", {"a": 2, "b": 3}) == ToolOutcome("5")
+    finally:
+        hub.close()
