@@ -15,7 +15,7 @@ import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 
@@ -168,7 +168,8 @@ def _client(server: ServerConfig) -> Client:
     if server.url is None:
         assert server.command is not None
         parameters = StdioServerParameters(command=server.command, args=list(server.args), env=server.env or None)
-        return Client(stdio_client(parameters, errlog=sys.__stderr__))
+        log = cast(TextIO, sys.__stderr__)  # None in an app without a console: the server then inherits the app's
+        return Client(stdio_client(parameters, errlog=log))
     if server.headers:
         return Client(streamable_http_client(server.url, http_client=create_mcp_http_client(headers=server.headers)))
     return Client(server.url)
