@@ -20,7 +20,9 @@ from typing import Any
 
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
 
-OPENERS = ("```", "<tools>", "<function", "<tool_call>")
+CALL_KEYS = ("name", "arguments", "parameters", "function")  # a JSON object with these (`_call`) may be a call
+TAG_OPENERS = ("<tools>", "<function")  # tags other than the template's envelope that may hold calls
+OPENERS = ("```", *TAG_OPENERS, "<tool_call>")
 CLOSERS = {"```": "```", "<tools>": "</tools>", "<function": "</function>", "<tool_call>": "</tool_call>"}
 FUNCTION_TAG = re.compile(r"<function=([^>\s]+)>(.*)</function>\s*$", re.DOTALL)
 

@@ -33,6 +33,7 @@ from typing import Any
 from ..params import GenerationParams
 from .custom_tools import FREEFORM_INPUT
 from .json_string_grammar import json_string_grammar
+from .loose_calls import CALL_KEYS, TAG_OPENERS
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
 from .tool_calls import Tool, Tooling, function_name
 
@@ -69,10 +70,11 @@ def freeform_input(tooling: Tooling) -> str | None:
 # bare call may open in, and what the output splitter also reads as a call but the grammar does not hold, so text
 # may not hold it: JSON opening the answer with another of a call's keys first (`{"arguments": ..., "name": ...}`,
 # OpenAI's `{"function": ...}`), any JSON between the markers but a held call, and `<tools>` / `<function` tags.
+# The keys and tags are the splitter's own (`loose_calls`), so that the two cannot drift apart.
 _OPENING = r'\s*\{\s*"name"'
 _FENCE = r"\s*```[A-Za-z]*"
-_LOOSE_OPENING = r'\s*\{\s*"(name|arguments|parameters|function)"'
-_TAGGED = r"(.|\n)*<(tools>|function)(.|\n)*"
+_LOOSE_OPENING = r'\s*\{\s*"(' + "|".join(CALL_KEYS) + ')"'
+_TAGGED = r"(.|\n)*(" + "|".join(map(re.escape, TAG_OPENERS)) + r")(.|\n)*"
 
 
 def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
