@@ -20,10 +20,12 @@ from typing import Any
 
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
 
-CALL_KEYS = ("name", "arguments", "parameters", "function")  # a JSON object with these (`_call`) may be a call
-TAG_OPENERS = ("<tools>", "<function")  # tags other than the template's envelope that may hold calls
-OPENERS = ("```", *TAG_OPENERS, "<tool_call>")
-CLOSERS = {"```": "```", "<tools>": "</tools>", "<function": "</function>", "<tool_call>": "</tool_call>"}
+ARGUMENT_KEYS = ("arguments", "parameters")  # where a call's arguments may be, the first one present
+WRAPPER_KEY = "function"  # OpenAI's `{"function": {...}}` around a call
+CALL_KEYS = ("name", *ARGUMENT_KEYS, WRAPPER_KEY)  # the keys `_call` reads a call from
+TAG_CLOSERS = {"<tools>": "</tools>", "<function": "</function>"}  # tags besides the envelope that may hold calls
+CLOSERS = {"```": "```", **TAG_CLOSERS, "<tool_call>": "</tool_call>"}
+OPENERS = tuple(CLOSERS)
 FUNCTION_TAG = re.compile(r"<function=([^>\s]+)>(.*)</function>\s*$", re.DOTALL)
 
 
@@ -118,11 +120,11 @@ def _json(text: str) -> Any:
 
 def _call(value: Any, names: set[str]) -> ToolCall | None:
     """{"name", "arguments" | "parameters"} (or OpenAI's {"function": {...}}) naming an offered tool, as a call."""
-    if isinstance(value, dict) and isinstance(value.get("function"), dict):
-        value = value["function"]
+    if isinstance(value, dict) and isinstance(value.get(WRAPPER_KEY), dict):
+        value = value[WRAPPER_KEY]
     if not isinstance(value, dict) or value.get("name") not in names:
         return None
-    arguments = value.get("arguments", value.get("parameters", {}))
+    arguments: Any = next((value[key] for key in ARGUMENT_KEYS if key in value), {})
     if isinstance(arguments, str):
         arguments = _json(arguments)
     if not isinstance(arguments, dict):

@@ -33,7 +33,7 @@ from typing import Any
 from ..params import GenerationParams
 from .custom_tools import FREEFORM_INPUT
 from .json_string_grammar import json_string_grammar
-from .loose_calls import CALL_KEYS, TAG_OPENERS
+from .loose_calls import CALL_KEYS, TAG_CLOSERS
 from .pieces import Piece, TextPiece, ToolCall, new_call_id
 from .tool_calls import Tool, Tooling, function_name
 
@@ -74,7 +74,7 @@ def freeform_input(tooling: Tooling) -> str | None:
 _OPENING = r'\s*\{\s*"name"'
 _FENCE = r"\s*```[A-Za-z]*"
 _LOOSE_OPENING = r'\s*\{\s*"(' + "|".join(CALL_KEYS) + ')"'
-_TAGGED = r"(.|\n)*(" + "|".join(map(re.escape, TAG_OPENERS)) + r")(.|\n)*"
+_TAGGED = r"(.|\n)*(" + "|".join(map(re.escape, TAG_CLOSERS)) + r")(.|\n)*"
 
 
 def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
