@@ -48,14 +48,17 @@ def test_a_drafter_forgets_the_states_of_another_image_its_ids_cannot_tell_apart
     generate(QUESTION, warm, params, images=[vision_images[0]])
     generate(QUESTION, warm, params, images=[vision_image_twin])
     generate(QUESTION, fresh, params, images=[vision_image_twin])
-    assert _held(warm, kind) == _held(fresh, kind)
+    held, alone = _held(warm, kind), _held(fresh, kind)
+    assert held.shape == alone.shape and np.allclose(held, alone, rtol=0, atol=1e-3)
     again = generate(QUESTION, warm, params, images=[vision_images[0]])
     assert warm.prompt_cache.hits == 1 and warm.drafters[kind].base >= again.stats.prompt_tokens - 1
 
 
-def _held(pair: ModelPair, kind: str) -> list[float]:
-    """The keys the drafter's first layer holds, rounded: what it built from the target's states."""
+def _held(pair: ModelPair, kind: str) -> np.ndarray:
+    """The keys the drafter's first layer holds: what it built from the target's states. Compared within 1e-3, not
+    exactly: where the warm pair reads the image after its cached prefix, the fresh one from the prompt's start, the
+    passes have other row counts, and OpenBLAS's sums differ by ~1e-4 between those (the other image's states
+    differ by up to 2.6)."""
     state = pair.drafters[kind]
     cache = state.runner.cache[0]
-    keys = cache.keys[..., : int(cache.offset), :]
-    return [round(x, 4) for x in np.array(keys.astype(mx.float32)).reshape(-1).tolist()]
+    return np.array(cache.keys[..., : int(cache.offset), :].astype(mx.float32))
