@@ -60,7 +60,8 @@ class GenerationParams:
             drafts accepted by the rejection rule, which keeps more of them. Lenience > 0 is not coupled: its
             seeded runs repeat with a fixed K only.
         stop: strings that end generation; the text stops before them.
-        prefill_step_size: prompt tokens per forward pass while prefilling.
+        prefill_step_size: prompt tokens per forward pass while prefilling (at the prompt's start; fewer as the
+            context grows, so each pass costs about the same: `cached_model.prefill_chunk_length`).
         trace_rounds: read each draft token's p(d) and q(d) with the round's verdict, for the speculation trace
             (off only to measure what the trace costs).
         kv_bits: store full-attention keys and values in 8 or 4 bits (None: full precision), for long chats

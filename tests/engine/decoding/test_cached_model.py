@@ -6,7 +6,14 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
-from engine.decoding.cached_model import CachedModel, common_prefix_length
+from engine.decoding.cached_model import (
+    EQUAL_COST_CONTEXT,
+    CachedModel,
+    common_prefix_length,
+    equal_cost_context,
+    prefill_chunk_length,
+)
+from engine.decoding.pair import ModelPair
 from tests.helpers import ScriptedModel, checksum
 
 
@@ -26,6 +33,33 @@ def test_catch_up_prefills_all_but_the_tail_in_chunks() -> None:
     steps = list(cached.catch_up_steps(context))
     assert steps == [(0, 10), (4, 10), (8, 10), (9, 10)]  # said before the first chunk, then after each
     assert model.calls == [4, 4, 1] and cached.tokens == context[:9]
+
+
+def test_prefill_chunks_shrink_as_the_context_grows_so_each_costs_about_the_first() -> None:
+    lengths = [prefill_chunk_length(512, position, 7168) for position in range(0, 200_000, 1000)]
+    assert lengths[0] == 512 and lengths == sorted(lengths, reverse=True) and lengths[-1] >= 1
+    for position, length in zip(range(0, 200_000, 1000), lengths, strict=True):
+        cost = length * (1 + position / 7168)  # tokens times (weights + attention), in first-chunk token units
+        assert 512 - 20 <= cost <= 512 + 20
+    assert prefill_chunk_length(512, 20_000, 7168) < 512 / 3  # was the whole step: 3.8 first chunks' work
+    assert prefill_chunk_length(4, 10**9, 7168) == 1
+
+
+def test_catch_up_reads_a_long_context_in_shrinking_chunks() -> None:
+    model = ScriptedModel([1], prompt_length=0, vocab_size=10)
+    cached = CachedModel(model, prefill_step_size=8)
+    cached.equal_cost_context = 8  # attention outweighs the weights from 8 cached positions on
+    context = list(range(41))
+    assert [s[0] for s in cached.catch_up_steps(context)] == [0, 8, 12, 15, 18, 20, 22, 24, 26, 28, 30, 32,
+                                                              34, 36, 37, 38, 39, 40]
+    assert cached.tokens == context[:40] and sum(model.calls) == 40
+
+
+def test_the_equal_cost_context_follows_the_hidden_size(tiny_pair: ModelPair) -> None:
+    model = tiny_pair.target.model
+    assert tiny_pair.target_cache.equal_cost_context == equal_cost_context(model)
+    assert equal_cost_context(model) == 8 * model.args.hidden_size
+    assert equal_cost_context(ScriptedModel([1], prompt_length=0, vocab_size=10)) == EQUAL_COST_CONTEXT
 
 
 def test_catch_up_reuses_the_shared_prefix_and_trims_the_rest() -> None:

@@ -156,7 +156,7 @@ def test_a_prompt_cancelled_mid_prefill_is_taken_up_where_it_stopped_on_the_retr
     expected, _ = _answer(ModelPair(tiny_target), A + TURN, params)
     pair = ModelPair(tiny_target)
     read = _cancelled_after(pair, A + TURN, params, chunks=4)
-    assert read == 4 * 32
+    assert 0 < read < len(A + TURN) - 1  # stopped mid-prefill
     if between is not None:
         _answer(pair, between, params)
     tokens, cached = _answer(pair, A + TURN, params)
