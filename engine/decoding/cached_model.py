@@ -33,17 +33,23 @@ from .hidden_states import HiddenStateListener, run_with_taps
 
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 EQUAL_COST_CONTEXT = 8192  # `equal_cost_context` of a model whose arguments do not give its hidden size
+EQUAL_COST_HIDDEN_SIZES = {"gpu": 8, "cpu": 2}  # `equal_cost_context` in hidden sizes, by the device MLX runs on
 
 
 def equal_cost_context(model: nn.Module) -> int:
     """How many cached positions make a prompt token's attention cost what its pass through the weights does.
 
     Per layer and token, the weights cost 12-19 d^2 multiply-adds for hidden size d (the projections, and an MLP
-    3-5 d wide), attention 2 d for each position before it: the two meet at 6-9 d positions. 8 d is taken: 7k
-    positions for Qwen2.5's 0.5B model, 29k for its 7B."""
+    3-5 d wide), attention 2 d for each position before it: the two meet at 6-9 d positions, and on a GPU, where
+    attention is one fused kernel, 8 d is taken (7k positions for Qwen2.5's 0.5B model, 29k for its 7B). MLX's
+    CPU backend runs attention unfused (the scores written out, a softmax, then the values), several times slower
+    per multiply-add than the weights' BLAS matmuls: there the costs met at 0.8-1.8 d for SmolLM2-135M
+    (`tests/benchmarks/prefill_chunks.py`, docs/speed.md) and near 2.4 d for Qwen2.5's 0.5B, and 2 d is taken."""
     args = getattr(model, "args", None)
     hidden = getattr(args, "hidden_size", None)
-    return 8 * hidden if isinstance(hidden, int) and hidden > 0 else EQUAL_COST_CONTEXT
+    if not isinstance(hidden, int) or hidden <= 0:
+        return EQUAL_COST_CONTEXT
+    return EQUAL_COST_HIDDEN_SIZES["gpu" if mx.default_device() == mx.gpu else "cpu"] * hidden
 
 
 def prefill_chunk_length(step: int, position: int, equal_cost: int) -> int:
@@ -51,7 +57,7 @@ def prefill_chunk_length(step: int, position: int, equal_cost: int) -> int:
     grows, so that every chunk costs about what the first did.
 
     A chunk's cost is its tokens' weights plus their attention to every position before them, which grows with
-    the context: at 20k positions a 512-token chunk of a 0.5B model took about 100 s on a 2-core CPU, 3-4 times
+    the context: at 20k positions a 512-token chunk of a 0.5B model took about 100 s on a 2-core CPU, ten times
     the first, and a Stop, which lands between chunks, waited for it. Chunks of step / (1 + position /
     equal_cost) tokens keep each to about the first one's work (`equal_cost_context`), at the price of more,
     smaller passes late in a long prompt; the rule depends on positions only, so a prompt is read in the same
