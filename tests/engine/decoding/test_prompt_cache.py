@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from engine.decoding.cached_model import prefill_chunk_length
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.image_prefill import image_prompt, with_images
 from engine.decoding.pair import ModelPair
@@ -156,7 +157,10 @@ def test_a_prompt_cancelled_mid_prefill_is_taken_up_where_it_stopped_on_the_retr
     expected, _ = _answer(ModelPair(tiny_target), A + TURN, params)
     pair = ModelPair(tiny_target)
     read = _cancelled_after(pair, A + TURN, params, chunks=4)
-    assert 0 < read < len(A + TURN) - 1  # stopped mid-prefill
+    four_chunks = 0
+    for _ in range(4):
+        four_chunks += prefill_chunk_length(32, four_chunks, pair.target_cache.equal_cost_context)
+    assert read == four_chunks < len(A + TURN) - 1  # stopped mid-prefill, after its fourth chunk
     if between is not None:
         _answer(pair, between, params)
     tokens, cached = _answer(pair, A + TURN, params)
