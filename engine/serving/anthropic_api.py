@@ -20,6 +20,12 @@ Claude Code's requests are taken as sent: a `system` turn among the messages sta
 answer's JSON schema, and the rest of what we cannot act on (`context_management`, `metadata`, `output_config.effort`,
 `cache_control`) is ignored. `/v1/messages/count_tokens` counts the same prompt (server.py).
 
+One thing Claude Code sends is not given to the model: its system prompt opens with a block of billing metadata,
+`x-anthropic-billing-header: cc_version=2.1.197.c0a; cc_entrypoint=cli; cch=36ee5;`, whose values follow the
+request's content (the version's suffix the first user message, `cch` the whole body in the interactive CLI).
+Read as text it would put a new token near the prompt's start of every session, or of every request, so that the
+prompt cache could never reuse the ~20k tokens of system prompt and tools behind it. It tells the model nothing.
+
 Errors are Anthropic's shape, `{"type": "error", "error": {"type", "message"}}`, with the status Anthropic
 uses.
 """
@@ -44,6 +50,7 @@ from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_tool
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
                413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
 ROLES = ("user", "assistant", "system")
+BILLING_HEADER = "x-anthropic-billing-header:"  # Claude Code's per-request metadata atop its system prompt
 STOP_REASONS = {"length": "max_tokens", "context": "max_tokens"}
 IGNORED_BLOCKS = ("thinking", "redacted_thinking")  # in a user turn; an assistant turn keeps its thinking
 EMPTY_BLOCKS = {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""}}
@@ -73,6 +80,10 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
 
 
 def _system(system: object) -> list[dict[str, Any]]:
+    if isinstance(system, list):
+        system = [b for b in system if not (isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING_HEADER))]
+    elif isinstance(system, str) and system.startswith(BILLING_HEADER):
+        system = system.partition("\n")[2]
     if system is None or system == "" or system == []:
         return []
     return [{"role": "system", "content": _text(system, "system")}]

@@ -104,6 +104,19 @@ def test_an_images_place_in_a_tool_result_is_named_rather_than_refused() -> None
     assert parse(body).prompt[-1] == {"role": "tool", "tool_call_id": "t1", "content": "the file:[image block left out]"}
 
 
+def billed(cch: str) -> dict:
+    """Claude Code's billing block, whose values change with the request, as the first system block."""
+    return {"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.197.c0a; cc_entrypoint=cli; cch={cch};"}
+
+
+def test_claude_codes_billing_header_is_not_given_to_the_model() -> None:
+    rules = {"type": "text", "text": "You are an agent."}
+    assert parse({"system": [billed("36ee5"), rules], "messages": QUESTION}).prompt[0] == {"role": "system", "content": "You are an agent."}
+    as_string = billed("36ee5")["text"] + "\nYou are an agent."
+    assert parse({"system": as_string, "messages": QUESTION}).prompt[0] == {"role": "system", "content": "You are an agent."}
+    assert parse({"system": [billed("36ee5")], "messages": QUESTION}).prompt == [QUESTION[0]]
+
+
 @pytest.mark.parametrize("fixture", ["claude_code_messages.json", "claude_code_title.json"])
 def test_claude_codes_recorded_requests_parse(fixture) -> None:
     """Claude Code 2.1.197's own bodies (recorded against a capturing server): system blocks with cache_control, a
@@ -158,6 +171,15 @@ def test_an_agent_returning_after_another_prompt_reads_its_prefix_from_the_cache
               for system, question in requests]
     assert usages[1].cache_read_input_tokens < 20
     assert (usages[2].cache_read_input_tokens, usages[2].input_tokens) == (usages[0].input_tokens + usages[0].cache_read_input_tokens - 1, 1)
+
+
+def test_requests_whose_billing_headers_differ_share_the_cached_system_prompt(client) -> None:
+    """Claude Code's `cch` changes with every request: the prompt cache still reuses all the system prompt behind it."""
+    system, question = agent_request("main")
+    usages = [client.messages.create(model="tiny-target", max_tokens=2, messages=[question],
+                                     system=[billed(cch), {"type": "text", "text": system["content"]}]).usage
+              for cch in ("36ee5", "0aaa9")]
+    assert (usages[1].cache_read_input_tokens, usages[1].input_tokens) == (usages[0].input_tokens + usages[0].cache_read_input_tokens - 1, 1)
 
 
 def test_a_streamed_message_sends_anthropics_events_in_order(client, base, tiny_pair) -> None:
