@@ -80,6 +80,8 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
 
 
 def _system(system: object) -> list[dict[str, Any]]:
+    """The request's system prompt as one system message, without Claude Code's billing block (see above: its
+    values change with each request, and the prompt cache could reuse nothing behind them)."""
     if isinstance(system, list):
         system = [b for b in system if not (isinstance(b, dict) and str(b.get("text", "")).startswith(BILLING_HEADER))]
     elif isinstance(system, str) and system.startswith(BILLING_HEADER):
