@@ -4,9 +4,11 @@ serves the app on it, for `specchat-cli serve` and the app's "Local server" alik
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 import threading
 import time
+from types import FrameType
 
 from starlette.applications import Starlette
 
@@ -66,8 +68,29 @@ class RunningServer:
         return int(self.sock.getsockname()[1])
 
     def run(self) -> None:
-        """Serve until interrupted (Ctrl-C) or `stop()`."""
-        self.server.run(sockets=[self.sock])
+        """Serve until interrupted (Ctrl-C, raised here as KeyboardInterrupt once the server has stopped) or `stop()`.
+
+        uvicorn hears Ctrl-C only once its event loop runs. Before that, Python's own handler would raise
+        KeyboardInterrupt wherever it landed, even inside asyncio building that loop, which leaves a half-made loop
+        and an unawaited coroutine to print warnings as the process ends. So from the start Ctrl-C only asks the
+        server to stop, as uvicorn's handler does."""
+        if threading.current_thread() is not threading.main_thread() \
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            self.server.run(sockets=[self.sock])  # no Ctrl-C to hear (a thread, or SIGINT ignored)
+            return
+        interrupted: list[int] = []
+
+        def ask_to_stop(sig: int, frame: FrameType | None) -> None:
+            interrupted.append(sig)
+            self.server.handle_exit(sig, frame)
+
+        signal.signal(signal.SIGINT, ask_to_stop)
+        try:
+            self.server.run(sockets=[self.sock])
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if interrupted:
+            raise KeyboardInterrupt
 
     def start(self) -> None:
         """Serve in a background thread; returns once it accepts connections."""
