@@ -14,8 +14,12 @@ and nothing checks it (there is no hidden reasoning to protect). `thinking: {"ty
 thinking model's thinking off (`reasoning_api`); thinking blocks in earlier turns are kept as the answer's
 reasoning, which the chat layer renders as the model's template does (`redacted_thinking` has no text to keep).
 
-Claude Code's requests are taken as sent: a `system` turn among the messages stays a system turn where it stands
-(the chat layer merges it into the system prompt for a template that allows one only first); server tools
+Claude Code's requests are taken as sent, with one turn moved: Claude Code sends the list of its agents and
+skills as a `system` turn right after the user's first question, and a small model that reads those ~1,400 tokens
+last loses the question (Qwen2.5-Coder-1.5B, asked for a value in a file, read the file twice and never answered;
+with the question last it answered from the first read). A system turn that follows the user's text therefore goes
+before it (the chat layer merges it into the system prompt for a template that allows one only first). The prompt
+before the question is then the same in every session of the project, so the prompt cache reuses it. Server tools
 (web_search_20250305 and the like, run by Anthropic) are left out with a note; `output_config.format` is the
 answer's JSON schema, and the rest of what we cannot act on (`context_management`, `metadata`, `output_config.effort`,
 `cache_control`) is ignored. `/v1/messages/count_tokens` counts the same prompt (server.py).
@@ -109,8 +113,8 @@ def _messages(messages: object) -> list[dict[str, Any]]:
         if role not in ROLES:
             raise ApiError(400, f"messages.{i}.role: must be 'user', 'assistant' or 'system'.", param=f"messages.{i}.role")
         content = message.get("content")
-        if role == "system":  # Claude Code's reminders: a system turn, rendered where the template allows it
-            out.append({"role": "system", "content": _text(content, f"messages.{i}.content")})
+        if role == "system":  # Claude Code's context for the question it follows: a system turn before that question
+            out.insert(_before_the_question(out), {"role": "system", "content": _text(content, f"messages.{i}.content")})
             continue
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
@@ -119,6 +123,15 @@ def _messages(messages: object) -> list[dict[str, Any]]:
     if not any(m["role"] != "system" for m in out):
         raise ApiError(400, "messages: at least one user message is required.", param="messages")
     return out
+
+
+def _before_the_question(out: list[dict[str, Any]]) -> int:
+    """Where a system turn goes: before the user's text it follows (after any tool results), so that the user's
+    words stay the last thing the model reads before it answers, as chat models are trained."""
+    at = len(out)
+    while at and out[at - 1]["role"] == "user":
+        at -= 1
+    return at
 
 
 def _user_turn(blocks: list[Any], index: int) -> list[dict[str, Any]]:

@@ -77,11 +77,23 @@ def test_bad_bodies_are_refused_naming_the_field(body, param) -> None:
     assert (caught.value.status, caught.value.param) == (400, param)
 
 
-def test_a_system_message_among_the_messages_is_a_system_turn_where_it_stands() -> None:
-    body = {"system": "Be brief.", "messages": [QUESTION[0], {"role": "system", "content": [{"type": "text", "text": "Agents: none."}]},
-                                                {"role": "assistant", "content": "Calm."}]}
-    assert parse(body).prompt == [{"role": "system", "content": "Be brief."}, QUESTION[0],
-                                  {"role": "system", "content": "Agents: none."}, {"role": "assistant", "content": "Calm."}]
+def test_a_system_message_after_the_users_text_goes_before_it() -> None:
+    """Claude Code's agents list follows the question: the question still comes last before the model answers."""
+    agents = {"role": "system", "content": [{"type": "text", "text": "Agents: none."}]}
+    body = {"system": "Be brief.", "messages": [QUESTION[0], agents, {"role": "assistant", "content": "Calm."}]}
+    assert parse(body).prompt == [{"role": "system", "content": "Be brief."}, {"role": "system", "content": "Agents: none."},
+                                  QUESTION[0], {"role": "assistant", "content": "Calm."}]
+
+
+def test_a_system_message_after_tool_results_stays_after_them() -> None:
+    """Tool results answer the calls just before them: a system turn never comes between the two."""
+    called = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}
+    results = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "42"},
+                                           {"type": "text", "text": "Go on."}]}
+    reminder = {"role": "system", "content": "Be careful."}
+    prompt = parse({"messages": [QUESTION[0], called, results, reminder]}).prompt
+    assert [m["role"] for m in prompt] == ["user", "assistant", "tool", "system", "user"]
+    assert (prompt[3]["content"], prompt[4]["content"]) == ("Be careful.", "Go on.")
 
 
 def test_server_tools_are_left_out_with_a_note_and_client_tools_kept() -> None:
@@ -123,8 +135,8 @@ def test_claude_codes_recorded_requests_parse(fixture) -> None:
     system turn among the messages, thinking, context_management, output_config, metadata and 25 tools."""
     body = json.loads((FIXTURES / fixture).read_text())
     request = parse_request(body, [body["model"]], GREEDY)
-    roles = [m["role"] for m in body["messages"]]
-    assert request.stream and [m["role"] for m in request.prompt] == ["system"] + roles
+    roles = ["system", "system", "user"] if fixture == "claude_code_messages.json" else ["system", "user"]
+    assert request.stream and [m["role"] for m in request.prompt] == roles
     assert len(request.tooling.tools) == len(body["tools"]) if body["tools"] else request.tooling is None
 
 
@@ -322,4 +334,5 @@ def test_claude_codes_recorded_request_replayed_gives_a_tool_use_and_counts_its_
     assert message.stop_reason == "tool_use" and message.content[-1].type == "tool_use"
     assert (message.content[-1].name, message.content[-1].input) == ("Read", {"file_path": "/home/user/project/notes.txt"})
     assert count.input_tokens == message.usage.input_tokens + message.usage.cache_read_input_tokens > 10_000
-    assert "<|im_start|>system\nAvailable agent types" in runner.prompts[0]
+    agents, question = runner.prompts[0].index("<|im_start|>system\nAvailable agent types"), runner.prompts[0].index("Read notes.txt")
+    assert agents < question
