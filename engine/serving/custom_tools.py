@@ -4,8 +4,8 @@ JSON arguments, its syntax possibly given as a grammar (Codex's apply_patch: a p
 OpenAI takes them in both APIs, each in its own shape: Responses' `{type: "custom", name, description, format:
 {type: "grammar", syntax, definition}}`, chat completions' `{type: "custom", custom: {name, description, format:
 {type: "grammar", grammar: {syntax, definition}}}}`, the syntax "lark" or "regex". Chat templates only know
-functions, so a custom tool is offered as a function taking one string, `input`, with its grammar shown in the
-description (`custom_tool`; the grammars go in `Tooling.freeform`, `grammars`). `tool_grammar` holds that string
+functions, so a custom tool is offered as a function taking one string, `input`, with an example of its grammar's
+text in the description (`custom_tool`; the grammars go in `Tooling.freeform`, `grammars`). `tool_grammar` holds that string
 to the grammar, and the call comes back in the API's own custom call shape carrying the string (`call_input`). A
 regular expression is the Lark grammar of one terminal, so both syntaxes take the one path.
 """
@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .grammar_example import grammar_example
 from .pieces import ToolCall
 from .tool_calls import Tool, function_tool, history_call
 
@@ -29,10 +30,19 @@ def custom_tool(spec: dict[str, Any]) -> Tool:
 
     Raises ValueError naming what is wrong."""
     grammar = lark_grammar(spec.get("format"))
-    about = "The tool's whole input, as free text" + (f", following this Lark grammar:\n{grammar}" if grammar else ".")
+    about = "The tool's whole input, as free text" + (_form(grammar) if grammar else ".")
     parameters = {"type": "object", "properties": {FREEFORM_INPUT: {"type": "string", "description": about}},
                   "required": [FREEFORM_INPUT]}
     return function_tool(spec.get("name"), spec.get("description"), parameters)
+
+
+def _form(grammar: str) -> str:
+    """How the description states the input's form: an example of it (`grammar_example` says why), or the grammar
+    itself where no example can be written."""
+    example = grammar_example(grammar)
+    if example is None:
+        return f", following this Lark grammar:\n{grammar}"
+    return f" in a fixed form, for example:\n{example}"
 
 
 def grammars(specs: Iterable[object]) -> dict[str, str | None]:

@@ -76,7 +76,7 @@ class RunningServer:
         server to stop, as uvicorn's handler does."""
         if threading.current_thread() is not threading.main_thread() \
                 or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            self.server.run(sockets=[self.sock])  # no Ctrl-C to hear (a thread, or SIGINT ignored)
+            self.server.run(sockets=[self.sock])  # a thread, or SIGINT ignored or handled elsewhere
             return
         interrupted: list[int] = []
 

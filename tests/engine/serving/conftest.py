@@ -1,9 +1,12 @@
-"""Engine threads serving the tiny pairs, shared by the server tests of every API (each loads its pair once)."""
+"""Engine threads serving the tiny pairs, shared by the server tests of every API (each loads its pair once), and a
+check of what a Lark grammar takes."""
 
 from __future__ import annotations
 
 import pytest
+from llguidance import LLMatcher
 
+from engine.decoding.constraint import grammar_tokenizer
 from engine.decoding.pair import ModelPair
 from engine.serving.generation_queue import EngineThread
 
@@ -50,3 +53,17 @@ def thinking_url(thinking_dirs):
             yield url
     finally:
         engine.stop()
+
+
+@pytest.fixture(scope="session")
+def takes(tool_target):
+    """takes(grammar, text): whether the Lark grammar takes the whole text and may end there."""
+    tokenizer = tool_target.tokenizer
+    characters = grammar_tokenizer(tokenizer, len(tokenizer._tokenizer))
+
+    def check(lark: str, text: str) -> bool:
+        matcher = LLMatcher(characters, LLMatcher.grammar_from_lark(lark))
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        return matcher.try_consume_tokens(ids) == len(ids) and bool(matcher.is_accepting())
+
+    return check

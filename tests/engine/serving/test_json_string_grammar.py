@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from llguidance import LLMatcher
 
-from engine.decoding.constraint import grammar_problem, grammar_tokenizer
+from engine.decoding.constraint import grammar_problem
 from engine.serving.json_string_grammar import json_string_grammar
 
 # A grammar shaped like Codex's apply_patch: lines of any text (`.*`), each ended by a newline.
@@ -26,20 +25,6 @@ add_line: "+" /(.*)/ LF -> line
 '''
 CODEX_TOOL = json.loads((Path(__file__).parent / "fixtures" / "codex_apply_patch_tool.json").read_text())["tool"]
 EDIT = '*** Begin Patch\n*** Update File: a "b".py\n@@ def f():\n-    return "x\\y"\n+    return 1\tok\n*** End Patch\n'
-
-
-@pytest.fixture(scope="module")
-def takes(tool_target):
-    """takes(grammar, text): whether the grammar takes the whole text and may end there."""
-    tokenizer = tool_target.tokenizer
-    characters = grammar_tokenizer(tokenizer, len(tokenizer._tokenizer))
-
-    def check(lark: str, text: str) -> bool:
-        matcher = LLMatcher(characters, LLMatcher.grammar_from_lark(lark))
-        ids = tokenizer.encode(text, add_special_tokens=False)
-        return matcher.try_consume_tokens(ids) == len(ids) and bool(matcher.is_accepting())
-
-    return check
 
 
 def test_the_escaped_grammar_takes_exactly_the_escaped_texts(takes) -> None:
