@@ -112,7 +112,7 @@ def test_benchmark_agent_prints_each_turns_figures(tiny_dirs, session_file: Path
 def test_recorded_claude_code_and_codex_sessions_load_through_their_apis_parsers() -> None:
     """The recordings keep each request's path and body (Anthropic Messages, Responses), xz-compressed."""
     claude = load_session(SESSIONS / "claude_code_edit.json.xz")
-    assert [t.label for t in claude] == ["turn 1 after user", "turn 2 after system", "turn 3 after Read", "turn 4 after Write"]
+    assert [t.label for t in claude] == ["turn 1 after user", "turn 2 after user", "turn 3 after Read", "turn 4 after Write"]
     assert claude[0].request.tooling is None and len(claude[1].request.tooling.tools) > 20  # the title, then the agent
     codex = load_session(SESSIONS / "codex_edit.json.xz")
     assert [t.label for t in codex] == ["turn 1 after user", "turn 2 after exec_command", "turn 3 after exec_command"]

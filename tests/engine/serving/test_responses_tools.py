@@ -36,10 +36,11 @@ def test_codexs_recorded_request_keeps_its_functions_and_leaves_out_the_rest_wit
     assert [m["role"] for m in request.prompt] == ["system", "system", "user", "user"]
 
 
-def test_a_custom_tool_is_offered_as_a_function_of_one_string_with_its_grammar_shown() -> None:
+def test_a_custom_tool_is_offered_as_a_function_of_one_string_with_an_example_of_its_text() -> None:
     tooling = parse({"input": "Hi", "tools": [APPLY_PATCH]}).tooling
     parameters = tooling.tools[0]["function"]["parameters"]
-    assert parameters["required"] == ["input"] and PATCH_GRAMMAR in parameters["properties"]["input"]["description"]
+    about = parameters["properties"]["input"]["description"]
+    assert parameters["required"] == ["input"] and about.endswith("for example:\n*** Begin Patch\n*** End Patch")
     assert tooling.freeform == {"apply_patch": PATCH_GRAMMAR}
 
 
