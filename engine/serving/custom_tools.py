@@ -5,9 +5,9 @@ OpenAI takes them in both APIs, each in its own shape: Responses' `{type: "custo
 {type: "grammar", syntax, definition}}`, chat completions' `{type: "custom", custom: {name, description, format:
 {type: "grammar", grammar: {syntax, definition}}}}`, the syntax "lark" or "regex". Chat templates only know
 functions, so a custom tool is offered as a function taking one string, `input`, with an example of its grammar's
-text in the description (`custom_tool`; the grammars go in `Tooling.freeform`, `grammars`). `tool_grammar` holds that string
-to the grammar, and the call comes back in the API's own custom call shape carrying the string (`call_input`). A
-regular expression is the Lark grammar of one terminal, so both syntaxes take the one path.
+text in the description (`custom_tool`; the grammars go in `Tooling.freeform`, `grammars`). `tool_grammar` holds
+that string to the grammar, and the call comes back in the API's own custom call shape carrying the string
+(`call_input`). A regular expression is the Lark grammar of one terminal, so both syntaxes take the one path.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def grammar_example(lark: str) -> str | None:
         if "start" not in definitions:
             return None
         return _Writer(definitions).rule("start", 0) or None
-    except (Uncovered, SyntaxError, ValueError, re.error):
+    except (SyntaxError, ValueError, re.error):  # Uncovered is a ValueError
         return None
 
 
@@ -122,7 +122,7 @@ class _Writer:
         """One item, written only if the sequence is and the item is neither optional nor maybe-repeated."""
         token = tokens.take()
         quantifier = tokens.quantifier_after(token)
-        times = 1 if quantifier in ("", "+") else int(re.findall(r"\d+", quantifier)[0]) if quantifier[:1] == "~" else 0
+        times = _fewest_times(quantifier)
         write = write and times > 0 and token != "["
         if token in ("(", "["):
             written = self._alternatives(tokens, rule, depth, write)
@@ -140,6 +140,13 @@ class _Writer:
         if quantifier:
             tokens.take()
         return written * times if write else ""
+
+
+def _fewest_times(quantifier: str) -> int:
+    """How often an item with this quantifier must appear: once bare or with `+`, n times with `~ n..m`, else 0."""
+    if quantifier.startswith("~"):
+        return int(re.findall(r"\d+", quantifier)[0])
+    return 1 if quantifier in ("", "+") else 0
 
 
 def _tokenized(expansion: str) -> list[str]:
