@@ -1,7 +1,8 @@
 """OpenAI's Responses API (`POST /v1/responses`, what Codex speaks) as a translation at the edge.
 
 A request's `instructions` and `input` (a string, or items: messages, `function_call`, `function_call_output`,
-`reasoning`, and a custom tool's `custom_tool_call` / `custom_tool_call_output`) become the chat messages our
+`reasoning`, a custom tool's `custom_tool_call` / `custom_tool_call_output`, and `additional_tools`, which offers
+tools as `tools` does) become the chat messages our
 templates read, its tools the OpenAI-shaped tools they take (`responses_tools`); the answer comes back as output
 items (a `reasoning` item when the model reasoned, a message with `output_text`, a `function_call` or
 `custom_tool_call` per call), or streamed as Responses streams it: response.created, response.in_progress, then per
@@ -98,10 +99,19 @@ def _input(items: object) -> list[dict[str, Any]]:
             messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": _text(output, i)})
         elif kind == "reasoning":
             _add_reasoning(messages, item, i)
+        elif kind == "additional_tools":
+            _check_tools(item, i)  # tools, not a turn: `responses_tools.offered` reads them
         else:
             raise ApiError(400, f"input[{i}] has type {kind!r}, which is not supported here (message, function_call, "
-                           "function_call_output and reasoning are).", param=f"input[{i}].type")
+                           "function_call_output, custom_tool_call, custom_tool_call_output, reasoning and "
+                           "additional_tools are).", param=f"input[{i}].type")
     return messages
+
+
+def _check_tools(item: dict[str, Any], index: int) -> None:
+    if not isinstance(item.get("tools"), list):
+        raise ApiError(400, f"input[{index}].tools must be a list of tools (an additional_tools item).",
+                       param=f"input[{index}].tools")
 
 
 def _add_reasoning(messages: list[dict[str, Any]], item: dict[str, Any], index: int) -> None:

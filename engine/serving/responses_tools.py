@@ -2,7 +2,8 @@
 
 Codex offers `function` tools, freeform `custom` tools (apply_patch: the model writes the patch itself, its
 syntax given as a Lark grammar) and tools it expects the provider to run (`web_search`, and `namespace` groups of
-sub-agent tools). A function is offered as it is; a custom tool as chat completions' are (`custom_tools`), its
+sub-agent tools), in the request's `tools` or, for the models its catalog puts in code mode, in an
+`additional_tools` item of its input. A function is offered as it is; a custom tool as chat completions' are (`custom_tools`), its
 call coming back as a `custom_tool_call` item carrying its input text. The rest cannot run here: they are left out
 with a note (`LeftOut`) instead of refusing a request Codex sends on every turn.
 """
@@ -20,12 +21,25 @@ from .tool_calls import LeftOut, Tool, ToolChoice, Tooling, function_tool
 
 def tooling(body: dict[str, Any]) -> Tooling | None:
     """The request's tools and choice; None when it offers none."""
-    tools, choice = body.get("tools"), body.get("tool_choice")
-    if not tools and choice in (None, "auto", "none"):
+    groups, choice = offered(body), body.get("tool_choice")
+    if not groups and choice in (None, "auto", "none"):
         return None
-    converted, left_out = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', name, parameters}")
-    freeform = grammars(t for t in tools if isinstance(t, dict) and t.get("type") == "custom")  # type: ignore[union-attr]
-    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out, freeform)
+    converted: list[Tool] = []
+    left_out: tuple[str, ...] = ()
+    for where, tools in groups or [("tools", [])]:  # none, yet a call asked for: read_tools says what is missing
+        read, skipped = read_tools(tools, _tool, f"{where}[{{}}]".format, "{type: 'function', name, parameters}")
+        converted, left_out = converted + read, left_out + skipped
+    specs = [t for _, tools in groups for t in tools if isinstance(t, dict) and t.get("type") == "custom"]
+    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out, grammars(specs))
+
+
+def offered(body: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+    """Where the request's tools are, and each list: its `tools`, then each `additional_tools` input item's (Codex
+    sends its tools that way for the models its catalog puts in code mode)."""
+    items = body.get("input")
+    groups: list[tuple[str, list[Any]]] = [("tools", body["tools"])] if body.get("tools") else []
+    return groups + [(f"input[{i}].tools", item["tools"]) for i, item in enumerate(items if isinstance(items, list) else [])
+                     if isinstance(item, dict) and item.get("type") == "additional_tools" and item.get("tools")]
 
 
 def _tool(tool: object) -> Tool:

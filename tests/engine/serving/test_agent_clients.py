@@ -1,4 +1,5 @@
-"""Claude Code and Codex CLI (from npm) driving `serve` on loopback: each completes a task that calls a tool.
+"""Claude Code and Codex CLI (from npm) driving `serve` on loopback: each completes a task that calls a tool (Codex
+with its shell tool, and with its freeform apply_patch where a model catalog offers it).
 
 The model is scripted (tests/engine/serving/scripted.py: random weights never call a tool) by what its prompt
 holds, so the clients' real requests (their default tools and system prompts, their title and follow-up
@@ -13,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -48,10 +50,7 @@ def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_ta
 
 @pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
 def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path) -> None:
-    work, home = tmp_path / "work", tmp_path / "codex"
-    work.mkdir()
-    home.mkdir()
-    (work / "notes.txt").write_text("hello\n")
+    work, home = _codex_dirs(tmp_path)
 
     def reply(prompt: str) -> str:
         if "<tool_response>" in prompt:
@@ -60,12 +59,76 @@ def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path) -> 
 
     runner = ScriptedRunner(tool_target.tokenizer, reply, model="tiny-tools")
     with serving(runner) as url:
-        (home / "config.toml").write_text(f'model = "tiny-tools"\nmodel_provider = "local"\n[model_providers.local]\n'
-                                          f'name = "local"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
-                                          'env_key = "LOCAL_KEY"\n')
-        env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "unused"}
-        done = subprocess.run(["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                               "Append the line 'bye' to notes.txt"], cwd=work, env=env, capture_output=True, text=True,
-                              timeout=300)
+        done = _codex_exec(url, work, home, "Append the line 'bye' to notes.txt")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "notes.txt").read_text() == "hello\nbye\n"
+
+
+@pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
+def test_codex_edits_a_file_with_its_freeform_apply_patch_tool(tool_target, tmp_path: Path) -> None:
+    """Codex offers apply_patch (a custom tool with a Lark grammar) to a model its catalog gives it: the call comes
+    back as the custom tool call Codex applies, and the model was shown an example patch, not the grammar."""
+    work, home = _codex_dirs(tmp_path)
+    catalog = _catalog(home, "tiny-tools", lambda m: m.get("apply_patch_tool_type") == "freeform"
+                       and m.get("tool_mode") != "code_mode_only")
+    patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+bye\n*** End Patch\n"
+
+    def reply(prompt: str) -> str:
+        if "<tool_response>" in prompt:
+            return "Done: notes.txt now says bye." if "notes.txt" in prompt.split("<tool_response>")[-1] else "No."
+        return _call("apply_patch", {"input": patch})
+
+    runner = ScriptedRunner(tool_target.tokenizer, reply, model="tiny-tools")
+    with serving(runner) as url:
+        done = _codex_exec(url, work, home, "Change the line hello to bye in notes.txt", catalog=catalog)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (work / "notes.txt").read_text() == "bye\n"
+    assert "*** Add File: <filename>" in runner.prompts[0]  # the example the grammar takes
+    assert "add_hunk:" not in runner.prompts[0]  # not the grammar's rules
+
+
+@pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
+def test_codex_gets_an_answer_from_a_model_its_catalog_puts_in_code_mode(tool_target, tmp_path: Path) -> None:
+    """A code-mode catalog entry sends Codex's tools in an `additional_tools` input item, all in namespaces the
+    server cannot run: they are left out, and the turn is answered, not refused."""
+    work, home = _codex_dirs(tmp_path)
+    catalog = _catalog(home, "tiny-tools", lambda m: m.get("tool_mode") == "code_mode_only")
+    runner = ScriptedRunner(tool_target.tokenizer, lambda prompt: "Hello from the model.", model="tiny-tools")
+    with serving(runner) as url:
+        done = _codex_exec(url, work, home, "Say hello.", catalog=catalog)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Hello from the model." in done.stdout
+
+
+def _codex_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A project holding notes.txt ("hello") and an empty CODEX_HOME."""
+    work, home = tmp_path / "work", tmp_path / "codex"
+    work.mkdir()
+    home.mkdir()
+    (work / "notes.txt").write_text("hello\n")
+    return work, home
+
+
+def _catalog(home: Path, model: str, wanted: Callable[[dict], bool]) -> Path:
+    """A model catalog giving `model` the first bundled entry `wanted` picks, as docs/agent-clients.md tells users to
+    make one (`codex debug models --bundled`, one entry kept under the served name)."""
+    bundled = subprocess.run(["codex", "debug", "models", "--bundled"], env={**os.environ, "CODEX_HOME": str(home)},
+                             capture_output=True, text=True, timeout=60, check=True)
+    entry = next(m for m in json.loads(bundled.stdout)["models"] if wanted(m))
+    entry.update(slug=model, display_name=model, input_modalities=["text"])
+    path = home / "catalog.json"
+    path.write_text(json.dumps({"models": [entry]}))
+    return path
+
+
+def _codex_exec(url: str, work: Path, home: Path, task: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
+    """`codex exec` on `task` in `work`, its provider the server at `url` (Responses API)."""
+    lines = ['model = "tiny-tools"', 'model_provider = "local"']
+    if catalog is not None:
+        lines.append(f'model_catalog_json = "{catalog}"')
+    lines += ["[model_providers.local]", 'name = "local"', f'base_url = "{url}/v1"', 'wire_api = "responses"',
+              'env_key = "LOCAL_KEY"']
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "unused"}
+    return subprocess.run(["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", task],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=300)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
+from engine.serving.api_error import ApiError
 from engine.serving.pieces import ToolCall
 from engine.serving.responses_api import parse_request
 from engine.serving.responses_tools import call_item
@@ -34,6 +36,25 @@ def test_codexs_recorded_request_keeps_its_functions_and_leaves_out_the_rest_wit
     assert [t["function"]["name"] for t in request.tooling.tools] == functions
     assert [note.split(" ")[0] for note in request.tooling.left_out] == ["multi_agent_v1", "web_search"]
     assert [m["role"] for m in request.prompt] == ["system", "system", "user", "user"]
+
+
+def test_tools_in_an_additional_tools_item_are_offered_beside_the_tools_field() -> None:
+    """Codex sends its tools in an `additional_tools` input item for the models its catalog puts in code mode."""
+    get_time = {"type": "function", "name": "get_time", "parameters": {"type": "object", "properties": {}}}
+    group = {"type": "namespace", "name": "functions", "tools": [get_time]}
+    request = parse({"tools": [APPLY_PATCH], "input": [
+        {"type": "additional_tools", "role": "developer", "tools": [get_time, group]},
+        {"role": "user", "content": "What time is it?"}]})
+    assert [t["function"]["name"] for t in request.tooling.tools] == ["apply_patch", "get_time"]
+    assert [note.split(" ")[0] for note in request.tooling.left_out] == ["functions"]
+    assert request.tooling.freeform == {"apply_patch": PATCH_GRAMMAR}
+    assert request.prompt == [{"role": "user", "content": "What time is it?"}]
+
+
+def test_an_additional_tools_item_without_a_list_of_tools_is_refused_naming_it() -> None:
+    with pytest.raises(ApiError) as refused:
+        parse({"input": [{"role": "user", "content": "Hi"}, {"type": "additional_tools", "tools": "get_time"}]})
+    assert (refused.value.status, refused.value.param) == (400, "input[1].tools")
 
 
 def test_a_custom_tool_is_offered_as_a_function_of_one_string_with_an_example_of_its_text() -> None:
