@@ -33,16 +33,18 @@ def rss_mb(pid: int) -> float:
 
 
 @pytest.fixture
-def served(tiny_dirs):
+def served(tiny_dirs, tmp_path):
     # The draft model alone: under Automatic lookup copies each repeated prompt's answer from the history in a round or
     # two, and the request killed after 3 chunks would have finished by then.
     command = [sys.executable, "-m", "engine", "serve", "--target", str(tiny_dirs[0]), "--draft", str(tiny_dirs[1]),
                "--preset", "greedy", "--drafter", "model", "--port", "0", "--max-waiting", "6"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ)
+    log = tmp_path / "serve.log"  # a line per request (stderr)
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink, text=True, env=os.environ)
     line = process.stdout.readline()
     assert line.startswith("Serving "), line
     base = line.split(" on ")[1].split()[0]
-    yield process, base
+    yield process, base, log
     process.terminate()
     process.wait(30)
 
@@ -69,7 +71,7 @@ def stream_text(client: httpx.Client, base: str, prompt: str, stop_after: int | 
 
 @pytest.mark.soak
 def test_sixteen_streaming_clients_get_their_own_answers_or_503_and_memory_stays_flat(served) -> None:
-    process, base = served
+    process, base, log = served
     prompts = [f"Client {i} asks about the number {i * 7}." for i in range(CLIENTS)]
     with httpx.Client(timeout=120) as client:
         expected = {p: stream_text(client, base, p)[1] for p in prompts}
@@ -113,4 +115,10 @@ def test_sixteen_streaming_clients_get_their_own_answers_or_503_and_memory_stays
           f" at the end {memory['end']:.1f} MB")
     assert memory["end"] - memory["warm"] < ALLOWED_GROWTH_MB, memory
     health = httpx.get(base.removesuffix("/v1") + "/health").json()
-    assert not health["busy"] and health["served"] == len(done) + CLIENTS
+    process.terminate()
+    process.wait(30)
+    statuses_logged = [line.split()[3] for line in log.read_text().splitlines() if " POST /v1/completions " in line]
+    # The killed request is logged 499, or 200 when the server had sent all of it before the client went away.
+    assert statuses_logged.count("200") + statuses_logged.count("499") == len(done) + CLIENTS + 1
+    assert statuses_logged.count("499") <= 1
+    assert not health["busy"] and health["served"] == statuses_logged.count("200")
