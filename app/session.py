@@ -359,7 +359,7 @@ class ChatSession(QObject):
             message, self.pair = self.across.mac_left(self.pair, message)
         self._idle()
         self.answer_failed.emit(answer, message)
-        if kind == "PromptError" and not answer.text:
+        if kind in ("PromptError", "PromptTooLongError") and not answer.text:
             self._take_back_question(answer.conversation_id, message)
 
     def _take_back_question(self, conversation_id: int, message: str) -> None:

@@ -49,6 +49,15 @@ class PromptError(SpecChatError):
     """An empty prompt, or one longer than the model's context."""
 
 
+class PromptTooLongError(PromptError):
+    """A prompt longer than the model's context; its counts let the server say so in the words each API's clients
+    act on (Claude Code shortens the conversation and retries on Anthropic's)."""
+
+    def __init__(self, message: str, tokens: int = 0, limit: int = 0) -> None:
+        super().__init__(message)
+        self.tokens, self.limit = tokens, limit
+
+
 class DownloadError(SpecChatError):
     """A download that could not finish: no network, no such repo, gated, disk full."""
 

@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 import mlx.core as mx
 
 from .. import drafter_kinds
-from ..errors import InvalidParameterError, PromptError
+from ..errors import InvalidParameterError, PromptError, PromptTooLongError
 from ..events import Event, GenerationResult, GenerationStats, ImagesRead, PrefillEvent
 from ..images import ImageSource
 from ..models.vision import ImageKey
@@ -51,9 +51,9 @@ def _check_request(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
     """Refuse a request that cannot run, with what to do instead."""
     limit, model = pair.context_limit(_uses_draft(pair, params))
     if len(prompt_ids) >= limit:
-        raise PromptError(
+        raise PromptTooLongError(
             f"The prompt is {len(prompt_ids)} tokens but {model.display_name} reads at most {limit}. "
-            "Shorten it, or start a new chat."
+            "Shorten it, or start a new chat.", len(prompt_ids), limit
         )
     if params.mode != "speculative":
         return

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..events import GenerationResult
 from ..params import GenerationParams
+from .api_error import ContextLengthExceeded
 from .image_parts import image_part
 from .openai_api import ApiError, ApiRequest, read_tools, request_params, served_model, typed
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
@@ -62,9 +63,13 @@ EMPTY_DELTAS = {"text": {"type": "text_delta", "text": ""}, "thinking": {"type":
 
 
 def error_body(error: ApiError) -> dict[str, Any]:
-    """An error as Anthropic's clients parse it."""
+    """An error as Anthropic's clients parse it; a prompt too long for the context in Anthropic's own words, which
+    Claude Code reads to compact the conversation and send it again."""
     kind = ERROR_TYPES.get(error.status, "api_error" if error.status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": error.message}}
+    message = error.message
+    if isinstance(error, ContextLengthExceeded):
+        message = f"prompt is too long: {error.tokens} tokens > {error.limit} maximum"
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationParams) -> ApiRequest:

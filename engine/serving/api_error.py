@@ -19,6 +19,14 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
+class ContextLengthExceeded(ApiError):
+    """A prompt longer than the model's context: OpenAI's code for it, and the counts for Anthropic's words."""
+
+    def __init__(self, message: str, tokens: int, limit: int) -> None:
+        super().__init__(400, message, param="messages", code="context_length_exceeded")
+        self.tokens, self.limit = tokens, limit
+
+
 def typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any) -> Any:
     """body[name] if it has the right JSON type (booleans are not numbers), the default if absent or null."""
     value = body.get(name)

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..drafter_kinds import names as drafter_names
-from ..errors import InvalidParameterError, PromptError, SpecChatError
+from ..errors import InvalidParameterError, PromptTooLongError, SpecChatError
 from ..events import GenerationResult
 from ..params import MODES, GenerationParams
 from . import token_logprobs
-from .api_error import ApiError, typed
+from .api_error import ApiError, ContextLengthExceeded, typed
 from .chat_messages import chat_messages
 from .custom_tools import call_input, custom_tool, grammars
 from .keepalive import CommentsSuffice
@@ -52,8 +52,8 @@ MAX_STOP_STRINGS = 4
 
 def engine_error(error: SpecChatError) -> ApiError:
     """An engine error (raised while generating) as the client's error: all of them are about the request."""
-    if isinstance(error, PromptError) and "reads at most" in str(error):
-        return ApiError(400, str(error), param="messages", code="context_length_exceeded")
+    if isinstance(error, PromptTooLongError):
+        return ContextLengthExceeded(str(error), error.tokens, error.limit)
     return ApiError(400, str(error), code="invalid_value" if isinstance(error, InvalidParameterError) else None)
 
 

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from engine.decoding.prompt_ids import prompt_token_ids
+from engine.errors import PromptTooLongError
 from engine.events import GenerationResult, GenerationStats, TokenEvent
 from engine.params import GenerationParams
 from engine.serving.generation_queue import GenerationJob, run_job
@@ -35,6 +36,8 @@ class ScriptedRunner:
         self.jobs: list[GenerationJob] = []
         self._model = model
         self._lock = threading.Lock()
+        self.context: int | None = None  # the prompt tokens the model reads at most; None: any number
+        self.refused = 0  # the prompts refused as longer than `context`
 
     def submit(self, job: GenerationJob) -> None:
         self.jobs.append(job)
@@ -50,8 +53,18 @@ class ScriptedRunner:
     def _stream(self, pair: Any, prompt: Any, params: Any, *, chat: bool, cancel: Any, tools: Any) -> Iterator[object]:
         prompt_ids = prompt_token_ids(self.tokenizer, prompt, chat=chat, tools=tools)
         self.prompts.append(self.tokenizer.decode(prompt_ids))
+        if self.context is not None and len(prompt_ids) >= self.context:
+            self.refused += 1
+            return _too_long(len(prompt_ids), self.context, self._model)
         reply = self.replies(self.prompts[-1]) if callable(self.replies) else self.replies.pop(0)
         return stream_reply(self.tokenizer, reply, params.max_tokens, len(prompt_ids))
+
+
+def _too_long(tokens: int, context: int, model: str) -> Iterator[object]:
+    """The engine's refusal of a prompt longer than the context, raised as its stream starts."""
+    raise PromptTooLongError(f"The prompt is {tokens} tokens but {model} reads at most {context}. Shorten it, or start a "
+                             "new chat.", tokens, context)
+    yield
 
 
 def stream_reply(tokenizer: Any, reply: str, max_tokens: int, prompt_tokens: int) -> Iterator[object]:

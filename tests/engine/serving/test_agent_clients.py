@@ -48,6 +48,33 @@ def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_ta
     assert any('"name": "Read"' in p and "<tool_response>" in p and "opens at nine" in p for p in runner.prompts)
 
 
+@pytest.mark.skipif(shutil.which("claude") is None, reason="Claude Code is not installed (npm i -g @anthropic-ai/claude-code)")
+def test_claude_code_compacts_its_conversation_when_it_outgrows_the_context_and_finishes(tool_target, tmp_path: Path) -> None:
+    """Claude Code believes a model it does not know reads 200k tokens or more; a local model reads far fewer. Told
+    in Anthropic's words that the prompt is too long, it summarises the conversation and goes on."""
+    runner = ScriptedRunner(tool_target.tokenizer, lambda prompt: reply(prompt), model="tiny-tools")
+
+    def reply(prompt: str) -> str:
+        if "Respond with plain text only" in prompt.split("<|im_start|>")[-2]:  # Claude Code asks for a summary
+            return "<analysis>Counted.</analysis>\n<summary>SUMMARY-7: seq 1 100 ran many times.</summary>"
+        if "SUMMARY-7" in prompt:
+            return "Done: seq ran until the conversation was summarised."
+        if '"name": "Bash"' not in prompt:
+            return json.dumps({"title": "Count"})  # the session title request (no tools)
+        if runner.context is None:  # the first request with tools: room for a dozen outputs more
+            runner.context = len(tool_target.tokenizer.encode(prompt)) + 5000
+        return _call("Bash", {"command": "seq 1 100", "description": "Count to 100"})
+
+    with serving(runner) as url:
+        env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
+               "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
+        done = subprocess.run(["claude", "-p", "Run seq 1 100 again and again.", "--allowedTools", "Bash(seq:*)"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "seq ran until the conversation was summarised" in done.stdout
+    assert runner.refused >= 1 and any("SUMMARY-7" in p for p in runner.prompts)  # refused, summarised, went on
+
+
 @pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
 def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path) -> None:
     work, home = _codex_dirs(tmp_path)

@@ -7,6 +7,7 @@ tool model (tests/engine/serving/scripted.py), since random weights never call a
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import anthropic
@@ -241,8 +242,15 @@ def test_bad_requests_get_anthropics_error_shape_and_the_server_keeps_serving(ba
 def test_the_client_raises_its_own_errors(client) -> None:
     with pytest.raises(anthropic.NotFoundError):
         client.messages.create(model="not-served-here", max_tokens=4, messages=QUESTION)
-    with pytest.raises(anthropic.BadRequestError, match="too long|reads at most"):
-        client.messages.create(model="tiny-target", max_tokens=4, messages=[{"role": "user", "content": "word " * 1100}])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_too_long_for_the_context_is_refused_in_anthropics_words(client, stream) -> None:
+    """Claude Code compacts the conversation and sends it again on exactly this message."""
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(model="tiny-target", max_tokens=4, messages=[{"role": "user", "content": "word " * 1100}],
+                               stream=stream)
+    assert re.fullmatch(r"prompt is too long: \d+ tokens > 1024 maximum", refused.value.body["error"]["message"])
 
 
 def test_a_keyed_server_takes_x_api_key_or_a_bearer_token(tiny_engine) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.errors import InvalidParameterError, PromptError
+from engine.errors import InvalidParameterError, PromptError, PromptTooLongError
 from engine.events import GenerationResult, GenerationStats
 from engine.params import GenerationParams
 from engine.serving.openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body, parse_request, sse
@@ -101,8 +101,10 @@ def test_a_body_that_is_not_a_json_object_is_refused(raw) -> None:
 
 
 def test_engine_errors_become_400s_and_a_long_prompt_says_context_length_exceeded() -> None:
-    long = engine_error(PromptError("The prompt is 2000 tokens but tiny reads at most 1024. Shorten it."))
+    long = engine_error(PromptTooLongError("The prompt is 2000 tokens but tiny reads at most 1024. Shorten it.", 2000, 1024))
     assert (long.status, long.code, long.param) == (400, "context_length_exceeded", "messages")
+    assert long.message == "The prompt is 2000 tokens but tiny reads at most 1024. Shorten it."
+    assert engine_error(PromptError("The prompt is empty.")).code is None
     assert engine_error(InvalidParameterError("needs a draft model")).code == "invalid_value"
 
 
