@@ -1,5 +1,5 @@
-"""Engine threads serving the tiny pairs, shared by the server tests of every API (each loads its pair once), and a
-check of what a Lark grammar takes."""
+"""Engine threads serving the tiny pairs, shared by the server tests of every API (each loads its pair once), a
+check of what a Lark grammar takes, and the agent CLIs the client tests drive."""
 
 from __future__ import annotations
 
@@ -67,3 +67,19 @@ def takes(tool_target):
         return matcher.try_consume_tokens(ids) == len(ids) and bool(matcher.is_accepting())
 
     return check
+
+
+@pytest.fixture(scope="session")
+def claude_cli() -> str:
+    """Claude Code's command (`agent_clis`)."""
+    from tests.engine.serving.agent_clis import agent_cli
+
+    return agent_cli("claude")
+
+
+@pytest.fixture(scope="session")
+def codex_cli() -> str:
+    """Codex CLI's command (`agent_clis`)."""
+    from tests.engine.serving.agent_clis import agent_cli
+
+    return agent_cli("codex")

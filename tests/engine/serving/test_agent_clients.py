@@ -4,20 +4,16 @@ with its shell tool, and with its freeform apply_patch where a model catalog off
 The model is scripted (tests/engine/serving/scripted.py: random weights never call a tool) by what its prompt
 holds, so the clients' real requests (their default tools and system prompts, their title and follow-up
 requests, in whatever order they send them) go through the server's real parsing, prompt rendering, output
-splitting and streaming. Skipped where the CLIs are not installed (`npm install -g @anthropic-ai/claude-code
-@openai/codex`).
+splitting and streaming. The CLIs are the ones installed, else pinned versions npm installs (`agent_clis`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.engine.serving.scripted import ScriptedRunner, serving
 
@@ -26,8 +22,7 @@ def _call(name: str, arguments: dict) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-@pytest.mark.skipif(shutil.which("claude") is None, reason="Claude Code is not installed (npm i -g @anthropic-ai/claude-code)")
-def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_target, tmp_path: Path) -> None:
+def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_target, tmp_path: Path, claude_cli: str) -> None:
     (tmp_path / "notes.txt").write_text("The harbour opens at nine.\n")
 
     def reply(prompt: str) -> str:
@@ -41,15 +36,15 @@ def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_ta
     with serving(runner) as url:
         env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
                "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
-        done = subprocess.run(["claude", "-p", "What do the notes in notes.txt say?"], cwd=tmp_path, env=env,
+        done = subprocess.run([claude_cli, "-p", "What do the notes in notes.txt say?"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "opens at nine" in done.stdout
     assert any('"name": "Read"' in p and "<tool_response>" in p and "opens at nine" in p for p in runner.prompts)
 
 
-@pytest.mark.skipif(shutil.which("claude") is None, reason="Claude Code is not installed (npm i -g @anthropic-ai/claude-code)")
-def test_claude_code_compacts_its_conversation_when_it_outgrows_the_context_and_finishes(tool_target, tmp_path: Path) -> None:
+def test_claude_code_compacts_its_conversation_when_it_outgrows_the_context_and_finishes(tool_target, tmp_path: Path,
+                                                                                        claude_cli: str) -> None:
     """Claude Code believes a model it does not know reads 200k tokens or more; a local model reads far fewer. Told
     in Anthropic's words that the prompt is too long, it summarises the conversation and goes on."""
     runner = ScriptedRunner(tool_target.tokenizer, lambda prompt: reply(prompt), model="tiny-tools")
@@ -68,15 +63,14 @@ def test_claude_code_compacts_its_conversation_when_it_outgrows_the_context_and_
     with serving(runner) as url:
         env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
                "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
-        done = subprocess.run(["claude", "-p", "Run seq 1 100 again and again.", "--allowedTools", "Bash(seq:*)"],
+        done = subprocess.run([claude_cli, "-p", "Run seq 1 100 again and again.", "--allowedTools", "Bash(seq:*)"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seq ran until the conversation was summarised" in done.stdout
     assert runner.refused >= 1 and any("SUMMARY-7" in p for p in runner.prompts)  # refused, summarised, went on
 
 
-@pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
-def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path) -> None:
+def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path, codex_cli: str) -> None:
     work, home = _codex_dirs(tmp_path)
 
     def reply(prompt: str) -> str:
@@ -86,17 +80,16 @@ def test_codex_edits_a_file_with_its_shell_tool(tool_target, tmp_path: Path) -> 
 
     runner = ScriptedRunner(tool_target.tokenizer, reply, model="tiny-tools")
     with serving(runner) as url:
-        done = _codex_exec(url, work, home, "Append the line 'bye' to notes.txt")
+        done = _codex_exec(codex_cli, url, work, home, "Append the line 'bye' to notes.txt")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "notes.txt").read_text() == "hello\nbye\n"
 
 
-@pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
-def test_codex_edits_a_file_with_its_freeform_apply_patch_tool(tool_target, tmp_path: Path) -> None:
+def test_codex_edits_a_file_with_its_freeform_apply_patch_tool(tool_target, tmp_path: Path, codex_cli: str) -> None:
     """Codex offers apply_patch (a custom tool with a Lark grammar) to a model its catalog gives it: the call comes
     back as the custom tool call Codex applies, and the model was shown an example patch, not the grammar."""
     work, home = _codex_dirs(tmp_path)
-    catalog = _catalog(home, "tiny-tools", lambda m: m.get("apply_patch_tool_type") == "freeform"
+    catalog = _catalog(codex_cli, home, "tiny-tools", lambda m: m.get("apply_patch_tool_type") == "freeform"
                        and m.get("tool_mode") != "code_mode_only")
     patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-hello\n+bye\n*** End Patch\n"
 
@@ -107,22 +100,21 @@ def test_codex_edits_a_file_with_its_freeform_apply_patch_tool(tool_target, tmp_
 
     runner = ScriptedRunner(tool_target.tokenizer, reply, model="tiny-tools")
     with serving(runner) as url:
-        done = _codex_exec(url, work, home, "Change the line hello to bye in notes.txt", catalog=catalog)
+        done = _codex_exec(codex_cli, url, work, home, "Change the line hello to bye in notes.txt", catalog=catalog)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (work / "notes.txt").read_text() == "bye\n"
     assert "*** Add File: <filename>" in runner.prompts[0]  # the example the grammar takes
     assert "add_hunk:" not in runner.prompts[0]  # not the grammar's rules
 
 
-@pytest.mark.skipif(shutil.which("codex") is None, reason="Codex CLI is not installed (npm i -g @openai/codex)")
-def test_codex_gets_an_answer_from_a_model_its_catalog_puts_in_code_mode(tool_target, tmp_path: Path) -> None:
+def test_codex_gets_an_answer_from_a_model_its_catalog_puts_in_code_mode(tool_target, tmp_path: Path, codex_cli: str) -> None:
     """A code-mode catalog entry sends Codex's tools in an `additional_tools` input item, all in namespaces the
     server cannot run: they are left out, and the turn is answered, not refused."""
     work, home = _codex_dirs(tmp_path)
-    catalog = _catalog(home, "tiny-tools", lambda m: m.get("tool_mode") == "code_mode_only")
+    catalog = _catalog(codex_cli, home, "tiny-tools", lambda m: m.get("tool_mode") == "code_mode_only")
     runner = ScriptedRunner(tool_target.tokenizer, lambda prompt: "Hello from the model.", model="tiny-tools")
     with serving(runner) as url:
-        done = _codex_exec(url, work, home, "Say hello.", catalog=catalog)
+        done = _codex_exec(codex_cli, url, work, home, "Say hello.", catalog=catalog)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Hello from the model." in done.stdout
 
@@ -136,10 +128,10 @@ def _codex_dirs(tmp_path: Path) -> tuple[Path, Path]:
     return work, home
 
 
-def _catalog(home: Path, model: str, wanted: Callable[[dict], bool]) -> Path:
+def _catalog(codex: str, home: Path, model: str, wanted: Callable[[dict], bool]) -> Path:
     """A model catalog giving `model` the first bundled entry `wanted` picks, as docs/agent-clients.md tells users to
     make one (`codex debug models --bundled`, one entry kept under the served name)."""
-    bundled = subprocess.run(["codex", "debug", "models", "--bundled"], env={**os.environ, "CODEX_HOME": str(home)},
+    bundled = subprocess.run([codex, "debug", "models", "--bundled"], env={**os.environ, "CODEX_HOME": str(home)},
                              capture_output=True, text=True, timeout=60, check=True)
     entry = next(m for m in json.loads(bundled.stdout)["models"] if wanted(m))
     entry.update(slug=model, display_name=model, input_modalities=["text"])
@@ -148,7 +140,8 @@ def _catalog(home: Path, model: str, wanted: Callable[[dict], bool]) -> Path:
     return path
 
 
-def _codex_exec(url: str, work: Path, home: Path, task: str, catalog: Path | None = None) -> subprocess.CompletedProcess:
+def _codex_exec(codex: str, url: str, work: Path, home: Path, task: str,
+                catalog: Path | None = None) -> subprocess.CompletedProcess:
     """`codex exec` on `task` in `work`, its provider the server at `url` (Responses API)."""
     lines = ['model = "tiny-tools"', 'model_provider = "local"']
     if catalog is not None:
@@ -157,5 +150,5 @@ def _codex_exec(url: str, work: Path, home: Path, task: str, catalog: Path | Non
               'env_key = "LOCAL_KEY"']
     (home / "config.toml").write_text("\n".join(lines) + "\n")
     env = {**os.environ, "CODEX_HOME": str(home), "LOCAL_KEY": "unused"}
-    return subprocess.run(["codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", task],
+    return subprocess.run([codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", task],
                           cwd=work, env=env, capture_output=True, text=True, timeout=300)
