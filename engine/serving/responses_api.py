@@ -2,13 +2,13 @@
 
 A request's `instructions` and `input` (a string, or items: messages, `function_call`, `function_call_output`,
 `reasoning`, a custom tool's `custom_tool_call` / `custom_tool_call_output`, and `additional_tools`, which offers
-tools as `tools` does) become the chat messages our
-templates read, its tools the OpenAI-shaped tools they take (`responses_tools`); the answer comes back as output
-items (a `reasoning` item when the model reasoned, a message with `output_text`, a `function_call` or
-`custom_tool_call` per call), or streamed as Responses streams it: response.created, response.in_progress, then per
-item response.output_item.added, its deltas (response.reasoning_text.delta, response.output_text.delta,
-response.function_call_arguments.delta) and its .done events, and last response.completed (response.incomplete
-when the token limit cut it). Every event carries a sequence_number.
+tools as `tools` does) become the chat messages our templates read, its tools the OpenAI-shaped tools they take
+(`responses_tools`); the answer comes back as output items (a `reasoning` item when the model reasoned, a message
+with `output_text`, a `function_call` or `custom_tool_call` per call), or streamed as Responses streams it:
+response.created, response.in_progress, then per item response.output_item.added, its deltas
+(response.reasoning_text.delta, response.output_text.delta, response.function_call_arguments.delta) and its .done
+events, and last response.completed (response.incomplete when the token limit cut it). Every event carries a
+sequence_number.
 
 The reasoning is the model's own text, so it goes in the item's `content` as `reasoning_text` (as OpenAI's
 gpt-oss server sends it), not in `summary`, which is for a summary we do not write. `reasoning: {"effort":
@@ -109,6 +109,7 @@ def _input(items: object) -> list[dict[str, Any]]:
 
 
 def _check_tools(item: dict[str, Any], index: int) -> None:
+    """An additional_tools item must hold a list, so that a bad one is refused naming it, not read as no tools."""
     if not isinstance(item.get("tools"), list):
         raise ApiError(400, f"input[{index}].tools must be a list of tools (an additional_tools item).",
                        param=f"input[{index}].tools")

@@ -3,9 +3,9 @@
 Codex offers `function` tools, freeform `custom` tools (apply_patch: the model writes the patch itself, its
 syntax given as a Lark grammar) and tools it expects the provider to run (`web_search`, and `namespace` groups of
 sub-agent tools), in the request's `tools` or, for the models its catalog puts in code mode, in an
-`additional_tools` item of its input. A function is offered as it is; a custom tool as chat completions' are (`custom_tools`), its
-call coming back as a `custom_tool_call` item carrying its input text. The rest cannot run here: they are left out
-with a note (`LeftOut`) instead of refusing a request Codex sends on every turn.
+`additional_tools` item of its input. A function is offered as it is; a custom tool as chat completions' are
+(`custom_tools`), its call coming back as a `custom_tool_call` item carrying its input text. The rest cannot run
+here: they are left out with a note (`LeftOut`) instead of refusing a request Codex sends on every turn.
 """
 
 from __future__ import annotations
