@@ -119,6 +119,24 @@ def test_codex_gets_an_answer_from_a_model_its_catalog_puts_in_code_mode(tool_ta
     assert "Hello from the model." in done.stdout
 
 
+def test_codex_says_it_ran_out_of_room_when_the_prompt_outgrows_the_context(tool_target, tmp_path: Path,
+                                                                            codex_cli: str) -> None:
+    """The server's `context_length_exceeded` is what Codex reads as a full context window: it ends the turn saying
+    so (it compacts on its own only when `model_context_window` tells it the model's real window)."""
+    work, home = _codex_dirs(tmp_path)
+    runner = ScriptedRunner(tool_target.tokenizer, lambda prompt: reply(prompt), model="tiny-tools")
+
+    def reply(prompt: str) -> str:
+        if runner.context is None:  # room for a few outputs more than the first request
+            runner.context = len(tool_target.tokenizer.encode(prompt)) + 3000
+        return _call("exec_command", {"cmd": "seq 1 300"})
+
+    with serving(runner) as url:
+        done = _codex_exec(codex_cli, url, work, home, "Run seq 1 300 again and again.")
+    assert runner.refused == 1
+    assert done.returncode == 1 and "ran out of room in the model's context window" in done.stdout + done.stderr
+
+
 def _codex_dirs(tmp_path: Path) -> tuple[Path, Path]:
     """A project holding notes.txt ("hello") and an empty CODEX_HOME."""
     work, home = tmp_path / "work", tmp_path / "codex"
