@@ -34,10 +34,7 @@ def test_claude_code_reads_a_file_with_its_read_tool_and_answers_from_it(tool_ta
 
     runner = ScriptedRunner(tool_target.tokenizer, reply, model="tiny-tools")
     with serving(runner) as url:
-        env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
-               "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
-        done = subprocess.run([claude_cli, "-p", "What do the notes in notes.txt say?"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = _claude_p(claude_cli, url, tmp_path, "What do the notes in notes.txt say?")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "opens at nine" in done.stdout
     assert any('"name": "Read"' in p and "<tool_response>" in p and "opens at nine" in p for p in runner.prompts)
@@ -61,10 +58,7 @@ def test_claude_code_compacts_its_conversation_when_it_outgrows_the_context_and_
         return _call("Bash", {"command": "seq 1 100", "description": "Count to 100"})
 
     with serving(runner) as url:
-        env = {**os.environ, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
-               "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
-        done = subprocess.run([claude_cli, "-p", "Run seq 1 100 again and again.", "--allowedTools", "Bash(seq:*)"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        done = _claude_p(claude_cli, url, tmp_path, "Run seq 1 100 again and again.", "--allowedTools", "Bash(seq:*)")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "seq ran until the conversation was summarised" in done.stdout
     assert runner.refused >= 1 and any("SUMMARY-7" in p for p in runner.prompts)  # refused, summarised, went on
@@ -135,6 +129,13 @@ def test_codex_says_it_ran_out_of_room_when_the_prompt_outgrows_the_context(tool
         done = _codex_exec(codex_cli, url, work, home, "Run seq 1 300 again and again.")
     assert runner.refused == 1
     assert done.returncode == 1 and "ran out of room in the model's context window" in done.stdout + done.stderr
+
+
+def _claude_p(claude: str, url: str, work: Path, task: str, *options: str) -> subprocess.CompletedProcess:
+    """`claude -p` on `task` in `work` (its HOME too), the served model for every model it asks for."""
+    env = {**os.environ, "HOME": str(work), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "unused",
+           "ANTHROPIC_MODEL": "tiny-tools", "ANTHROPIC_SMALL_FAST_MODEL": "tiny-tools"}
+    return subprocess.run([claude, "-p", task, *options], cwd=work, env=env, capture_output=True, text=True, timeout=300)
 
 
 def _codex_dirs(tmp_path: Path) -> tuple[Path, Path]:
