@@ -109,6 +109,17 @@ def tiny_pair(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> ModelPair:
     return ModelPair(tiny_target, tiny_draft)
 
 
+@pytest.fixture
+def ticking_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's clock (`engine/decoding/clock.py`) one millisecond later at each reading: every cost an answer
+    measures is whole ticks, the same on an idle machine and a loaded one, so a test of what the policy chooses from
+    those costs checks the policy, not the machine's load."""
+    from engine.decoding import clock
+
+    ticks = iter(range(1, 10**9))
+    monkeypatch.setattr(clock, "now", lambda: next(ticks) / 1000)
+
+
 @pytest.fixture(scope="session")
 def tiny_standard(tiny_target: LoadedModel, tiny_draft: LoadedModel) -> Callable[[str, GenerationParams], list[int]]:
     """`tiny_standard(prompt, params)`: the tokens of the tiny target's standard answer at `params`, decoded once per

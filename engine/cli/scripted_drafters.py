@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import mlx.core as mx
 
 from .. import drafter_kinds
+from ..decoding import clock
 from ..decoding.cached_model import CachedModel
 from ..decoding.drafting.drafter import NO_DRAFT, Draft, point_draft
 from ..decoding.drafting.maker import MakerInputs
@@ -178,10 +178,10 @@ class ScriptedDrafter:
         k = self._last_k = self.policy.choose(self.source, available, split_pass) if available > 0 else 0
         if not k:
             return NO_DRAFT
-        start = time.perf_counter()
+        start = clock.now()
         self.state.pay(k)
         ids = [_token(line, self.state.script, position + i) for i in range(k)]
-        return point_draft(ids, self.source, time.perf_counter() - start)
+        return point_draft(ids, self.source, clock.now() - start)
 
     def speculate(self, context: list[int], draft: Draft, verdict: object) -> int:
         """Drafts nothing ahead."""

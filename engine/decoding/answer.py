@@ -8,7 +8,6 @@ stop string, the token budget or the context limit.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from ..events import Event, FinishReason, GenerationResult, GenerationStats, Origin, Part, RoundEvent, TokenEvent, TokenLogprob
 from ..models.memory import peak_memory_gb
 from ..params import GenerationParams
+from . import clock
 from .reasoning import PartDetokenizer, ThinkMarkers
 from .rounds import Round
 from .stop_strings import StopStrings
@@ -108,7 +108,7 @@ class Answer:
 
     def clock_thinking(self, ended: bool = False) -> None:
         """Start or stop the thinking clock as the output enters or leaves reasoning (or the generation `ended`)."""
-        now = time.perf_counter()
+        now = clock.now()
         thinking = self.split.part == "reasoning" and not ended
         if thinking and self._thinking_since is None:
             self._thinking_since = now
@@ -153,7 +153,7 @@ class Answer:
     def _emit(self, events: list[TokenEvent]) -> Iterator[TokenEvent]:
         for event in events:
             if not self.tokens:
-                self.stats.ttft_s = time.perf_counter() - self.start
+                self.stats.ttft_s = clock.now() - self.start
             self.tokens.append(event.token)
             self.origins.append(event.origin)
             self.parts.append(event.part)
@@ -172,7 +172,7 @@ class Answer:
                 self.pieces[part].append(rest)
 
     def result(self) -> GenerationResult:
-        self.stats.total_s = time.perf_counter() - self.start
+        self.stats.total_s = clock.now() - self.start
         self.stats.generation_s = self.stats.total_s - self.stats.prompt_s
         self.stats.peak_memory_gb = peak_memory_gb()
         self.clock_thinking(ended=True)

@@ -9,7 +9,6 @@ produced so far lives in one `Answer`.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -23,6 +22,7 @@ from ..events import Event, GenerationResult, GenerationStats, ImagesRead, Prefi
 from ..images import ImageSource
 from ..models.vision import ImageKey
 from ..params import GenerationParams
+from . import clock
 from .answer import Answer
 from .cached_model import CachedModel
 from .constraint import constraint_for
@@ -280,7 +280,7 @@ def generate_stream(
     warper = Warper(params, pair.vocab_width)
     stats = GenerationStats(prompt_tokens=len(prompt_ids))
     image_key = vision.key if vision is not None else None
-    started = time.perf_counter()  # a prefix read back from disk (or spilled to it) is part of the wait
+    started = clock.now()  # a prefix read back from disk (or spilled to it) is part of the wait
     prompt_kind = _prompt_kind(pair, prompt_ids)
     caches = _caches_to_prefill(pair, params, prompt_kind)
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
@@ -289,7 +289,7 @@ def generate_stream(
                     network=pair.network_clock())
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
-        stats.prompt_s = time.perf_counter() - answer.start
+        stats.prompt_s = clock.now() - answer.start
         if prefilled:
             decoder = _decoder(pair, params, warper, prompt_kind, prompt if comparing else None)
             yield from _rounds(decoder, answer, cancelled)

@@ -29,13 +29,13 @@ all, the queued head supplies its p_1 and the verify pass covers only the draft 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import mlx.core as mx
 
 from ..arrays import float_list, int_list
+from . import clock
 from . import logprobs as logprob_package
 from .acceptance import Verdict, point_mass, verify_coupled, verify_greedy, verify_sampled
 from .cached_model import CachedModel
@@ -95,12 +95,12 @@ class SpeculativeDecoder:
         prediction = self.policy.last_prediction
         if not draft.count:
             return self._plain(context, budget, prediction)
-        start = time.perf_counter()
+        start = clock.now()
         rows, fed, timed = self._verify_pass(context, draft)  # 2. the target's p_1..p_{K+1}, one pass
         verdict = self._accept(rows if masks is None else restrict(rows, masks), draft, context)  # 3. the rule (lazy)
         predrafted = sum(d.speculate(context, draft, verdict) for d in self.drafters)  # SSD: the next round, meanwhile
         read = _read(draft, verdict, self.trace, self._logprob_rows(rows, draft, verdict))  # the round's one device read
-        verify_s = time.perf_counter() - start
+        verify_s = clock.now() - start
         self.target.resolve(fed + read.ids)  # 4. the caches now hold the draft; the next round rewinds them
         emitted = read.ids[: read.accepted] + [read.next_id]
         if self.constraint is not None:
@@ -206,7 +206,7 @@ class SpeculativeDecoder:
 
     def _plain(self, context: list[int], budget: int, prediction: tuple[float, float] | None = None) -> Round:
         """A target step with nothing drafted, the next step queued first when the next round looks plain too."""
-        start = time.perf_counter()
+        start = clock.now()
         head, token, readable = self._head, self._head_token, self._head_read
         width = 1
         if head is None:
@@ -224,7 +224,7 @@ class SpeculativeDecoder:
             self.target.resolve([token_id])
         if self.constraint is not None:
             self.constraint.advance([token_id])
-        verify_s = time.perf_counter() - start
+        verify_s = clock.now() - start
         for drafter in self.drafters:
             drafter.settle(NO_DRAFT, [], 0)
         self.policy.observe(RoundCosts("none", 0, 0, 0.0, verify_s, width))

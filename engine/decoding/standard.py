@@ -10,10 +10,9 @@ step's mask depends on the current token, so each token is read before the next 
 
 from __future__ import annotations
 
-import time
-
 import mlx.core as mx
 
+from . import clock
 from . import logprobs as logprob_package
 from .cached_model import CachedModel
 from .constraint import Constraint, restrict
@@ -66,7 +65,7 @@ class StandardDecoder:
     def round(self, context: list[int], budget: int) -> Round:
         """Emit the queued token, queueing the next pass first unless this is the last token (or a constraint
         needs the token read first)."""
-        start = time.perf_counter()
+        start = clock.now()
         assert self._queued is not None, "start() first"
         current, readable = self._queued
         if self.constraint is None:
@@ -85,6 +84,6 @@ class StandardDecoder:
             accepted=0,
             drafter="none",
             draft_s=0.0,
-            verify_s=time.perf_counter() - start,
+            verify_s=clock.now() - start,
             logprobs=logprobs,
         )

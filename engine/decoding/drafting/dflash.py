@@ -22,7 +22,6 @@ are the argmax, as z-lab drafts them.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import mlx.core as mx
@@ -30,6 +29,7 @@ import mlx.core as mx
 from ...drafters.dflash import DFlashRunner, load_drafter_for
 from ...drafters.dflash_model import Chooser
 from ...models.loading import LoadedModel
+from .. import clock
 from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LayerTap
 from ..policy.draft_length import DraftPolicy
@@ -163,7 +163,7 @@ class DFlashBlockDrafter(NetworkDrafter):
         k = self._last_k = self.policy.choose(self.source, min(limit, self.state.block_tokens), split_pass)
         if not k:
             return NO_DRAFT
-        start = time.perf_counter()
+        start = clock.now()
         if not self.state.prepare(context):
             return NO_DRAFT
         timed = self._next_timed()
@@ -171,7 +171,7 @@ class DFlashBlockDrafter(NetworkDrafter):
         draft = Draft(ids, int(ids.shape[0]), probs, self.source, timed=timed)
         if timed:
             mx.eval(draft.tokens)
-        draft.draft_s = time.perf_counter() - start
+        draft.draft_s = clock.now() - start
         return draft
 
     def _block(self, context: list[int], k: int) -> tuple[mx.array, mx.array | None]:

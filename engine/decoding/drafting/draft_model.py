@@ -16,11 +16,10 @@ when asked to, plainly otherwise.
 """
 from __future__ import annotations
 
-import time
-
 import mlx.core as mx
 
 from ...arrays import int_item
+from .. import clock
 from ..cached_model import CachedModel
 from ..constraint import Constraint, restrict
 from ..policy.draft_length import DraftPolicy
@@ -84,23 +83,23 @@ class DraftModelDrafter(NetworkDrafter):
             keep_rows: also feed the last draft token and keep the draft's logits at every position, K + 1
                 rows (SSD guesses the round's outcome from them).
         """
-        start = time.perf_counter()
+        start = clock.now()
         tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL)
-        catch_up_s = time.perf_counter() - start
+        catch_up_s = clock.now() - start
         history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
         self.cached.checkpoint_round()  # what follows may be rejected
         if self.constraint is not None:
             tokens, probs, ids = constrained_steps(self.cached, self.warper, history, logits, k, len(context), self.constraint)
             draft = Draft(tokens, len(ids), probs, self.source, catch_up_s=catch_up_s, timed=timed, fed=len(ids) - 1, ids=ids)
-            draft.draft_s = time.perf_counter() - start
+            draft.draft_s = clock.now() - start
             return draft
         tokens, probs, rows = draft_steps(self.cached, self.warper, history, logits, k, len(context), keep_rows)
         draft = Draft(tokens, k, probs, self.source, catch_up_s=catch_up_s, timed=timed,
                       fed=k if keep_rows else k - 1, rows=rows)
         if timed:
             mx.eval(draft.tokens)
-        draft.draft_s = time.perf_counter() - start
+        draft.draft_s = clock.now() - start
         return draft
 
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:

@@ -16,8 +16,8 @@ per round however long the conversation is.
 from __future__ import annotations
 
 import math
-import time
 
+from .. import clock
 from ..policy.draft_length import DraftPolicy
 from .drafter import NO_DRAFT, Draft, point_draft
 from .history_lookup import DraftHistory, FilteredHistory
@@ -135,13 +135,13 @@ class PromptLookupDrafter:
         self._copying = self._declined = False
 
     def propose(self, context: list[int], limit: int, split_pass: bool = False) -> Draft:
-        start = time.perf_counter()
+        start = clock.now()
         self.index.extend(context[len(self.index.tokens) :])
         found, source = self._best_match(context, limit)
         candidates = draftable(found, limit)
         k = self.policy.choose(source, len(candidates), split_pass) if candidates else 0
         self._declined = not k and bool(candidates) and found.match_length >= MIN_PROMISING and split_pass
-        return point_draft(candidates[:k], source, time.perf_counter() - start) if k else NO_DRAFT
+        return point_draft(candidates[:k], source, clock.now() - start) if k else NO_DRAFT
 
     def _best_match(self, context: list[int], limit: int) -> tuple[Continuation, str]:
         """The longer match of the context's own index and the history's, and the policy's name for its kind.

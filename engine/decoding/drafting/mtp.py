@@ -20,7 +20,6 @@ EAGLE-3's drafter pairs its entries the same way and chains the same way, so it 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import mlx.core as mx
@@ -28,6 +27,7 @@ import mlx.core as mx
 from ...drafters.mtp import MTPRunner
 from ...drafters.mtp_loading import load_mtp_head
 from ...models.loading import LoadedModel
+from .. import clock
 from ..cached_model import CachedModel, common_prefix_length
 from ..hidden_states import LAST_POST_NORM, LayerTap
 from ..policy.draft_length import DraftPolicy
@@ -165,7 +165,7 @@ class MTPDrafter(NetworkDrafter):
         k = self._last_k = self.policy.choose(self.source, limit, split_pass)
         if not k:
             return NO_DRAFT
-        start = time.perf_counter()
+        start = clock.now()
         output = self.state.prepare(context)
         if output is None:
             return NO_DRAFT
@@ -176,7 +176,7 @@ class MTPDrafter(NetworkDrafter):
         draft = Draft(tokens, k, probs, self.source, timed=timed)
         if timed:
             mx.eval(draft.tokens)
-        draft.draft_s = time.perf_counter() - start
+        draft.draft_s = clock.now() - start
         return draft
 
     def settle(self, draft: Draft, ids: list[int], accepted: int) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
@@ -36,6 +35,7 @@ from typing import Protocol
 import mlx.core as mx
 
 from ...arrays import int_item, int_list
+from .. import clock
 from ..acceptance import Verdict
 from ..cached_model import CachedModel
 from ..policy.draft_length import DraftPolicy
@@ -238,7 +238,7 @@ class SsdDrafter:
             return
         if pending:
             mx.eval([p.draft.tokens for p in pending])
-        now = time.perf_counter()
+        now = clock.now()
         if self._round_start is not None and self._last_emitted:
             self.switch.record(self._last_round_ssd, self._last_emitted, now - self._round_start)
         self._round_start = now
