@@ -33,7 +33,7 @@ from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_image
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .policy.prompt_kind import PROMPT_KIND_TOKENS, kind_of
-from .prompt_ids import FALLBACK_TURN_END, Message
+from .prompt_ids import FALLBACK_TURN_END, Message, turn_openers
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
@@ -285,8 +285,9 @@ def generate_stream(
     caches = _caches_to_prefill(pair, params, prompt_kind)
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
+    ends = turn_openers(pair.tokenizer) if chat and not _is_token_ids(prompt) else frozenset()
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
-                    network=pair.network_clock())
+                    network=pair.network_clock(), turn_openers=ends)
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = clock.now() - answer.start

@@ -26,6 +26,25 @@ _FALLBACK_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
 FALLBACK_TURN_END = "\nUser:"
 
 
+# The tokens chat templates open a turn with (ChatML, Llama 3, Gemma). A chat model that writes one has finished its
+# answer and begun the next speaker's turn: Ollama and LM Studio stop such models there. Without it Qwen2.5-Coder-1.5B
+# answering Codex once wrote `<|im_start|>` and a tool call after it, which Codex showed as the answer's text.
+TURN_OPENERS = ("<|im_start|>", "<|start_header_id|>", "<start_of_turn>")
+
+
+@lru_cache(maxsize=8)
+def turn_openers(tokenizer: Any) -> frozenset[int]:
+    """The ids of the turn-opening tokens the model's chat template writes, each one special token of its vocabulary:
+    where a chat answer ends, beside end-of-sequence (none for a model without a template, whose fallback transcript
+    ends at `FALLBACK_TURN_END`)."""
+    template = getattr(tokenizer, "chat_template", None)  # a string, or a name for each of several
+    template = " ".join(map(str, template.values())) if isinstance(template, dict) else template
+    if not getattr(tokenizer, "has_chat_template", False) or not isinstance(template, str):
+        return frozenset()  # no template, or one written in Python (its tokens are not read here)
+    added = tokenizer.get_added_vocab()
+    return frozenset(added[token] for token in TURN_OPENERS if token in added and token in template)
+
+
 def is_base_model(tokenizer: Any) -> bool:
     """Whether the model has no chat template: it continues text rather than answering turns."""
     return not getattr(tokenizer, "has_chat_template", False)

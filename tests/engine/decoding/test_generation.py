@@ -8,6 +8,7 @@ import pytest
 
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
+from engine.decoding.prompt_ids import turn_openers
 from engine.errors import InvalidParameterError, PromptError, UnsupportedModelError
 from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
 from engine.models.loading import LoadedModel, load_model
@@ -75,6 +76,18 @@ def test_eos_ends_generation_without_being_emitted(tiny_target, tiny_draft, mode
     assert result.text == "Hello there."
     assert eos not in result.tokens
     assert result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_a_chat_answer_ends_where_the_model_opens_the_next_turn(tiny_target, tiny_draft, mode) -> None:
+    """Qwen2.5-Coder-1.5B answering Codex once wrote `<|im_start|>` and a tool call after it, which Codex showed as
+    the answer. A completion of the same prompt's ids (no chat of ours) goes on past the token."""
+    [opener] = turn_openers(tiny_target.tokenizer)
+    pair, script = scripted_pair(tiny_target, tiny_draft, "Hello there.", [opener] + tiny_target.tokenizer.encode("user\nHi"))
+    chat = generate(PROMPT, pair, GREEDY.replace(mode=mode))
+    completion = generate(pair.prompt_ids(PROMPT), pair, GREEDY.replace(mode=mode, max_tokens=len(script)))
+    assert chat.text == "Hello there." and chat.finish_reason == "stop" and opener not in chat.tokens
+    assert completion.tokens == script
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])

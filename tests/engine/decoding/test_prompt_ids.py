@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.decoding.prompt_ids import conversation, prompt_token_ids
+from engine.decoding.prompt_ids import conversation, prompt_token_ids, turn_openers
 from engine.errors import PromptError
 
 
@@ -20,6 +20,19 @@ def test_chat_template_renders_every_turn(tiny_target) -> None:
 def test_raw_prompts_skip_the_template(tiny_target) -> None:
     tok = tiny_target.tokenizer
     assert tok.decode(prompt_token_ids(tok, "def f(x):", chat=False)) == "def f(x):"
+
+
+def test_the_token_a_chatml_template_opens_each_turn_with_ends_an_answer(tiny_target) -> None:
+    tok = tiny_target.tokenizer
+    assert turn_openers(tok) == {tok.convert_tokens_to_ids("<|im_start|>")}
+
+
+def test_a_model_without_a_template_has_no_turn_opener() -> None:
+    class NoTemplate:
+        has_chat_template = False
+        chat_template = None
+
+    assert turn_openers(NoTemplate()) == frozenset()
 
 
 def test_a_given_system_message_is_not_doubled() -> None:
