@@ -38,10 +38,8 @@ def _call(call_id: str, name: str, **arguments: str) -> dict:
 
 
 def short_session() -> list[dict]:
-    """Three requests, each the whole history: the task; after read_file's result; after write_file's. The tiny
-    models answer each to the token limit (an answer that ends at its own end token spends a pass on it that adds no
-    token, so a turn of plain steps then has fewer than one token a pass)."""
-    history = [{"role": "user", "content": "In shapes.py, rename w to width and h to height."}]
+    """Three requests, each the whole history: the task; after read_file's result; after write_file's."""
+    history = [{"role": "user", "content": "Rename w and h to width and height in shapes.py."}]
     steps = [[], [_call("c1", "read_file", path="shapes.py"), {"role": "tool", "tool_call_id": "c1", "content": SOURCE}],
              [_call("c2", "write_file", path="shapes.py", content=SOURCE.replace("w", "width")),
               {"role": "tool", "tool_call_id": "c2", "content": "Wrote 96 bytes."}]]

@@ -49,8 +49,8 @@ def test_every_drafter_and_policy_keeps_greedy_output_identical(tiny_pair: Model
 
 
 def test_draft_equal_to_target_accepts_every_greedy_draft(tiny_target: LoadedModel) -> None:
-    pair = ModelPair(tiny_target, tiny_target)  # raw text: the chat answer ends early, at a turn opener
-    result = generate(PROMPTS[0], pair, GREEDY.replace(max_tokens=60, num_draft=4, adaptive=False), chat=False)
+    pair = ModelPair(tiny_target, tiny_target)
+    result = generate(PROMPTS[0], pair, GREEDY.replace(max_tokens=60, num_draft=4, adaptive=False))
     assert result.stats.drafted > 40
     assert result.stats.acceptance_rate == 1.0
 
