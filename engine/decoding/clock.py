@@ -2,8 +2,9 @@
 
 The adaptive policy and Automatic choose from these measured costs, so the same prompt on a machine busy with other
 work can be drafted by another drafter. That is right for a user (what pays is what is fast on their machine now),
-but a test that checks a choice must not depend on the load: it replaces `now` (`monkeypatch.setattr(clock, "now",
-...)`) with a clock whose time is the work it scripts. Nothing else in the engine reads the time for an answer.
+but a test that checks a choice must not depend on the load: it replaces `now` with a clock of its own (the
+`ticking_clock` fixture of tests/conftest.py, one millisecond at each reading). Nothing else in the engine reads
+the time for an answer.
 """
 
 from __future__ import annotations
