@@ -178,11 +178,17 @@ def _is_token_ids(prompt: object) -> TypeGuard[list[int]]:
     return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
 
 
-def _with_turn_end(pair: ModelPair, params: GenerationParams, transcript: bool) -> GenerationParams:
-    """A base model chatting through the fallback transcript stops where it starts the next user turn."""
-    if not (transcript and pair.is_base_model) or FALLBACK_TURN_END in params.stop:
-        return params
-    return params.replace(stop=params.stop + (FALLBACK_TURN_END,))
+def _turn_ends(pair: ModelPair, params: GenerationParams, chatting: bool) -> tuple[GenerationParams, frozenset[int]]:
+    """Where a chat answer ends besides end-of-sequence, as the params and the token ids the answer stops at: a base
+    model chatting through the fallback transcript where it starts the next user turn (a stop string), a chat model
+    at a token that opens the next turn. A completion of raw text or ids: neither."""
+    if not chatting:
+        return params, frozenset()
+    if not pair.is_base_model:
+        return params, turn_openers(pair.tokenizer)
+    if FALLBACK_TURN_END in params.stop:
+        return params, frozenset()
+    return params.replace(stop=params.stop + (FALLBACK_TURN_END,)), frozenset()
 
 
 def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], chat: bool, system_prompt: str | None,
@@ -274,7 +280,7 @@ def generate_stream(
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
     prompt_ids, vision = _prompt_ids(pair, prompt, chat, system_prompt, tools, params.think, images)
-    params = _with_turn_end(pair, params, chat and not _is_token_ids(prompt))
+    params, ends = _turn_ends(pair, params, chat and not _is_token_ids(prompt))
     _check_request(pair, prompt_ids, params)
     _set_up(pair, params)
     warper = Warper(params, pair.vocab_width)
@@ -285,7 +291,6 @@ def generate_stream(
     caches = _caches_to_prefill(pair, params, prompt_kind)
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
-    ends = turn_openers(pair.tokenizer) if chat and not _is_token_ids(prompt) else frozenset()
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
                     network=pair.network_clock(), turn_openers=ends)
     with _answering(pair, params):

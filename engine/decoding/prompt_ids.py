@@ -39,7 +39,7 @@ def turn_openers(tokenizer: Any) -> frozenset[int]:
     ends at `FALLBACK_TURN_END`)."""
     template = getattr(tokenizer, "chat_template", None)  # a string, or a name for each of several
     template = " ".join(map(str, template.values())) if isinstance(template, dict) else template
-    if not getattr(tokenizer, "has_chat_template", False) or not isinstance(template, str):
+    if is_base_model(tokenizer) or not isinstance(template, str):
         return frozenset()  # no template, or one written in Python (its tokens are not read here)
     added = tokenizer.get_added_vocab()
     return frozenset(added[token] for token in TURN_OPENERS if token in added and token in template)
