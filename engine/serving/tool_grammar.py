@@ -116,8 +116,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
             body, tail = f"args_{i}", r"\s*\}"
             lines.append(_arguments_rule(i, tool))
         lines += [f"call_{i}: HEAD_{i} {body} TAIL_{i}", f"HEAD_{i}: /{head}/", rf"TAIL_{i}: /{tail}\s*/",
-                  f"bare_{i}: BARE_{i} {body} BARE_TAIL_{i}", f"BARE_{i}: /({_FENCE})?{head}/",
-                  rf"BARE_TAIL_{i}: /{tail}\s*(```\s*)?/"]
+                  f"bare_{i}: call_{i} | FENCED_{i} {body} FENCED_TAIL_{i}", f"FENCED_{i}: /{_FENCE}{head}/",
+                  rf"FENCED_TAIL_{i}: /{tail}\s*(```\s*)?/"]
     grammar = _with_inputs(lines, inputs)
     return None if grammar_problem(grammar) else grammar  # a tool llguidance cannot hold leaves the calls free, as before
 

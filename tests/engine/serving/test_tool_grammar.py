@@ -167,6 +167,7 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
     assert not takes(OPEN + patch + '"}}\n</tool_call>')  # the input unescaped is no JSON string
     bare = OPEN.removeprefix("<tool_call>\n")  # Qwen2.5-Coder's calls often come bare, which the server reads as calls
     assert takes(bare + json.dumps(patch)[1:-1] + '"}}') and not takes(bare + 'app.py"}}')
+    assert not takes(bare + json.dumps(patch)[1:-1] + '"}}\n```')
     assert takes("```json\n" + bare + json.dumps(patch)[1:-1] + '"}}\n```') and not takes("```json\n" + bare + 'app.py"}}\n```')
     assert not takes("[" + bare + 'app.py"}}]')
     splitter = AUTO.splitter(tokenizer)
@@ -177,12 +178,15 @@ def test_under_auto_a_call_to_a_custom_tool_follows_its_grammar(tool_pair) -> No
 def test_under_auto_a_call_names_an_offered_tool_with_its_parameters(tool_pair) -> None:
     """Whether to call stays free, but a call the model opens, in the markers or bare opening the answer, fenced or
     not, names a tool the request offered and takes its parameters: Qwen2.5-Coder-0.5B, given Codex CLI's tools,
-    wrote a fenced call to `append`, which no one offered and which came back as text."""
+    wrote a fenced call to `append`, which no one offered and which came back as text. A closing fence follows
+    only a call that opened with one: the 0.5B, after a bare call it wanted to go on from, was held to a stray
+    "```" that Claude Code showed as the answer's text."""
     no_grammar = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None})
     takes = _auto_takes(tool_pair, no_grammar)
     assert takes("Sure, here it is: {\"name\": \"append\"} is text after text.")
     for call in ('{"name": "get_weather", "arguments": {"city": "Oslo"}}', '{"name": "apply_patch", "arguments": {"input": "any"}}'):
         assert takes(f"<tool_call>\n{call}\n</tool_call>") and takes(call) and takes(f"```json\n{call}\n```")
+        assert not takes(f"{call}\n```")  # a fence closes only a call it opened
     for call in ('{"name": "append", "arguments": {"notes.txt": "bye"}}', '{"name": "get_weather", "arguments": {"city": "Rome"}}',
                  '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}'):
         assert not takes(f"<tool_call>\n{call}\n</tool_call>") and not takes(call) and not takes(f"```json\n{call}\n```")
