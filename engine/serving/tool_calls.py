@@ -23,7 +23,7 @@ about is not made.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..decoding.prompt_ids import template_reads_tools
@@ -198,6 +198,7 @@ class OutputSplitter:
         self._state = self._machine.make_state("normal") if self._machine else None
         self._tool_text = ""
         self._held: list[Piece] = []
+        self._blank: list[Piece] = []  # whitespace since the last text, until what follows says what it is
         self.fed = ""  # all the text fed so far
         self.text = ""
         self.calls: list[ToolCall] = []
@@ -210,7 +211,7 @@ class OutputSplitter:
         if self._machine is None:
             return self._release([TextPiece(text)] if text else [])
         self._state, segments = TextStateMachine.split(self._state, text)
-        return self._release(self._pieces(segments))
+        return self._release(self._laid_out(self._pieces(segments)))
 
     def finish(self, cut: bool = False) -> list[Piece]:
         """The last pieces, once generation ended: held text, and a call cut short (as text if it does not parse).
@@ -224,6 +225,7 @@ class OutputSplitter:
             self._state, rest, state = TextStateMachine.flush(self._state)
             pieces = self._pieces([(state, rest)]) + self._end_call(closed=False)
             pieces += self._loose.finish() if self._loose else []
+            pieces = self._laid_out(pieces, end=True)
         pieces = self._release(pieces)
         if self._choice.requires_call and not self._called_as_chosen():
             if not cut:
@@ -256,6 +258,26 @@ class OutputSplitter:
         except Exception:  # noqa: BLE001 - each family's parser fails its own way on text it cannot read
             end = tokenizer.tool_call_end if closed and tokenizer.tool_call_end else ""
             return [TextPiece(tokenizer.tool_call_start + text + end)]
+
+    def _laid_out(self, pieces: list[Piece], end: bool = False) -> list[Piece]:
+        """The pieces without the whitespace that only lays calls out: text's trailing whitespace is held until text
+        follows (then it goes before that text) or the answer ends (then, in an answer that made calls, it is left
+        out), alike whether the text came whole or token by token. Else an answer of calls had a text too, of "\n"
+        (Qwen2.5-Coder ends a bare call with `}}\n`), which Claude Code showed as the answer beside the call and
+        sent back in the conversation."""
+        out: list[Piece] = []
+        for piece in pieces:
+            if not isinstance(piece, TextPiece):
+                out.append(piece)
+                continue
+            words = piece.text.rstrip()
+            if words:
+                out, self._blank = out + self._blank + [replace(piece, text=words)], []
+            self._blank += [TextPiece(piece.text[len(words):])] if words != piece.text else []
+        if end:
+            made_calls = self.calls or any(isinstance(p, ToolCall) for p in out)
+            out, self._blank = out + ([] if made_calls else self._blank), []
+        return out
 
     def _release(self, pieces: list[Piece]) -> list[Piece]:
         """Record the pieces, holding text back while a required call has not come yet."""

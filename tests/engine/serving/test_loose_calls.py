@@ -22,8 +22,8 @@ OSLO = '{"name": "get_time", "parameters": {"city": "Oslo"}}'
 
 FORMS = {
     "bare object": (PARIS, [("get_weather", {"city": "Paris"})], ""),
-    "fence after prose": (f"Sure.\n```json\n{PARIS}\n```", [("get_weather", {"city": "Paris"})], "Sure.\n"),
-    "plain fence": (f"```\n{PARIS}\n```\n", [("get_weather", {"city": "Paris"})], "\n"),
+    "fence after prose": (f"Sure.\n```json\n{PARIS}\n```", [("get_weather", {"city": "Paris"})], "Sure."),
+    "plain fence": (f"```\n{PARIS}\n```\n", [("get_weather", {"city": "Paris"})], ""),
     "tools tags": (f"<tools>\n{PARIS}\n</tools>", [("get_weather", {"city": "Paris"})], ""),
     "function tags": (f"<function>{PARIS}</function>", [("get_weather", {"city": "Paris"})], ""),
     "function=name tag": ('<function=get_time>{"city": "Oslo"}</function>', [("get_time", {"city": "Oslo"})], ""),

@@ -61,6 +61,19 @@ def test_parallel_calls_come_out_in_order_with_distinct_ids(tool_target) -> None
     assert len({p.id for p in pieces if isinstance(p, ToolCall)}) == 2
 
 
+@pytest.mark.parametrize("answer", [f"{CALL}\n", f"\n{CALL}\n{SECOND}\n\n", '{"name": "get_weather", "arguments": {"city": "Paris"}}\n'])
+def test_an_answer_of_calls_has_no_text(tool_target, answer) -> None:
+    """The whitespace around calls lays them out: Qwen2.5-Coder-0.5B ended a bare call with a newline, which came
+    back as a text of its own beside the call (in Claude Code, an empty answer it showed and sent back)."""
+    pieces = split(tool_target.tokenizer, answer, Tooling([WEATHER, TIME]))
+    assert calls(pieces) and not [p for p in pieces if isinstance(p, TextPiece)]
+
+
+def test_blank_text_stays_in_an_answer_that_made_no_call(tool_target) -> None:
+    pieces = split(tool_target.tokenizer, "Hi.\n\n", Tooling([WEATHER]))
+    assert text(pieces) == "Hi.\n\n" and not calls(pieces)
+
+
 def test_without_tools_the_text_is_left_whole(tool_target) -> None:
     for tooling in (Tooling([]), Tooling([WEATHER], ToolChoice("none"))):
         pieces = split(tool_target.tokenizer, f"Look: {CALL}", tooling)
@@ -77,7 +90,7 @@ def test_required_holds_text_back_until_a_call_comes(tool_target) -> None:
     splitter = Tooling([WEATHER], ToolChoice("required")).splitter(tool_target.tokenizer)
     assert splitter.feed("Let me look. ") == []
     released = [p for piece in token_texts(tool_target.tokenizer, CALL) for p in splitter.feed(piece)]
-    assert released[0] == TextPiece("Let me look. ") and calls(released) == [("get_weather", {"city": "Paris"})]
+    assert released[0] == TextPiece("Let me look.") and calls(released) == [("get_weather", {"city": "Paris"})]
 
 
 @pytest.mark.parametrize("choice, answer", [(ToolChoice("required"), "It is sunny."),
@@ -159,7 +172,7 @@ def test_a_tool_round_trip_with_the_openai_client(scripted) -> None:
     runner, client, _ = scripted(f"Let me check.\n{WEATHER_CALL}", FINAL_ANSWER)
     first = client.chat.completions.create(model="tiny-tools", messages=QUESTION, tools=[WEATHER_TOOL])
     choice = first.choices[0]
-    assert choice.finish_reason == "tool_calls" and choice.message.content == "Let me check.\n"
+    assert choice.finish_reason == "tool_calls" and choice.message.content == "Let me check."
     [call] = choice.message.tool_calls
     assert (call.function.name, json.loads(call.function.arguments)) == ("get_weather", {"city": "Paris"})
     assert first.model_extra["speculation"]["mode"] == "standard"
@@ -176,7 +189,7 @@ def test_a_streamed_tool_round_trip_with_the_openai_client(scripted) -> None:
     runner, client, _ = scripted(f"Let me check.\n{WEATHER_CALL}", FINAL_ANSWER)
     chunks = list(client.chat.completions.create(model="tiny-tools", messages=QUESTION, tools=[WEATHER_TOOL], stream=True))
     content, [call], finish = streamed_calls(chunks)
-    assert (content, finish) == ("Let me check.\n", "tool_calls")
+    assert (content, finish) == ("Let me check.", "tool_calls")
     assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Paris"} and call["id"]
     heads = [c for c in chunks if c.choices and c.choices[0].delta.tool_calls and c.choices[0].delta.tool_calls[0].id]
     assert heads[0].choices[0].delta.tool_calls[0].function.arguments == ""  # the name first, then the arguments
