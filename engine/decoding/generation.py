@@ -198,7 +198,7 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
     image's placeholder expanded to its tokens; and the images' prompt for the vision tower (None: no image)."""
     sources: list[ImageSource] = []
     if _is_token_ids(prompt):
-        prompt_ids = list(prompt)
+        prompt_ids = _known_ids(prompt, pair.vocab_width)
     else:
         rendered, sources = with_images(prompt, images)  # type: ignore[arg-type]  # not ids: taken above
         if sources and not chat:
@@ -210,6 +210,16 @@ def _prompt_ids(pair: ModelPair, prompt: str | Sequence[Message] | list[int], ch
         return prompt_ids, None
     vision = image_prompt(pair.target, prompt_ids, sources)
     return vision.ids, vision
+
+
+def _known_ids(prompt: list[int], vocab_width: int) -> list[int]:
+    """A prompt given as token ids, each one a row of the model's embedding: an id past it is no token, and the
+    embedding would read whatever memory lies there."""
+    unknown = next((t for t in prompt if not 0 <= t < vocab_width), None)
+    if unknown is not None:
+        raise InvalidParameterError(f"The prompt holds token id {unknown}, which this model does not have: its ids run "
+                                    f"from 0 to {vocab_width - 1}. Tokenize the prompt with this model's tokenizer.")
+    return list(prompt)
 
 
 def _set_up(pair: ModelPair, params: GenerationParams) -> None:

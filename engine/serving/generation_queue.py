@@ -35,7 +35,7 @@ class GenerationJob:
     """One request's generation.
 
     Attributes:
-        prompt: a completion's text or a chat's messages.
+        prompt: a completion's text or token ids, or a chat's messages.
         chat: apply the chat template (chat completions).
         params: the request's settings.
         deliver: called on the runner's thread with each engine event, each `ReasoningPiece` / `TextPiece` /
@@ -47,7 +47,7 @@ class GenerationJob:
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
 
-    prompt: str | list[dict[str, Any]]
+    prompt: str | list[int] | list[dict[str, Any]]
     chat: bool
     params: GenerationParams
     deliver: Deliver
@@ -84,12 +84,13 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
         names = TokenNames(pair.tokenizer, pair.vocab_width) if job.params.logprobs is not None else None
         freeform = freeform_input(tooling)
         output = JobOutput(FreeformSplitter(freeform) if freeform else tooling.splitter(pair.tokenizer), names)
-        prompt = tooling.prompt(job.prompt) if isinstance(job.prompt, list) else job.prompt
+        # A chat's prompt is its messages, a completion's its text or token ids: the list a chat has is messages.
+        prompt = tooling.prompt(job.prompt) if job.chat and isinstance(job.prompt, list) else job.prompt  # type: ignore[arg-type]
         note = unseen_tools_note(tooling, pair.tokenizer)
         if note:
             job.deliver(Notice(note))
         if job.count_only:
-            job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,
+            job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,  # type: ignore[arg-type]  # chats only
                                                          tools=tooling.template_tools()))))
             return
         events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params, pair.tokenizer), chat=job.chat,

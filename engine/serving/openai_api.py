@@ -63,7 +63,7 @@ class ApiRequest:
 
     endpoint: str  # "chat", "completions", "messages" (Anthropic) or "responses"
     model: str
-    prompt: str | list[dict[str, Any]]  # a completion's text, or a chat's messages
+    prompt: str | list[int] | list[dict[str, Any]]  # a completion's text or token ids, or a chat's messages
     params: GenerationParams
     stream: bool = False
     include_usage: bool = False
@@ -169,12 +169,17 @@ def _choice(choice: object, names: list[str]) -> ToolChoice:
     return ToolChoice("named", name)
 
 
-def _prompt(body: dict[str, Any]) -> str:
+def _prompt(body: dict[str, Any]) -> str | list[int]:
+    """A completion's prompt: its text, or its token ids (OpenAI's array of tokens, which evaluation harnesses
+    send to score a prompt tokenized their own way); one prompt, alone or as a batch of one."""
     prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return prompt
     if not isinstance(prompt, str) or not prompt:
-        raise ApiError(400, "'prompt' is required: a non-empty string.", param="prompt")
+        raise ApiError(400, "'prompt' is required: a non-empty string or array of token ids (one prompt: batches of "
+                       "several are not supported).", param="prompt")
     return prompt
 
 

@@ -88,7 +88,9 @@ def parse_openai(body: dict[str, Any], endpoint: str, models: list[str], default
     request.params = with_thinking(request.params, chat_thinks(body))
     if endpoint == "chat" and isinstance(request.prompt, list):
         for i, (sent, message) in enumerate(zip(body["messages"], request.prompt)):
-            reasoning = history_reasoning(sent, f"messages[{i}]") if message["role"] == "assistant" else None
+            if not isinstance(message, dict) or message["role"] != "assistant":  # a chat's list is messages, never ids
+                continue
+            reasoning = history_reasoning(sent, f"messages[{i}]")
             if reasoning is not None:
                 message["reasoning_content"] = reasoning
     return request

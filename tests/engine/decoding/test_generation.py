@@ -126,6 +126,14 @@ def test_an_empty_prompt_is_refused(tiny_pair: ModelPair) -> None:
         generate("   \n", tiny_pair, GREEDY)
 
 
+@pytest.mark.parametrize("unknown", [-1, "width"])
+def test_a_prompt_of_ids_the_model_does_not_have_is_refused(tiny_pair: ModelPair, unknown) -> None:
+    """An id past the embedding is no token: left in, the model would read whatever memory lies there."""
+    bad = tiny_pair.vocab_width if unknown == "width" else unknown
+    with pytest.raises(InvalidParameterError, match=f"token id {bad}, which this model does not have"):
+        generate([5, bad], tiny_pair, GREEDY.replace(max_tokens=2), chat=False)
+
+
 def test_speculation_with_a_draft_model_needs_one(tiny_target: LoadedModel) -> None:
     """Said in words the app, the CLI and the server share: the app and Compare showed "(--draft MODEL)"."""
     with pytest.raises(InvalidParameterError, match="needs a draft model: load one as the draft") as refused:

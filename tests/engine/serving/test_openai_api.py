@@ -55,6 +55,15 @@ def test_completions_take_a_prompt_string_or_a_one_string_list() -> None:
     assert not parse({"prompt": "Once"}, "completions").chat
 
 
+def test_completions_take_a_prompt_of_token_ids_alone_or_as_a_batch_of_one() -> None:
+    assert parse({"prompt": [7, 0, 12]}, "completions").prompt == [7, 0, 12]
+    assert parse({"prompt": [[7, 0, 12]]}, "completions").prompt == [7, 0, 12]
+    for bad in ([], [[]], [1, "a"], [True], [[1], [2]], ["a", "b"], 3):
+        with pytest.raises(ApiError) as caught:
+            parse({"prompt": bad}, "completions")
+        assert caught.value.param == "prompt" and "token ids" in caught.value.message
+
+
 @pytest.mark.parametrize(
     "body, status, param, code",
     [

@@ -112,6 +112,17 @@ def test_completions_streamed_and_not_equal_generate_without_the_chat_template(c
     assert "".join(c.choices[0].text for c in streamed) == expected.text
 
 
+def test_a_completion_of_token_ids_equals_the_completion_of_their_text(client, tiny_pair) -> None:
+    """OpenAI's completions take the prompt as token ids too (evaluation harnesses tokenize their own way)."""
+    ids = tiny_pair.target.tokenizer.encode("The sea is")
+    expected = generate(ids, tiny_pair, GREEDY.replace(max_tokens=20), chat=False)
+    answer = client.completions.create(model="tiny-target", prompt=ids, max_tokens=20, temperature=0)
+    assert answer.choices[0].text == expected.text and answer.usage.prompt_tokens == len(ids)
+    with pytest.raises(openai.BadRequestError, match=f"token id {tiny_pair.vocab_width}, which this model does not have"):
+        client.completions.create(model="tiny-target", prompt=[*ids, tiny_pair.vocab_width], max_tokens=4)
+    assert client.completions.create(model="tiny-target", prompt=ids, max_tokens=3).choices[0].text  # still serving
+
+
 def test_our_extra_fields_choose_standard_decoding(client, tiny_pair) -> None:
     expected = reference(tiny_pair, QUESTION, 16)
     response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=16,
