@@ -40,6 +40,7 @@ from .pieces import AnswerPiece, ReasoningPiece, ToolCall
 from .response_format import chat_schema
 from .speculation_report import speculation
 from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_name, function_tool
+from .unhonoured_fields import refuse_echo, unhonoured_notes
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -96,6 +97,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
     model = served_model(body, models)
     prompt = chat_messages(body) if endpoint == "chat" else _prompt(body)
+    refuse_echo(body)
     if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
     stream = typed(body, "stream", bool, False)
@@ -103,7 +105,8 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     tooling = _tooling(body) if endpoint == "chat" else None
     params = request_params(body, defaults).replace(logprobs=token_logprobs.requested(body, endpoint),
                                                     json_schema=chat_schema(body) if endpoint == "chat" else None)
-    return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling)
+    return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling,
+                      notes=unhonoured_notes(body))
 
 
 def served_model(body: dict[str, Any], models: list[str]) -> str:
