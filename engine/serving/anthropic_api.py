@@ -202,7 +202,8 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
     if not tools and choice is None:
         return None
     converted, left_out = read_tools(tools, _tool, lambda i: f"tools.{i}:", "{name, description, input_schema}")
-    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out)
+    one_call = isinstance(choice, dict) and choice.get("disable_parallel_tool_use") is True
+    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out, one_call=one_call)
 
 
 def _tool(tool: object) -> Tool:

@@ -128,7 +128,12 @@ def _tooling(body: dict[str, Any]) -> Tooling | None:
         return None
     converted, _ = read_tools(tools, _tool, lambda i: f"tools[{i}]", "{type: 'function', function: {...}}")
     freeform = grammars(t.get("custom") for t in tools if isinstance(t, dict) and t.get("type") == "custom")  # type: ignore[union-attr]
-    return Tooling(converted, _choice(choice, [function_name(t) for t in converted]), freeform=freeform)
+    return Tooling(converted, _choice(choice, [function_name(t) for t in converted]), freeform=freeform, one_call=one_call(body))
+
+
+def one_call(body: dict[str, Any]) -> bool:
+    """Whether the request allows one tool call at most (`parallel_tool_calls: false`, in chat and in Responses)."""
+    return not typed(body, "parallel_tool_calls", bool, True)
 
 
 def read_tools(tools: object, read: Callable[[Any], Tool], param: Callable[[int], str],

@@ -31,7 +31,7 @@ from ..params import GenerationParams
 from . import responses_tools
 from .image_parts import is_image_part, with_image_parts
 from .keepalive import CommentsSuffice
-from .openai_api import ApiError, ApiRequest, request_params, served_model, typed
+from .openai_api import ApiError, ApiRequest, one_call, request_params, served_model, typed
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece
 from .reasoning_api import responses_thinks, with_thinking
 from .response_format import responses_schema
@@ -61,7 +61,8 @@ def parse_request(body: dict[str, Any], models: list[str], defaults: GenerationP
     echo = {"instructions": instructions, "max_output_tokens": body.get("max_output_tokens"),
             "tools": body.get("tools") or [], "tool_choice": body.get("tool_choice") or "auto",
             "temperature": params.temperature, "top_p": params.top_p, "reasoning": body.get("reasoning"),
-            "previous_response_id": body.get("previous_response_id"), "store": typed(body, "store", bool, True)}
+            "previous_response_id": body.get("previous_response_id"), "store": typed(body, "store", bool, True),
+            "parallel_tool_calls": not one_call(body)}
     return ApiRequest("responses", model, messages, with_thinking(params, responses_thinks(body)),
                       typed(body, "stream", bool, False), tooling=responses_tools.tooling(body), echo=echo)
 
@@ -192,7 +193,7 @@ class Render(CommentsSuffice):
 
     def _response(self, status: str, output: list[dict[str, Any]], reply: Reply | None = None) -> dict[str, Any]:
         body = {"id": self.id, "object": "response", "created_at": self.created, "status": status, "error": None,
-                "incomplete_details": None, "model": self.request.model, "output": output, "parallel_tool_calls": True,
+                "incomplete_details": None, "model": self.request.model, "output": output,
                 "previous_response_id": None, "text": {"format": {"type": "text"}}, "truncation": "disabled",
                 "metadata": {}, "usage": None, **self.request.echo}
         if reply is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .api_error import ApiError
 from .custom_tools import call_input, custom_tool, grammars, history_custom_call
-from .openai_api import read_tools
+from .openai_api import one_call, read_tools
 from .pieces import ToolCall
 from .tool_calls import LeftOut, Tool, ToolChoice, Tooling, function_tool
 
@@ -30,7 +30,7 @@ def tooling(body: dict[str, Any]) -> Tooling | None:
         read, skipped = read_tools(tools, _tool, f"{where}[{{}}]".format, "{type: 'function', name, parameters}")
         converted, left_out = converted + read, left_out + skipped
     specs = [t for _, tools in groups for t in tools if isinstance(t, dict) and t.get("type") == "custom"]
-    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out, grammars(specs))
+    return Tooling(converted, _choice(choice, [t["function"]["name"] for t in converted]), left_out, grammars(specs), one_call(body))
 
 
 def offered(body: dict[str, Any]) -> list[tuple[str, list[Any]]]:

@@ -130,6 +130,7 @@ class Tooling:
     choice: ToolChoice = ToolChoice()
     left_out: tuple[str, ...] = ()  # notes on offered tools the server cannot run
     freeform: dict[str, str | None] = field(default_factory=dict)  # custom tools (Responses): name -> Lark or None
+    one_call: bool = False  # at most one call an answer (OpenAI's parallel_tool_calls false, Anthropic's disable_parallel_tool_use)
 
     def template_tools(self) -> list[Tool] | None:
         """The tools the chat template shows the model: none for `none`, only the named one for `named`."""
@@ -157,7 +158,7 @@ class Tooling:
                 "mlx-lm knows: send tool_choice 'auto' or 'none', or serve a model that calls tools."
             )
         active = bool(self.template_tools()) and getattr(tokenizer, "has_tool_calling", False)
-        return OutputSplitter(tokenizer if active else None, self.tools, self.choice)
+        return OutputSplitter(tokenizer if active else None, self.tools, self.choice, self.one_call)
 
 
 def unseen_tools_note(tooling: Tooling, tokenizer: Any) -> str | None:
@@ -186,12 +187,12 @@ class OutputSplitter:
     text is a `TextPiece`, so the answer is exactly what the engine generated.
     """
 
-    def __init__(self, tokenizer: Any | None, tools: list[Tool], choice: ToolChoice = ToolChoice()) -> None:
+    def __init__(self, tokenizer: Any | None, tools: list[Tool], choice: ToolChoice = ToolChoice(), one_call: bool = False) -> None:
         from mlx_lm.generate import TextStateMachine
 
         from .loose_calls import LooseCalls
 
-        self._tokenizer, self._tools, self._choice = tokenizer, tools, choice
+        self._tokenizer, self._tools, self._choice, self._one_call = tokenizer, tools, choice, one_call
         self._machine = TextStateMachine(_transitions(tokenizer)) if tokenizer is not None else None
         names = {function_name(t) for t in tools if choice.mode != "named" or function_name(t) == choice.name}
         self._loose = LooseCalls(names) if tokenizer is not None else None
@@ -281,11 +282,16 @@ class OutputSplitter:
 
     def _release(self, pieces: list[Piece]) -> list[Piece]:
         """Record the pieces, holding text back while a required call has not come yet."""
+        kept: list[Piece] = []
         for piece in pieces:
             if isinstance(piece, ToolCall):
+                if self._one_call and self.calls:
+                    continue  # one call was asked for, and a model no grammar holds may write several: the first is it
                 self.calls.append(piece)
             else:
                 self.text += piece.text
+            kept.append(piece)
+        pieces = kept
         if self._choice.requires_call and not self.calls:
             self._held += pieces
             return []

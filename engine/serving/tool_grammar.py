@@ -89,6 +89,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
     stays free: a fenced call after other text, since text may hold code fences and llguidance's lexer, which does
     not go back, cannot tell the two apart at the fence.
 
+    A request that asks for one call at most (`Tooling.one_call`) is held to one.
+
     Only for tool_choice "auto" and for a model that writes calls as that JSON between single-token markers (mlx-lm's
     json_tools family: Qwen2.5, Hermes; a marker of several tokens would be text the grammar could not tell from a
     call). Else None."""
@@ -100,7 +102,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
         return None
     inputs = _escaped_inputs(tooling, set(tooling.freeform))
     custom = list(inputs)
-    lines = ["%llguidance {}", "start: (bare | lead) (call free)* open_call?",
+    several = "start: (bare | lead) (call free)* open_call?"
+    lines = ["%llguidance {}", "start: bare | lead (call free | open_call)?" if tooling.one_call else several,
              f"bare: {' | '.join(f'bare_{i}' for i in range(len(tools)))}",
              f"one: {' | '.join(f'call_{i}' for i in range(len(tools)))}",
              f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}", rf"TEXT: /(.|\n)*/ & ~/{_TAGGED}/",

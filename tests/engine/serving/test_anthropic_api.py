@@ -56,6 +56,9 @@ def test_tools_take_input_schema_and_tool_choice_maps_to_ours() -> None:
     assert (request.tooling.choice.mode, request.tooling.choice.name) == ("named", "get_weather")
     assert (request.params.stop, request.params.temperature, request.params.top_k, request.params.max_tokens) == (("END",), 0.5, 20, 16)
     assert parse({"messages": QUESTION, "tools": [WEATHER], "tool_choice": {"type": "any"}}).tooling.choice.mode == "required"
+    single = {"type": "auto", "disable_parallel_tool_use": True}
+    assert parse({"messages": QUESTION, "tools": [WEATHER], "tool_choice": single}).tooling.one_call
+    assert not parse({"messages": QUESTION, "tools": [WEATHER]}).tooling.one_call
 
 
 @pytest.mark.parametrize(

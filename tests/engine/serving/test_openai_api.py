@@ -173,6 +173,15 @@ def test_tools_and_a_named_choice_reach_the_job() -> None:
     assert parse(CHAT).tooling is None and parse({**CHAT, "tools": [WEATHER]}).tooling.choice.mode == "auto"
 
 
+def test_parallel_tool_calls_false_asks_for_one_call_at_most() -> None:
+    tools = {**CHAT, "tools": [WEATHER]}
+    assert parse({**tools, "parallel_tool_calls": False}).tooling.one_call
+    assert not parse(tools).tooling.one_call and not parse({**tools, "parallel_tool_calls": True}).tooling.one_call
+    with pytest.raises(ApiError) as refused:
+        parse({**tools, "parallel_tool_calls": "no"})
+    assert refused.value.param == "parallel_tool_calls"
+
+
 def test_history_calls_and_tool_results_are_kept_for_the_template() -> None:
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     body = {"messages": [{"role": "user", "content": "Weather?"},

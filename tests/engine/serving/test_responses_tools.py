@@ -38,6 +38,15 @@ def test_codexs_recorded_request_keeps_its_functions_and_leaves_out_the_rest_wit
     assert [m["role"] for m in request.prompt] == ["system", "system", "user", "user"]
 
 
+def test_parallel_tool_calls_false_asks_for_one_call_and_the_response_says_so() -> None:
+    from engine.serving.responses_api import Render
+
+    request = parse({"tools": [APPLY_PATCH], "input": "Fix it.", "parallel_tool_calls": False})
+    created = json.loads(Render(request).opening(5, 0)[0].split(b"data: ", 1)[1])
+    assert request.tooling.one_call and created["response"]["parallel_tool_calls"] is False
+    assert not parse({"tools": [APPLY_PATCH], "input": "Fix it."}).tooling.one_call
+
+
 def test_tools_in_an_additional_tools_item_are_offered_beside_the_tools_field() -> None:
     """Codex sends its tools in an `additional_tools` input item for the models its catalog puts in code mode."""
     get_time = {"type": "function", "name": "get_time", "parameters": {"type": "object", "properties": {}}}

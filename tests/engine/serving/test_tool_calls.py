@@ -74,6 +74,12 @@ def test_blank_text_stays_in_an_answer_that_made_no_call(tool_target) -> None:
     assert text(pieces) == "Hi.\n\n" and not calls(pieces)
 
 
+def test_asked_for_one_call_the_first_of_several_is_the_answer(tool_target) -> None:
+    """A model whose calls no grammar holds may write several even when the request allows one."""
+    pieces = split(tool_target.tokenizer, f"{CALL}\n{SECOND}", Tooling([WEATHER, TIME], one_call=True))
+    assert calls(pieces) == [("get_weather", {"city": "Paris"})] and not text(pieces)
+
+
 def test_without_tools_the_text_is_left_whole(tool_target) -> None:
     for tooling in (Tooling([]), Tooling([WEATHER], ToolChoice("none"))):
         pieces = split(tool_target.tokenizer, f"Look: {CALL}", tooling)

@@ -196,6 +196,17 @@ def test_under_auto_a_call_names_an_offered_tool_with_its_parameters(tool_pair) 
     assert made.name == "get_weather"
 
 
+def test_under_auto_a_request_for_one_call_holds_the_answer_to_one(tool_pair) -> None:
+    """`parallel_tool_calls: false`: text and one call, in the markers or bare, but never a second call."""
+    single = Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None}, one_call=True)
+    takes = _auto_takes(tool_pair, single)
+    call = '{"name": "get_weather", "arguments": {"city": "Oslo"}}'
+    marked = f"<tool_call>\n{call}\n</tool_call>"
+    assert takes(call) and takes(marked) and takes(f"Checking. {marked} Done.") and takes("No call at all.")
+    assert not takes(f"{marked}\n{marked}") and not takes(f"{call}\n{marked}") and not takes(f"A. {marked} B. {marked}")
+    assert _auto_takes(tool_pair, Tooling(AUTO.tools, ToolChoice("auto"), freeform={"apply_patch": None}))(f"{marked}\n{marked}")
+
+
 def test_under_auto_no_other_form_the_splitter_reads_as_a_call_is_left_free(tool_pair) -> None:
     """The output splitter also reads calls with `arguments` first, OpenAI's `{"function": ...}`, `<tools>` and
     `<function` tags: written so, a call would escape the grammar (Qwen2.5-Coder-1.5B, given Codex CLI's tools,
