@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import openai
@@ -204,6 +205,32 @@ def test_a_streamed_tool_round_trip_with_the_openai_client(scripted) -> None:
     history = QUESTION + [assistant, {"role": "tool", "tool_call_id": call["id"], "content": "22 degrees, sunny"}]
     final = list(client.chat.completions.create(model="tiny-tools", messages=history, tools=[WEATHER_TOOL], stream=True))
     assert streamed_calls(final) == (FINAL_ANSWER, [], "stop")
+    assert "<tool_response>\n22 degrees, sunny\n</tool_response>" in runner.prompts[1]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_openai_agents_runner_runs_the_call_and_ends_on_the_answer(scripted, api) -> None:
+    """OpenAI's Agents SDK drives the server as an agent does: its Runner offers the tool, runs the call the model
+    makes (the first of two, as it asked for one at a time), sends the result back and ends on the model's answer."""
+    import agents
+
+    runner, _, base = scripted(WEATHER_CALL + "\n" + WEATHER_CALL.replace("Paris", "Lyon"), FINAL_ANSWER)
+    ran: list[str] = []
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        ran.append(city)
+        return "22 degrees, sunny"
+
+    client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="unused", max_retries=0)
+    model_class = agents.OpenAIChatCompletionsModel if api == "chat" else agents.OpenAIResponsesModel
+    agent = agents.Agent(name="weather", instructions="Answer with the tool.", tools=[get_weather],
+                         model=model_class(model="tiny-tools", openai_client=client),
+                         model_settings=agents.ModelSettings(parallel_tool_calls=False))
+    result = asyncio.run(agents.Runner.run(agent, "Weather in Paris?", max_turns=3,
+                                           run_config=agents.RunConfig(tracing_disabled=True)))
+    assert ran == ["Paris"] and result.final_output == FINAL_ANSWER
     assert "<tool_response>\n22 degrees, sunny\n</tool_response>" in runner.prompts[1]
 
 
