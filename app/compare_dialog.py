@@ -129,7 +129,7 @@ class CompareDialog(QDialog):
             self.speeds[side].setObjectName(f"speed_{side}")
         self.speedup.setText("")
         first, second = (side_label(side) for side in request_ids)
-        self.fairness.setText(f"Both runs start from an empty prompt cache with the same settings; {first} runs first, "
+        self.fairness.setText(f"Both runs start from an empty prompt cache with the same settings (and seed); {first} runs first, "
                               f"then {second} (the order alternates from one Compare to the next).")
         self.run_button.setEnabled(False)
 

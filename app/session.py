@@ -15,7 +15,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from engine.attachments import Attached
-from engine.comparison import STANDARD, check_sides, compare_messages, side_params
+from engine.comparison import STANDARD, check_sides, compare_messages, compared_params, side_params
 from engine.conversation_title import automatic_title
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
 from engine.events import GenerationResult, RoundEvent, TokenEvent
@@ -293,7 +293,7 @@ class ChatSession(QObject):
         and the order alternates between Compares, so that neither always runs on a machine the other warmed up."""
         sides = sides or self.compare_sides()
         check_sides(*sides)
-        params = self.params.replace(think=self.think_for(conversation_id))
+        params = compared_params(self.params.replace(think=self.think_for(conversation_id)))
         order = sides if self._compares % 2 == 0 else sides[::-1]
         self._compares += 1
         requests = {side: self._new_request(conversation_id, messages, side_params(params, side), fresh_cache=True)

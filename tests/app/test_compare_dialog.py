@@ -21,7 +21,7 @@ def test_both_runs_start_from_an_empty_prompt_cache_and_take_turns_going_first(m
         standard, speculative = dialog.results["standard"].stats, dialog.results["model"].stats
         assert standard.cached_prompt_tokens == 0 and speculative.cached_prompt_tokens == 0
         assert standard.prompt_tokens == speculative.prompt_tokens > 0
-        assert f"with the same settings; {side_label(first)} runs first" in dialog.fairness.text()
+        assert f"with the same settings (and seed); {side_label(first)} runs first" in dialog.fairness.text()
         assert f"{speculative.tokens_per_pass:.2f} tokens per pass" in dialog.speedup.text()
         assert f"{speculative.acceptance_rate:.0%} of {speculative.drafted} drafted accepted" in dialog.speedup.text()
         dialog.close()
@@ -39,6 +39,19 @@ def test_neither_run_drafts_from_the_other_runs_answer(make_window, qtbot) -> No
     dialog = window.compare_dialog
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
     assert history.additions == before > 0
+
+
+def test_sampled_without_a_seed_both_sides_write_the_same_answer(make_window, qtbot) -> None:
+    """A new user's Compare at temperature 0.6: each side sampled its own answer, and lookup, copying one that fell
+    into a loop, was declared 2.58x as fast. Both sides now share one seed, so they time the same text."""
+    window = make_window(max_tokens=40, drafter="lookup", temperature=0.9)
+    send_and_wait(qtbot, window, "Hello")
+    window.compare()
+    dialog = window.compare_dialog
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    assert dialog.results["standard"].tokens == dialog.results["lookup"].tokens
+    assert dialog.views["standard"].answer_text() == dialog.views["lookup"].answer_text()
+    dialog.close()
 
 
 def test_rejected_drafts_show_in_the_speculative_column(make_window, qtbot) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.comparison import check_sides, side_label, side_params, sides, verdict
+from engine.comparison import check_sides, compared_params, side_label, side_params, sides, verdict
 from engine.drafter_kinds import names
 from engine.errors import InvalidParameterError
 from engine.events import GenerationResult, GenerationStats
@@ -19,6 +19,14 @@ def test_every_drafter_is_a_side_and_only_the_mode_and_drafter_change() -> None:
     assert mtp.replace(drafter="model") == params  # seed, temperature and the rest are the same on both sides
     assert side_params(params, "standard") == params.replace(mode="standard")
     assert [side_label(s) for s in ("standard", "mtp", "eagle3")] == ["standard decoding", "built-in MTP drafter", "EAGLE-3 drafter"]
+
+
+def test_sampling_without_a_seed_gets_one_seed_for_both_sides() -> None:
+    sampled = GenerationParams(temperature=0.6)
+    seeded = compared_params(sampled)
+    assert seeded.seed is not None and seeded.replace(seed=None) == sampled
+    assert compared_params(sampled.replace(seed=7)).seed == 7  # the user's seed stays
+    assert compared_params(GenerationParams(temperature=0)) == GenerationParams(temperature=0)  # greedy needs none
 
 
 def test_a_side_that_is_no_way_of_decoding_or_twice_the_same_is_refused() -> None:
