@@ -175,7 +175,7 @@ class AttachmentsBar(QWidget):
 
     def choose_files(self) -> None:
         """The paperclip: pick files in the system's dialog."""
-        self.attach_files([Path(p) for p in open_files(self, "Attach files", FILE_FILTER)])
+        self.attach_files([Path(p) for p in open_files(self, "attachments", "Attach files", FILE_FILTER)])
 
     def attach_files(self, paths: list[Path]) -> None:
         """Read the files (on the reader's thread) and attach each: a file that cannot be read is named in the error

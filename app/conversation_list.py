@@ -161,7 +161,7 @@ class ConversationList(QWidget):
 
     def export(self, conversation_id: int, path: str | None = None) -> None:
         if path is None:
-            path = save_file(self, "Export as Markdown", markdown_file_name(self.store.title(conversation_id)), "Markdown (*.md)")
+            path = save_file(self, "exports", "Export as Markdown", markdown_file_name(self.store.title(conversation_id)), "Markdown (*.md)")
         if not path:
             return
         try:

@@ -307,12 +307,12 @@ class LocalModelsTab(QWidget):
         self.draft_note.setText(f"{offered} compatible draft{'s' if offered != 1 else ''}{self._heads_note(self._selected_local())}.")
 
     def open_folder(self) -> None:
-        folder = open_folder(self, "Open a model folder")
+        folder = open_folder(self, "models", "Open a model folder")
         if folder:
             self.add_local(Path(folder))
 
     def open_gguf(self) -> None:
-        file = open_file(self, "Open a GGUF file", "GGUF models (*.gguf)")
+        file = open_file(self, "models", "Open a GGUF file", "GGUF models (*.gguf)")
         if file:
             self.add_local(Path(file))
 

@@ -81,6 +81,6 @@ class McpSettings(QWidget):
         self.choose.setEnabled(on)
 
     def _choose(self) -> None:
-        path = open_file(self, "The MCP servers' file (mcp.json)", "MCP servers (*.json)")
+        path = open_file(self, "settings files", "The MCP servers' file (mcp.json)", "MCP servers (*.json)")
         if path:
             self.path.setText(path)

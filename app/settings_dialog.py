@@ -121,7 +121,7 @@ class AcrossMacsField(QWidget):
         self.choose.setEnabled(on)
 
     def _choose(self) -> None:
-        path = open_file(self, "The Macs to run the target across", "Hostfile (*.json)")
+        path = open_file(self, "settings files", "The Macs to run the target across", "Hostfile (*.json)")
         if path:
             self.path.setText(path)
 

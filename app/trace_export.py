@@ -15,7 +15,7 @@ def save_trace(parent: QWidget, store: ConversationStore, message_id: int, path:
     """Write an answer's trace (asking where, unless given a path): (the file written, "" if the user cancelled;
     what went wrong and what to do, "" if nothing did)."""
     if path is None:
-        path = save_file(parent, "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
+        path = save_file(parent, "exports", "Export the speculation trace", "trace.jsonl", "JSON Lines (*.jsonl)")
     if not path:
         return "", ""
     try:
