@@ -4,8 +4,9 @@ Each side is standard decoding or one drafter, picked above its column (standard
 first; draft model against lookup, MTP against standard, EAGLE-3 against a draft model, ...); "Run" runs the pick.
 The comparison is fair by construction (session.compare): the same settings but for the drafter, both runs from an
 empty prompt cache, their order alternating between Compares; the dialog says which ran first, and sets tokens per
-pass and acceptance beside the speeds, since they explain them. A side the loaded pair cannot run (an MTP head on
-a target without one) shows the engine's one line saying why, and the other side runs still.
+pass and acceptance beside the speeds, since they explain them; Stop ends both runs, and draws no verdict from
+them. A side the loaded pair cannot run (an MTP head on a target without one) shows the engine's one line saying
+why, and the other side runs still.
 """
 
 from __future__ import annotations
@@ -104,10 +105,15 @@ class CompareDialog(QDialog):
         self.run_button = QPushButton("Run")
         self.run_button.setToolTip("Run the prompt again with the two ways picked above")
         self.run_button.clicked.connect(self.run)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop both runs (each keeps what it generated; no verdict is drawn)")
+        self.stop_button.clicked.connect(self.session.stop_compare)
+        self.stop_button.setEnabled(False)  # until a run starts
         close = QPushButton("Close")
         close.clicked.connect(self.close)
         row.addWidget(self.run_button, 0, 0)
-        row.addWidget(close, 0, 1)
+        row.addWidget(self.stop_button, 0, 1)
+        row.addWidget(close, 0, 2)
         return box
 
     def run(self) -> None:
@@ -132,6 +138,7 @@ class CompareDialog(QDialog):
         self.fairness.setText(f"Both runs start from an empty prompt cache with the same settings (and seed); {first} runs first, "
                               f"then {second} (the order alternates from one Compare to the next).")
         self.run_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
 
     def _reset_column(self, column: int) -> None:
         """Empty a column's tokens and stats line for a new run."""
@@ -156,10 +163,14 @@ class CompareDialog(QDialog):
             return
         self.results[side] = result
         drafted = "" if side == STANDARD else "\n" + drafters_line(self.drafters[side])
-        self.speeds[side].setText(result.summary() + drafted)
+        stopped = " (stopped)" if result.finish_reason == "cancelled" else ""
+        unstarted = stopped and not result.tokens
+        self.speeds[side].setText("Stopped before it started." if unstarted else result.summary() + stopped + drafted)
         if len(self.results) == 2:
             left, right = self.sides
-            self.speedup.setText(verdict(left, self.results[left], right, self.results[right]))
+            cut = any(r.finish_reason == "cancelled" for r in self.results.values())
+            self.speedup.setText("Stopped: runs cut short are no measure of each other; Run again to compare." if cut else
+                                 verdict(left, self.results[left], right, self.results[right]))
         self._end_of(side)
 
     def fail(self, request_id: int, message: str) -> None:
@@ -172,6 +183,7 @@ class CompareDialog(QDialog):
         """A side is done (finished or refused): once both are, the user may run another pick."""
         self.pending.discard(side)
         self.run_button.setEnabled(not self.pending)
+        self.stop_button.setEnabled(bool(self.pending))
 
 
 def drafters_line(rounds: Counter) -> str:

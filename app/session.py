@@ -50,8 +50,7 @@ class ChatSession(QObject):
         answer_started(StreamingAnswer), answer_events(StreamingAnswer, list): a chat answer and its events.
         answer_running(StreamingAnswer): the worker took the answer up (after any Local server request it waited
             for: `answer.waiting` says whether it does, `answer.waited_s` how long it did).
-        answer_finished(StreamingAnswer, GenerationResult, str): a chat answer is complete (stopped ones
-            included), with its stats line.
+        answer_finished(StreamingAnswer, GenerationResult, str): a chat answer is complete (stopped too), its stats.
         answer_failed(StreamingAnswer, str): a chat answer failed; the message says why.
         prompt_rejected(int, str, str): the conversation, the text of the user message the model could not
             take (too long: it was taken out of the conversation, to be edited) and why.
@@ -281,16 +280,20 @@ class ChatSession(QObject):
             self.busy_changed.emit(True)
             self.tools.stop()
 
+    def stop_compare(self) -> None:
+        """Stop the last Compare's two runs (the worker cancels every request up to its last; no chat answer runs)."""
+        if self.compare_requests:
+            self.engine.cancel(max(self.compare_requests.values()))
+
     def compare_sides(self) -> tuple[str, str]:
         """What a Compare runs unless the user picks otherwise: standard decoding against the next answer's drafter."""
         return STANDARD, self.params.drafter
 
     def compare(self, conversation_id: int | None, messages: list[dict[str, str]],
                 sides: tuple[str, str] | None = None) -> dict[str, int]:
-        """Run a conversation two ways (each side "standard" or a drafter, `compare_sides()` by default; equal sides are
-        refused) with the same settings otherwise; the request id of each side, in the order they run. Both start from
-        an empty prompt cache (the second would reuse the prompt the first read, and its time to first token differ),
-        and the order alternates between Compares, so that neither always runs on a machine the other warmed up."""
+        """Run a conversation two ways (each side "standard" or a drafter, `compare_sides()` by default) with the same
+        settings otherwise; the request id of each side, in run order. Both start from an empty prompt cache (else the
+        second reuses the first's prompt), in an order alternating between Compares (neither always runs warmed up)."""
         sides = sides or self.compare_sides()
         check_sides(*sides)
         params = compared_params(self.params.replace(think=self.think_for(conversation_id)))

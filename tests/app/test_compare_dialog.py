@@ -54,6 +54,24 @@ def test_sampled_without_a_seed_both_sides_write_the_same_answer(make_window, qt
     dialog.close()
 
 
+def test_stop_ends_both_runs_and_draws_no_verdict(make_window, qtbot) -> None:
+    """A new user's Compare ran each side to the token limit, 90 s here, with no way to stop it but to wait."""
+    window = make_window(max_tokens=900)
+    send_and_wait(qtbot, window, "Write a poem")
+    window.compare()
+    dialog = window.compare_dialog
+    first = next(iter(dialog.request_ids))
+    qtbot.waitUntil(lambda: dialog.speeds[first].text() == "generating…", timeout=60_000)
+    assert dialog.stop_button.isEnabled() and not dialog.run_button.isEnabled()
+    dialog.stop_button.click()
+    qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
+    assert sum(len(r.tokens) for r in dialog.results.values()) < 1800  # they did not both run on to the limit
+    assert any(r.finish_reason == "cancelled" and "stopped" in dialog.speeds[side].text().lower() for side, r in dialog.results.items())
+    assert dialog.speedup.text().startswith("Stopped")
+    assert dialog.run_button.isEnabled() and not dialog.stop_button.isEnabled()
+    dialog.close()
+
+
 def test_rejected_drafts_show_in_the_speculative_column(make_window, qtbot) -> None:
     window = make_window(max_tokens=40)
     send_and_wait(qtbot, window, "Hello")
