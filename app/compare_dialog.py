@@ -163,9 +163,10 @@ class CompareDialog(QDialog):
             return
         self.results[side] = result
         drafted = "" if side == STANDARD else "\n" + drafters_line(self.drafters[side])
-        stopped = " (stopped)" if result.finish_reason == "cancelled" else ""
-        unstarted = stopped and not result.tokens
-        self.speeds[side].setText("Stopped before it started." if unstarted else result.summary() + stopped + drafted)
+        if result.finish_reason != "cancelled":
+            self.speeds[side].setText(result.summary() + drafted)
+        else:
+            self.speeds[side].setText(result.summary() + " (stopped)" + drafted if result.tokens else "Stopped before it started.")
         if len(self.results) == 2:
             left, right = self.sides
             cut = any(r.finish_reason == "cancelled" for r in self.results.values())

@@ -102,8 +102,8 @@ def auto_grammar(tooling: Tooling, tokenizer: Any) -> str | None:
         return None
     inputs = _escaped_inputs(tooling, set(tooling.freeform))
     custom = list(inputs)
-    several = "start: (bare | lead) (call free)* open_call?"
-    lines = ["%llguidance {}", "start: bare | lead (call free | open_call)?" if tooling.one_call else several,
+    start = "start: bare | lead (call free | open_call)?" if tooling.one_call else "start: (bare | lead) (call free)* open_call?"
+    lines = ["%llguidance {}", start,
              f"bare: {' | '.join(f'bare_{i}' for i in range(len(tools)))}",
              f"one: {' | '.join(f'call_{i}' for i in range(len(tools)))}",
              f"lead: FIRST{markers.between}", f"free: TEXT{markers.between}", rf"TEXT: /(.|\n)*/ & ~/{_TAGGED}/",

@@ -44,10 +44,7 @@ def test_neither_run_drafts_from_the_other_runs_answer(make_window, qtbot) -> No
 def test_sampled_without_a_seed_both_sides_write_the_same_answer(make_window, qtbot) -> None:
     """A new user's Compare at temperature 0.6: each side sampled its own answer, and lookup, copying one that fell
     into a loop, was declared 2.58x as fast. Both sides now share one seed, so they time the same text."""
-    window = make_window(max_tokens=40, drafter="lookup", temperature=0.9)
-    send_and_wait(qtbot, window, "Hello")
-    window.compare()
-    dialog = window.compare_dialog
+    dialog = _open_compare(make_window, qtbot, max_tokens=40, drafter="lookup", temperature=0.9)
     qtbot.waitUntil(lambda: len(dialog.results) == 2, timeout=60_000)
     assert dialog.results["standard"].tokens == dialog.results["lookup"].tokens
     assert dialog.views["standard"].answer_text() == dialog.views["lookup"].answer_text()
@@ -56,10 +53,7 @@ def test_sampled_without_a_seed_both_sides_write_the_same_answer(make_window, qt
 
 def test_stop_ends_both_runs_and_draws_no_verdict(make_window, qtbot) -> None:
     """A new user's Compare ran each side to the token limit, 90 s here, with no way to stop it but to wait."""
-    window = make_window(max_tokens=900)
-    send_and_wait(qtbot, window, "Write a poem")
-    window.compare()
-    dialog = window.compare_dialog
+    dialog = _open_compare(make_window, qtbot, "Write a poem", max_tokens=900)
     first = next(iter(dialog.request_ids))
     qtbot.waitUntil(lambda: dialog.speeds[first].text() == "generating…", timeout=60_000)
     assert dialog.stop_button.isEnabled() and not dialog.run_button.isEnabled()
@@ -124,10 +118,10 @@ def test_a_long_speedup_line_wraps_instead_of_widening_the_dialog(make_window, q
     dialog.close()
 
 
-def _open_compare(make_window, qtbot, **generation: object):
+def _open_compare(make_window, qtbot, question: str = "Hello", **generation: object):
     """A window that answered a message, and the Compare dialog it opened (running standard against its drafter)."""
     window = make_window(**generation)
-    send_and_wait(qtbot, window, "Hello")
+    send_and_wait(qtbot, window, question)
     window.compare()
     return window.compare_dialog
 
