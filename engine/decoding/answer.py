@@ -21,6 +21,8 @@ from .reasoning import PartDetokenizer, ThinkMarkers
 from .rounds import Round
 from .stop_strings import StopStrings
 
+END_OF_ANSWER = "⟨end⟩"  # a drafted end token's text in the rounds (a draft that would have ended the answer there)
+
 
 @dataclass
 class Answer:
@@ -119,11 +121,16 @@ class Answer:
             self.stats.thinking.seconds += now - self._thinking_since
             self._thinking_since = None
 
+    def _draft_piece(self, token: int) -> str:
+        """A drafted token's text as the rounds show it: an end token (which the answer never shows as text) as
+        END_OF_ANSWER, not as its raw marker (`<|im_end|>`), which would read as something the model wrote."""
+        return END_OF_ANSWER if token in self.eos else self.tokenizer.decode([token])
+
     def _round_event(self, r: Round, emitted: int, thinking: bool) -> RoundEvent:
         return RoundEvent(
             self.stats.rounds, r.drafted, r.accepted, emitted, r.drafter, r.draft_s, r.verify_s,
             draft=tuple(r.draft_ids),
-            draft_text=tuple(self.tokenizer.decode([token]) for token in r.draft_ids),
+            draft_text=tuple(self._draft_piece(token) for token in r.draft_ids),
             p=tuple(r.p),
             q=tuple(r.q),
             next_token=r.tokens[-1],

@@ -1,4 +1,5 @@
-"""The answer's rounds carry the network's share of their time when the target runs across Macs, and none on one."""
+"""The answer's rounds: the network's share of their time when the target runs across Macs (none on one), and the
+text of what they drafted."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import dataclasses
 import mlx.core as mx
 import pytest
 
+from engine.decoding.answer import END_OF_ANSWER, Answer
 from engine.decoding.generation import generate_stream
 from engine.decoding.pair import ModelPair
+from engine.decoding.rounds import Round
 from engine.distributed.head import PipelineHead
-from engine.events import GenerationResult, RoundEvent
+from engine.events import GenerationResult, GenerationStats, RoundEvent
 from engine.params import GenerationParams
 
 MESSAGE_S = 0.25  # what the fake network charges for each of the head's messages
@@ -68,3 +71,17 @@ def test_on_one_machine_rounds_carry_no_network_time(tiny_pair) -> None:
     assert result.stats.network_s is None and result.stats.network_share is None
     assert "network" not in result.summary() and rounds[0].trace_record()["network_s"] is None
 
+
+
+def test_a_drafted_end_token_reads_as_the_end_of_the_answer_not_as_its_raw_marker(tiny_target) -> None:
+    """A draft that would have ended the answer, rejected, shows in the rounds as END_OF_ANSWER: its raw text
+    (`<|im_end|>`) is no text the model wrote, and the app strikes rejected draft text through as if it were."""
+    tokenizer = tiny_target.tokenizer
+    end = sorted(tokenizer.eos_token_ids)[0]
+    word = tokenizer.encode("Hello", add_special_tokens=False)[0]
+    answer = Answer([word], GenerationParams(max_tokens=8), 64, tokenizer, GenerationStats(), 0.0)
+    drafted = Round(tokens=[word, word], origins=["accepted", "corrected"], drafted=2, accepted=1, drafter="model",
+                    draft_s=0.0, verify_s=0.0, draft_ids=[word, end], p=[1.0, 0.0], q=[1.0, 1.0])
+    rounds = [event for event in answer.take(drafted) if isinstance(event, RoundEvent)]
+    assert rounds[0].draft_text == (tokenizer.decode([word]), END_OF_ANSWER)
+    assert tokenizer.decode([end]) != END_OF_ANSWER
