@@ -54,7 +54,7 @@ def test_an_automatic_answer_that_drafted_nothing_reads_as_a_sentence() -> None:
     drafters, not a drafter, and its reason already says what it chose."""
     silent = _result("speculative", "auto")
     assert "no tokens drafted under Automatic," in silent.summary()
-    silent.stats.policy = [PolicyBelief("auto", 0.0, None, [1.0], 0, "standard decoding (no drafter measured yet)", None, 0)]
+    silent.stats.policy = [PolicyBelief("auto", 0.0, None, [1.0], 0, "standard decoding (no drafter had a draft to offer)", None, 0)]
     line = silent.summary()
-    assert "no tokens drafted, Automatic: standard decoding (no drafter measured yet)" in line
+    assert "no tokens drafted, Automatic: standard decoding (no drafter had a draft to offer)" in line
     assert "by the Automatic" not in line

@@ -238,7 +238,7 @@ def automatic_belief(policy: AdaptiveDraftLength, beliefs: list[PolicyBelief]) -
     if not paying:
         verified = sum(b.verified_tokens for b in beliefs)
         best = max(measured, key=lambda b: max(b.predicted_tps[1:], default=0.0), default=None)
-        why = "no drafter measured yet" if best is None else "no drafter predicted faster" + _best_of(best)
+        why = "no drafter had a draft to offer" if best is None else "no drafter predicted faster" + _best_of(best)
         return PolicyBelief(AUTO, 0.0, None, [], 0, f"standard decoding ({why})", None, verified)
     chosen = max(paying, key=lambda b: b.predicted_tps[b.chosen_k])
     per_pass = expected_tokens(policy.acceptance_along(chosen.drafter, chosen.chosen_k), chosen.chosen_k)

@@ -209,6 +209,17 @@ def test_with_no_drafter_paying_the_automatic_belief_says_standard_decoding() ->
     assert belief.reason.startswith("standard decoding (no drafter predicted faster; the closest, lookup while copying")
 
 
+def test_when_no_drafter_drafted_the_automatic_belief_says_none_had_a_draft() -> None:
+    """A pair with only lookup, on an answer that repeats nothing, drafts nothing: the reason is that nothing was
+    offered (a user read "no drafter measured yet" as Automatic not trying)."""
+    from engine.decoding.drafting.automatic import automatic_belief
+
+    policy = AdaptiveDraftLength(8)
+    for _ in range(10):
+        policy.observe(RoundCosts("none", 0, 0, 0.0, 0.050))
+    assert automatic_belief(policy, policy.beliefs()).reason == "standard decoding (no drafter had a draft to offer)"
+
+
 def test_automatic_remembers_what_it_measured_across_launches(tiny_target, tiny_draft, tmp_path, monkeypatch) -> None:
     from engine.decoding.generation import _policy
 
