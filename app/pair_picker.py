@@ -80,6 +80,7 @@ class PairPickerDialog(QDialog):
         self.downloads = downloads
         self.statuses: list[PairStatus] = []
         self.downloading: list[str] = []
+        self.in_use: tuple[str, str] | None = None  # the loaded pair's target and draft, as the window gave them
 
         layout = QVBoxLayout(self)
         self.banner = QLabel()
@@ -160,6 +161,7 @@ class PairPickerDialog(QDialog):
         """Re-read the catalog's download state and the models on disk; with `in_use` (the loaded pair's target and
         draft), select that pair, in the tab that lists it: the picker opens on the pair in use."""
         current = self.selected_status()
+        self.in_use = in_use or self.in_use
         self.statuses = pair_statuses()
         listed = next((s.pair.id for s in self.statuses if in_use == (s.pair.target, s.pair.draft)), None)
         selected = listed or (current.pair.id if current else default_pair().id)
@@ -253,7 +255,10 @@ class PairPickerDialog(QDialog):
             self._chosen(status.pair.target, status.pair.draft)
 
     def _chosen(self, target: str, draft: str) -> None:
-        self.pair_chosen.emit(target, draft)
+        """Load the pair chosen, unless it is the pair in use (as given, or as the tab lists it): choosing it again
+        closes the picker instead of reloading it (which stopped any answer and kept the user waiting)."""
+        if (target, draft) not in (self.in_use, self.on_disk.in_use):
+            self.pair_chosen.emit(target, draft)
         self.accept()
 
     # --- the hub ----------------------------------------------------------------------------------------

@@ -240,6 +240,25 @@ def test_after_a_restart_the_picker_opens_on_the_pair_in_use(make_window, qtbot,
     assert tab.drafts.count() == 2 and tab.drafts.currentData() == ""
 
 
+def test_choosing_the_pair_in_use_closes_the_picker_without_reloading_it(make_window, qtbot, tiny_dirs) -> None:
+    """A new user pressed Use on the pair already loaded and waited for it to load again (any answer stopped); a
+    different draft with the same target is another pair, and loads."""
+    for model in tiny_dirs:
+        remember_model(model)
+    window = make_window(pair=(str(tiny_dirs[0]), ""))
+    tab, chosen = window.picker.on_disk, []
+    window.picker.pair_chosen.connect(lambda target, draft: chosen.append((target, draft)))
+    window.open_picker()
+    qtbot.waitUntil(lambda: tab.drafts.count() == 2, timeout=30_000)
+    tab.use_local()
+    assert chosen == [] and not window.picker.isVisible()
+    window.open_picker()
+    qtbot.waitUntil(lambda: tab.drafts.count() == 2, timeout=30_000)
+    tab.drafts.setCurrentIndex(tab.drafts.findData(str(tiny_dirs[1].resolve())))
+    tab.use_local()
+    assert chosen == [(str(tiny_dirs[0].resolve()), str(tiny_dirs[1].resolve()))]
+
+
 def test_a_catalog_pair_in_use_is_preselected_in_the_recommended_list(make_window) -> None:
     window = make_window(pair=None)
     pair = next(p for p in recommended_pairs() if p.id != default_pair().id)
