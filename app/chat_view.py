@@ -7,6 +7,7 @@ from PySide6.QtCore import QEvent, QObject, QSize, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from .message_widget import MessageWidget
+from .quiet_text import make_quiet
 
 
 class ChatView(QScrollArea):
@@ -27,7 +28,7 @@ class ChatView(QScrollArea):
         self.placeholder = QLabel("Ask anything. Accepted draft tokens, corrections and bonus tokens are coloured as they stream.")
         self.placeholder.setWordWrap(True)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.placeholder.setStyleSheet("color: palette(mid); padding: 40px;")
+        make_quiet(self.placeholder, "padding: 40px;")
         self.column.addWidget(self.placeholder)
         self.column.addStretch()
         self.setWidget(container)

@@ -22,6 +22,7 @@ from engine.drafter_kinds import drafter_label
 from engine.errors import SpecChatError
 from engine.events import GenerationResult, RoundEvent
 
+from .quiet_text import make_quiet
 from .screen_fit import fitted, screen_room
 from .session import ChatSession
 from .token_view import TokenTextView
@@ -71,7 +72,7 @@ class CompareDialog(QDialog):
         self.fairness = QLabel("")
         self.fairness.setObjectName("fairness")
         self.fairness.setWordWrap(True)
-        self.fairness.setStyleSheet("color: palette(mid);")
+        make_quiet(self.fairness)
         self.grid.addWidget(self.fairness, 5, 0)
         self.grid.addWidget(self._buttons(), 5, 1)
         self.resize(fitted(PREFERRED, screen_room(parent or self)))  # off a 900x600 screen at 980x600, buttons and all

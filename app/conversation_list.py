@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from engine.conversations import ConversationStore
 
 from .file_dialogs import save_file
+from .quiet_text import make_quiet
 
 # Characters no file name may hold on one system or another (Windows' set, which covers macOS' ":" and Unix' "/"),
 # and control characters such as the line breaks a title taken from a first message can hold.
@@ -76,7 +77,7 @@ class ConversationList(QWidget):
         layout.addWidget(self.search)
         self.no_match = QLabel()
         self.no_match.setWordWrap(True)
-        self.no_match.setStyleSheet("color: palette(mid); padding: 6px 2px;")
+        make_quiet(self.no_match, "padding: 6px 2px;")
         self.no_match.setVisible(False)
         layout.addWidget(self.no_match)
         self.list = QListWidget()

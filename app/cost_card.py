@@ -19,6 +19,8 @@ from engine.decoding.policy.cost_model import APPLE_GPU_VERIFY_SLOPE, CostModel,
 from engine.drafter_kinds import drafter_label
 from engine.events import RoundEvent
 
+from .quiet_text import make_quiet
+
 WAITING = ("The model needs drafted rounds with their own timings (the policy times a drafter's first three "
            "rounds, then one in eight): it appears after a few rounds of a speculative answer.")
 STANDARD = "Standard decoding drafts nothing: there is no speculation to model. Turn Speculative on."
@@ -127,7 +129,7 @@ class CostCard(QWidget):
         layout.addWidget(self.plot)
         self.key = QLabel("line: predicted by the model · dots: measured in this answer's rounds of that K")
         self.key.setWordWrap(True)
-        self.key.setStyleSheet("color: palette(mid); font-size: 11px;")
+        make_quiet(self.key, "font-size: 11px;")
         layout.addWidget(self.key)
         self.here = QLabel()
         self.gpu = QLabel()

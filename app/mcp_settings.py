@@ -16,6 +16,7 @@ from engine.mcp_tools.servers_config import McpConfigError, load_servers
 
 from .file_dialogs import open_file
 from .mcp_servers import TOOLS_OFF, McpServers
+from .quiet_text import make_quiet
 
 
 def preview_lines(path: Path) -> list[str]:
@@ -53,7 +54,7 @@ class McpSettings(QWidget):
         self.servers_label = QLabel()
         self.servers_label.setObjectName("mcpServers")
         self.servers_label.setWordWrap(True)
-        self.servers_label.setStyleSheet("color: palette(mid); font-size: 11px;")
+        make_quiet(self.servers_label, "font-size: 11px;")
         for signal in (self.switch.toggled, self.path.textChanged, servers.changed):
             signal.connect(self._show_lines)
         self._show_lines()

@@ -26,6 +26,7 @@ from engine.events import PrefillEvent, TokenEvent, split_rounds
 from .attachments_bar import show_chips
 from .flow_layout import flow_row
 from .palette import notice_colour
+from .quiet_text import make_quiet
 from .reasoning_fold import ReasoningFold, route
 from .streaming_answer import StreamingAnswer
 from .token_view import TokenTextView, saved_runs
@@ -118,7 +119,7 @@ class MessageWidget(QFrame):
         self.notice = _note("answerNotice", "")
         self._colour_notice()
         layout.addWidget(self.notice)
-        self.stats = _note("statsLine", "color: palette(mid); font-size: 11px;")
+        self.stats = make_quiet(_note("statsLine", ""), "font-size: 11px;")
         self.stats.setToolTip(FIRST_TOKEN_MEANING)
         layout.addWidget(self.stats)
 

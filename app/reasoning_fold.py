@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from engine.events import PartStats, RoundEvent, TokenEvent
 
 from .fold_button import FoldButton
+from .quiet_text import make_quiet
 from .token_view import TokenRun, TokenTextView, count_place
 
 
@@ -45,7 +46,7 @@ class ReasoningFold(QWidget):
         self.toggle = FoldButton(self.view, "Show or hide what the model thought before answering")
         self.figures = QLabel()
         self.figures.setObjectName("thinkingFigures")
-        self.figures.setStyleSheet("color: palette(mid); font-size: 11px;")
+        make_quiet(self.figures, "font-size: 11px;")
         self.figures.setWordWrap(True)
         row.addWidget(self.toggle)
         row.addWidget(self.figures, 1)

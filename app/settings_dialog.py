@@ -33,6 +33,7 @@ from .file_dialogs import open_file
 from .mcp_servers import McpServers
 from .mcp_settings import McpSettings
 from .page_scroll import PageScroll
+from .quiet_text import make_quiet
 from .screen_fit import fitted, screen_room
 
 KV_CACHE = [("Full precision", None), ("8-bit (half the memory)", 8), ("4-bit (a quarter)", 4)]
@@ -59,7 +60,7 @@ def note(text: str) -> QLabel:
     """A quiet line under a setting: why it does not apply, or what stands in for it."""
     label = QLabel(text)
     label.setWordWrap(True)
-    label.setStyleSheet("color: palette(mid);")
+    make_quiet(label)
     return label
 
 
@@ -98,7 +99,7 @@ class AcrossMacsField(QWidget):
                            "their free memory; this Mac drafts and runs the last ones. Each Mac needs SpecChat and the "
                            "model at the same paths, and ssh from this one without a password.")
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid); font-size: 11px;")
+        make_quiet(self.note, "font-size: 11px;")
         self.error = QLabel()
         self.error.setStyleSheet(f"color: {ERROR_RED};")
         self.error.setWordWrap(True)

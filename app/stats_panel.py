@@ -24,6 +24,7 @@ from .message_widget import FIRST_TOKEN_MEANING
 from .page_scroll import PageScroll
 from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
+from .quiet_text import make_quiet
 from .round_timeline import RoundTimeline
 from .worker import MemoryReading
 
@@ -152,7 +153,7 @@ class StatsPanel(QFrame):
             if note:
                 label = QLabel(note)
                 label.setWordWrap(True)
-                label.setStyleSheet("color: palette(mid); font-size: 11px;")
+                make_quiet(label, "font-size: 11px;")
                 page_layout.addWidget(label)
             page_layout.addStretch()
             self.tabs.addTab(PageScroll(page), name)  # scrolls down on a short screen: squeezed, its lines overlapped
