@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox, QSplitter
 
 from engine.events import GenerationResult
 from engine.params import GenerationParams
+from engine.saved_rounds import last_answer
 
 from .chat_column import ChatColumn
 from .compare_dialog import CompareDialog
@@ -164,7 +165,7 @@ class MainWindow(QMainWindow):
         self.chat.clear()
         markdown = self.toolbar.markdown_action.isChecked()
         answer = self.session.answer
-        for stored in self.session.store.messages(conversation_id):
+        for stored in (thread := self.session.store.messages(conversation_id)):
             widget = self.chat.add_message(stored.role)
             self._wire(widget, stored)
             if answer is not None and stored.id == answer.message_id:
@@ -174,8 +175,8 @@ class MainWindow(QMainWindow):
             else:
                 widget.show_stored(stored, markdown)
                 self.tool_cards.show_saved(widget, stored)
-        if self.answer_view is None and switching:
-            self.stats.reset(self.session.params.mode)  # the panel showed another chat's last answer
+        if self.answer_view is None and switching:  # the panel showed another chat's last answer: this one's instead
+            self.stats.show_saved(last_answer(thread), self.session.params.mode)
         self.chat.set_busy(self.session.busy)
         self.think_switch.refresh()
         self.conversations.refresh(conversation_id)

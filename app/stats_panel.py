@@ -14,9 +14,11 @@ import time
 from PySide6.QtCore import QEvent, QSize, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QFrame, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from engine.conversations import StoredMessage
 from engine.drafter_kinds import drafter_label
 from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent, TokenEvent, lossy_label
 from engine.recent_rate import RecentRate
+from engine.saved_rounds import ended_on_end_token, saved_rounds
 
 from .cost_card import CostCard
 from .live_plots import LivePlots
@@ -195,15 +197,7 @@ class StatsPanel(QFrame):
                     self.values["ttft"].setText(f"{now:.2f} s")
                     self.values["prefill"].setText(f"{self._prompt_tokens} tokens" if self._prompt_tokens else "–")
             elif isinstance(event, RoundEvent):
-                self.rounds += 1
-                self.emitted += event.emitted
-                self.drafted += event.drafted
-                self.accepted += event.accepted
-                self.values["draft_k"].setText(f"{event.drafted} ({drafter_label(event.drafter)})")
-                self._count_ssd(event)
-                self._count_network(event)
-                if self.drafted:
-                    self.plots.add_acceptance(now, 100.0 * self.accepted / self.drafted)
+                self._count_round(event, now)
             elif isinstance(event, PrefillEvent):
                 self._prompt_tokens = event.total
                 by = " by the draft" if event.model == "draft" else ""  # one line in a narrow panel; the bubble says more
@@ -217,6 +211,43 @@ class StatsPanel(QFrame):
             self.values["tps"].setText(f"{rate:.1f}")
         if now - self._last_plot >= PLOT_INTERVAL_S:
             self._redraw_plots(now)
+        self._show_counts()
+
+    def _count_round(self, event: RoundEvent, now: float) -> None:
+        """A round's drafts and tokens in the counts, and the acceptance so far in its plot at `now`."""
+        self.rounds += 1
+        self.emitted += event.emitted
+        self.drafted += event.drafted
+        self.accepted += event.accepted
+        self.values["draft_k"].setText(f"{event.drafted} ({drafter_label(event.drafter)})")
+        self._count_ssd(event)
+        self._count_network(event)
+        if self.drafted:
+            self.plots.add_acceptance(now, 100.0 * self.accepted / self.drafted)
+
+    def show_saved(self, answer: StoredMessage | None, mode: str) -> None:
+        """A saved answer's rounds, when its chat is opened: the panel stood at "–" beside an answer it could show
+        (with none, it is reset for the next answer, in `mode`). The plots run on the rounds' own times (drafting
+        and verifying; the wait for the first token is not among them); what only the finished answer knew (its
+        speed, memory, the prompt) is in the line under it."""
+        rounds = saved_rounds(answer.trace) if answer is not None else []
+        if answer is None or not rounds:
+            self.reset(mode)
+            return
+        self.reset(("speculative" if any(r.drafted for r in rounds) else "standard") + " (saved answer)")
+        self.timeline.add(rounds)
+        self.histogram.add(rounds)
+        self.cost_card.add(rounds)
+        spent = 0.0
+        self._rate.add(spent, 0)
+        for event in rounds:
+            spent += event.draft_s + event.verify_s
+            self._count_round(event, spent)
+            self._rate.add(spent, self.emitted)
+            if (rate := self._rate.per_second()) is not None:
+                self.plots.add_rate(spent, rate)
+        self.emitted += ended_on_end_token(answer, rounds)  # tokens per pass as the engine counts them (the line under it)
+        self._redraw_plots(spent)
         self._show_counts()
 
     def _count_ssd(self, event: RoundEvent) -> None:

@@ -169,13 +169,16 @@ def test_at_900_by_600_the_chat_column_never_scrolls_sideways(make_window, qtbot
 
 
 def test_an_answer_that_ends_after_a_chat_switch_leaves_the_other_chat_s_panel_alone(make_window, qtbot) -> None:
-    """Its numbers went into the panel of the chat switched to (the panel was filled before the chat was looked at)."""
+    """Its numbers went into the panel of the chat switched to (the panel was filled before the chat was looked at).
+    The panel shows the saved rounds of the chat switched to, and nothing of the answer that ended."""
     window = make_window(max_tokens=30)
     first, _ = stream_in_a_second_chat(qtbot, window)
+    saved_rounds = len(window.session.store.messages(first)[-1].trace)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
         window.open_conversation(first)
-        assert window.stats.values["ttft"].text() == "–"  # reset for the chat shown
-    assert [window.stats.values[key].text() for key in ("ttft", "tps", "drafted", "prefill")] == ["–"] * 4
+        assert window.stats.values["ttft"].text() == "–"  # the saved answer's, not the one streaming
+    assert [window.stats.values[key].text() for key in ("ttft", "tps", "prefill")] == ["–"] * 3
+    assert window.stats.rounds == saved_rounds and window.stats.values["mode"].text().endswith("(saved answer)")
     assert window.statusBar().currentMessage().startswith("Stopped the answer in the chat you left")  # not silently
 
 

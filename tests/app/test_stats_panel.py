@@ -71,20 +71,26 @@ def test_an_adaptive_answer_shows_the_policy_s_belief(make_window, qtbot) -> Non
     assert not window.stats._form.isRowVisible(row)
 
 
-def test_switching_chats_clears_the_previous_chat_s_numbers(make_window, qtbot) -> None:
-    """Issue 22: the side panel kept the previous chat's numbers after a switch (and after New chat)."""
-    window = make_window(max_tokens=20)
-    send_and_wait(qtbot, window, "First chat")
+def test_switching_chats_shows_the_opened_chat_s_last_answer_not_the_previous_chat_s(make_window, qtbot) -> None:
+    """Issue 22: the side panel kept the previous chat's numbers after a switch (and after New chat). Then a reopened
+    chat left it at "–" beside an answer whose rounds were saved: it shows them now."""
+    window = make_window(max_tokens=20, drafter="model")
+    first_result = send_and_wait(qtbot, window, "First chat")
     first = window.conversation_id
-    assert window.stats.values["drafted"].text() != "–"
     window.new_conversation()
     assert window.stats.values["drafted"].text() == "–" and window.stats.values["tps"].text() == "–"
-    send_and_wait(qtbot, window, "Second chat")
+    second_result = send_and_wait(qtbot, window, "Second chat, a longer question than the first")
     shown = window.stats.values["tps"].text()
     window.open_conversation(window.conversation_id)  # a redraw of the same chat (a branch flip) keeps them
     assert window.stats.values["tps"].text() == shown != "–"
     window.open_conversation(first)
-    assert window.stats.values["tps"].text() == "–" and window.stats.values["drafted"].text() == "–"
+    panel, stats = window.stats, first_result.stats
+    assert panel.values["mode"].text() == "speculative (saved answer)" and panel.values["tps"].text() == "–"
+    assert (panel.rounds, panel.drafted, panel.accepted) == (stats.rounds, stats.drafted, stats.accepted)
+    assert stats.drafted and panel.values["drafted"].text() == str(stats.drafted)
+    assert panel.values["per_pass"].text() == f"{stats.tokens_per_pass:.2f}"  # as the line under the answer counts
+    assert (stats.rounds, stats.drafted) != (second_result.stats.rounds, second_result.stats.drafted)
+    assert len(panel.timeline.canvas.rounds) == stats.rounds and len(panel.plots.accept_curve.getData()[1]) == stats.rounds
 
 
 def network_round(index: int, network_s: float | None) -> RoundEvent:
