@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 import threading
 from collections.abc import Coroutine
@@ -122,7 +123,7 @@ class McpHub:
                 ready.set()
                 await self._stop.wait()
         except Exception as error:  # noqa: BLE001 - a broken server is reported by name; the other servers work on
-            self.errors[server.name] = f"MCP server {server.name!r} ({server.transport}) could not start: {_reason(error)}"
+            self.errors[server.name] = start_failure(server, error)
         finally:
             ready.set()
 
@@ -183,8 +184,27 @@ def _result_text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def _reason(error: BaseException) -> str:
-    """The innermost message of an exception group, which is where anyio puts the real cause."""
+def _innermost(error: BaseException) -> BaseException:
+    """The first exception inside an exception group, which is where anyio puts the real cause."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    return error
+
+
+def _reason(error: BaseException) -> str:
+    error = _innermost(error)
     return str(error) or type(error).__name__
+
+
+def start_failure(server: ServerConfig, error: BaseException) -> str:
+    """Why a server could not start, and what to try: the SDK's own words ("Connection closed", "All connection
+    attempts failed") name neither the command nor the address, and a new user could do nothing with them."""
+    cause, fix = _innermost(error), ""
+    if server.url is not None:
+        if type(cause).__name__ == "ConnectError":  # the SDK's HTTP client's (httpx2 in mcp 2): known by name, not imported
+            fix = f"nothing answers at {server.url}: start the server, or correct its url in mcp.json"
+    elif isinstance(cause, FileNotFoundError):
+        fix = f"there is no program {server.command!r}: give its full path in mcp.json, or install it"
+    elif _reason(cause) == "Connection closed":
+        fix = f"its command exited before it answered: run {shlex.join([server.command or '', *server.args])} in a terminal to see why"
+    return f"MCP server {server.name!r} ({server.transport}) could not start: {_reason(cause)}" + (f"; {fix}." if fix else "")

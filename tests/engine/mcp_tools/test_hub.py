@@ -1,3 +1,4 @@
+import shlex
 import socket
 import subprocess
 import sys
@@ -137,3 +138,21 @@ def test_a_stdio_server_starts_whatever_stderr_the_sdk_saw_when_first_imported(m
         assert hub.errors == {} and hub.call("add", {"a": 2, "b": 3}) == ToolOutcome("5")
     finally:
         hub.close()
+
+
+def test_a_server_that_cannot_start_is_told_with_what_to_try() -> None:
+    """The SDK said "Connection closed" of a command that exits and "All connection attempts failed" of an address
+    where nothing listens: a new user could do nothing with either."""
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    hub = McpHub([ServerConfig("quits", command=sys.executable, args=("-c", "raise SystemExit(3)")),
+                  ServerConfig("web", url=f"http://127.0.0.1:{port}/mcp"), ServerConfig("missing", command="/nonexistent/mcp-server")])
+    try:
+        hub.start()
+    finally:
+        hub.close()
+    assert hub.errors["quits"].endswith(f"its command exited before it answered: run {shlex.quote(sys.executable)} -c 'raise SystemExit(3)' "
+                                        "in a terminal to see why.")
+    assert hub.errors["web"].endswith(f"nothing answers at http://127.0.0.1:{port}/mcp: start the server, or correct its url in mcp.json.")
+    assert hub.errors["missing"].endswith("there is no program '/nonexistent/mcp-server': give its full path in mcp.json, or install it.")
