@@ -89,8 +89,9 @@ class McpServers(QObject):
         where = f"{server.name} ({server.transport})"
         if self.hub is None:
             return f"{where}: connecting…"
-        if server.name in self.hub.errors:
-            return f"{where}: {self.hub.errors[server.name]}"
+        if server.name in self.hub.errors:  # the server named once: "notes (http): could not start: ..."
+            named = f"MCP server {server.name!r} ({server.transport}) "
+            return f"{where}: {self.hub.errors[server.name].removeprefix(named)}"
         names = [tool.name for tool in self.hub.tools if tool.server == server.name]
         return f"{where}: {len(names)} tool{'s' if len(names) != 1 else ''} ({', '.join(names)})"
 
