@@ -53,6 +53,11 @@ class GenerationParams:
         temperature, top_p, top_k, min_p: the sampling warp, applied alike to draft and target
             (temperature 0 is greedy; top_p 1, top_k 0 and min_p 0 switch a filter off).
         repetition_penalty, repetition_context_size: mlx-lm's sign-aware penalty over the last tokens.
+        presence_penalty, frequency_penalty: OpenAI's additive penalties (mlx-lm's processors), -2 to 2, 0 off:
+            a token's logit less the first for being among the last `repetition_context_size` tokens, less the
+            second for each time it is.
+        logit_bias: (token id, bias from -100 to 100) pairs added to the target's and draft's logits alike (OpenAI's
+            logit_bias); a dict is taken too. Ids the model does not have are refused when it generates.
         max_tokens: the most tokens to generate.
         seed: a seeded answer repeats exactly, whatever K the adaptive policy picks and whichever drafter runs:
             each position's token is the target's own draw with noise from the seed and the position (sampling.py;
@@ -99,6 +104,9 @@ class GenerationParams:
     min_p: float = 0.0
     repetition_penalty: float = 1.0
     repetition_context_size: int = 20
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logit_bias: tuple[tuple[int, float], ...] = ()
     max_tokens: int = 512
     seed: int | None = None
     stop: tuple[str, ...] = ()
@@ -120,6 +128,8 @@ class GenerationParams:
             raise InvalidParameterError(problem)
         if not isinstance(self.stop, tuple):
             object.__setattr__(self, "stop", tuple(self.stop))
+        if isinstance(self.logit_bias, dict):  # hashable, in one order: the settings key the adaptive policy is kept by
+            object.__setattr__(self, "logit_bias", tuple(sorted(self.logit_bias.items())))
 
     def replace(self, **changes: Any) -> GenerationParams:
         """A copy with some settings changed (validated like a new one)."""
@@ -170,6 +180,21 @@ class GenerationParams:
             ) from None
         return dataclasses.replace(base, **overrides)
 
+def _logit_bias_problems(bias: Any) -> list[str]:
+    """What is wrong with a logit_bias: it must be (token id, bias) pairs (or a dict of them), ids whole and not
+    negative, biases from -100 to 100."""
+    pairs = list(bias.items()) if isinstance(bias, dict) else list(bias)
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            return [f"logit_bias must map token ids to biases, not {bias!r}."]
+        token, value = pair
+        if not isinstance(token, int) or isinstance(token, bool) or token < 0:
+            return [f"logit_bias names {token!r}, which is no token id (a whole number from 0)."]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not -100 <= value <= 100:
+            return [f"logit_bias gives token {token} the bias {value!r}: a bias is a number from -100 to 100."]
+    return []
+
+
 
 def _problems(p: GenerationParams) -> list[str]:
     """Each invalid setting as a sentence naming the setting, its value and the valid range."""
@@ -187,6 +212,10 @@ def _problems(p: GenerationParams) -> list[str]:
         problems.append(f"min_p must be in [0, 1] (0 switches it off), not {p.min_p}.")
     if p.repetition_penalty <= 0:
         problems.append(f"repetition_penalty must be above 0 (1 switches it off), not {p.repetition_penalty}.")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if not -2 <= getattr(p, name) <= 2:
+            problems.append(f"{name} must be between -2 and 2 (0 switches it off), not {getattr(p, name)}.")
+    problems += _logit_bias_problems(p.logit_bias)
     if not isinstance(p.lenience, (int, float)) or isinstance(p.lenience, bool) or not 0 <= p.lenience <= 1:
         problems.append(f"lenience must be in [0, 1] (0 is exact; above 0 is lossy), not {p.lenience!r}.")
     if p.kv_bits not in KV_BITS:
@@ -220,3 +249,4 @@ PRESETS: dict[str, GenerationParams] = {
     "creative": GenerationParams(temperature=1.0, top_p=0.95, num_draft=4),
     "conservative": GenerationParams(temperature=0.3, top_p=0.9, num_draft=3),
 }
+

@@ -109,7 +109,8 @@ def _settings_key(pair: ModelPair, params: GenerationParams, prompt_kind: str) -
     whether an output constraint applies (it forces tokens, raising acceptance, and reads each draft-model token), and
     the prompt's kind (which drafter pays differs between code and chat, `prompt_kind.py`; what a kind's
     policy relearns of the costs, a few rounds once, is cheaper than drafting on another kind's evidence)."""
-    warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty)
+    warp = (params.greedy, params.temperature, params.top_p, params.top_k, params.min_p, params.repetition_penalty,
+            params.presence_penalty, params.frequency_penalty, params.logit_bias)
     lengths = (params.adaptive, max(params.max_draft, params.num_draft), params.num_draft)
     return (params.drafter, lengths, warp, pair.kv_bits, params.ssd, params.fanout, params.ssd_always, params.history,
             params.json_schema is not None or params.grammar is not None, prompt_kind)

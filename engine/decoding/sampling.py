@@ -1,7 +1,7 @@
 """The warp: from a model's logits to the distribution decoding samples from.
 
 Speculative decoding is exact only if the target's p and the draft's q are the distributions *after* the same
-warping (penalty, top-p, min-p, top-k, temperature). mlx-lm's samplers only sample; we need the warped
+warping (penalties and logit bias, top-p, min-p, top-k, temperature). mlx-lm's samplers only sample; we need the warped
 distribution itself, so we chain mlx-lm's own filter functions in the order `mlx_lm.sample_utils.make_sampler`
 applies them and then apply the temperature. Sampling a token from `Warper.logprobs(...)` is therefore the
 same draw as mlx-lm's sampler makes, which is what keeps our standard decoding equal to mlx-lm's.
@@ -19,8 +19,9 @@ acceptance: a draft token survives with probability P(argmax(log q + g) = argmax
 from __future__ import annotations
 
 import mlx.core as mx
-from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p, make_repetition_penalty
+from mlx_lm.sample_utils import apply_min_p, apply_top_k, apply_top_p, make_logits_processors
 
+from ..errors import InvalidParameterError
 from ..params import GenerationParams
 
 
@@ -40,11 +41,7 @@ class Warper:
         self._top_p = params.top_p if 0 < params.top_p < 1 else None
         self._min_p = params.min_p if params.min_p > 0 else None
         self._top_k = params.top_k if 0 < params.top_k < vocab_size else None
-        self._penalty = (
-            make_repetition_penalty(params.repetition_penalty, params.repetition_context_size)
-            if params.repetition_penalty != 1.0
-            else None
-        )
+        self._processors = _processors(params, vocab_size)
         self._context_size = params.repetition_context_size
         # Lenient acceptance is a rule of its own (it keeps tokens the target would not draw): not coupled.
         self.seed = params.seed if not params.greedy and params.lenience == 0 else None
@@ -56,13 +53,14 @@ class Warper:
 
     @property
     def history_size(self) -> int:
-        """How many of the latest tokens the penalty looks at."""
+        """How many of the latest tokens the penalties look at."""
         return self._context_size
 
     @property
-    def uses_history(self) -> bool:
-        """Whether the warp depends on earlier tokens (a repetition penalty), so callers must pass them."""
-        return self._penalty is not None
+    def adjusts_logits(self) -> bool:
+        """Whether logits are adjusted before the warp (penalties on earlier tokens, a logit bias): callers then
+        pass the tokens before each row to `adjust_logits`."""
+        return bool(self._processors)
 
     def fit_width(self, logits: mx.array) -> mx.array:
         """Bring logits of shape (L, V_model) to (L, vocab_size): cut padding ids or pad with -inf.
@@ -78,19 +76,22 @@ class Warper:
         pad = mx.full((*logits.shape[:-1], self.vocab_size - width), -mx.inf, dtype=logits.dtype)
         return mx.concatenate([logits, pad], axis=-1)
 
-    def penalize(self, logits: mx.array, history: mx.array | None, new_tokens: mx.array | None) -> mx.array:
-        """Apply the repetition penalty to each row of (L, V) logits.
+    def adjust_logits(self, logits: mx.array, history: mx.array | None, new_tokens: mx.array | None) -> mx.array:
+        """Apply the penalties and the logit bias to each row of (L, V) logits.
 
         Row i sees `history` followed by the first i of `new_tokens`: in a verify pass, position i has the
         draft tokens before it in its context, exactly as standard decoding would have generated them.
         """
-        if self._penalty is None:
+        if not self._processors:
             return logits
         rows = []
         for i in range(logits.shape[0]):
             parts = [a for a in (history, new_tokens[:i] if new_tokens is not None else None) if a is not None]
             seen = mx.concatenate(parts)[-self._context_size :] if parts else mx.array([], dtype=mx.uint32)
-            rows.append(self._penalty(seen, logits[i : i + 1]))
+            row = logits[i : i + 1]
+            for processor in self._processors:
+                row = processor(seen, row)
+            rows.append(row)
         return mx.concatenate(rows, axis=0)
 
     def logprobs(self, logits: mx.array) -> mx.array:
@@ -124,6 +125,25 @@ class Warper:
         assert self.seed is not None
         return mx.stack([mx.random.gumbel(shape=(self.vocab_size,), key=mx.random.key(_mix(self.seed, position + i)))
                          for i in range(rows)])
+
+
+def _processors(params: GenerationParams, vocab_size: int) -> list:
+    """mlx-lm's logits processors for the settings, in its order (logit bias, then the repetition, presence and
+    frequency penalties), each over the last `repetition_context_size` tokens; [] when none is set."""
+    unknown = [token for token, _ in params.logit_bias if token >= vocab_size]
+    if unknown:
+        raise InvalidParameterError(f"logit_bias names token {unknown[0]}, which this model does not have: its ids run "
+                                    f"from 0 to {vocab_size - 1}.")
+    size = params.repetition_context_size
+    return make_logits_processors(
+        logit_bias=dict(params.logit_bias) or None,
+        repetition_penalty=params.repetition_penalty if params.repetition_penalty != 1.0 else None,
+        repetition_context_size=size,
+        presence_penalty=params.presence_penalty or None,
+        presence_context_size=size,
+        frequency_penalty=params.frequency_penalty or None,
+        frequency_context_size=size,
+    )
 
 
 def _mix(seed: int, position: int) -> int:

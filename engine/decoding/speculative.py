@@ -164,8 +164,8 @@ class SpeculativeDecoder:
 
     def _accept(self, rows: mx.array, draft: Draft, context: list[int]) -> Verdict:
         """The verdict on the draft, lazy, by the rule of `acceptance.py`."""
-        if self.warper.uses_history:
-            rows = self.warper.penalize(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
+        if self.warper.adjusts_logits:
+            rows = self.warper.adjust_logits(rows, mx.array(context, dtype=mx.uint32), draft.tokens)
         if self.warper.greedy:
             return verify_greedy(mx.argmax(rows, axis=-1).astype(mx.uint32), draft.tokens, self.lenience)
         q = draft.probs if draft.probs is not None else point_mass(draft.tokens, self.warper.vocab_size)
@@ -186,18 +186,18 @@ class SpeculativeDecoder:
         """The next token from the target's (1, V) logits after `context` (masked under a constraint)."""
         if self.constraint is not None:
             head = restrict(head, self.constraint.mask())
-        if self.warper.uses_history:
-            head = self.warper.penalize(head, mx.array(context, dtype=mx.uint32), None)
+        if self.warper.adjusts_logits:
+            head = self.warper.adjust_logits(head, mx.array(context, dtype=mx.uint32), None)
         return self.warper.choose(head, position=len(context))[0]
 
     def _queue_head(self, token: mx.array, position: int) -> None:
-        """Queue the target's pass after `token`, and (without a penalty, which needs the context) the choice from it.
+        """Queue the target's pass after `token`, and (without penalties or a bias, which need the context) the choice from it.
 
         As in standard decoding, what the next round reads must be an array queued here: on MLX's CPU backend a
         choice built after this queue waits behind it, and reading it then cost 11 ms a step on SmolLM2.
         """
         self._head = self.target.forward(token)[-1:]
-        if self.warper.uses_history or self.constraint is not None:  # the choice needs `token` on the host first
+        if self.warper.adjusts_logits or self.constraint is not None:  # the choice needs `token` on the host first
             mx.async_eval(token, self._head)
             return
         self._head_token = self.warper.choose(self._head, position)[0]

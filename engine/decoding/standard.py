@@ -43,7 +43,7 @@ class StandardDecoder:
     def start(self, context: list[int]) -> None:
         """Begin a generation after `context` (already prefilled into the target) and queue its first token."""
         tail = self.target.catch_up(context)
-        if self.warper.uses_history:
+        if self.warper.adjusts_logits:
             self._history = mx.array(context[: len(context) - len(tail)], dtype=mx.uint32)
         self._position = len(context)
         self._queued = self._step(mx.array(tail, dtype=mx.uint32), tail)
@@ -55,7 +55,7 @@ class StandardDecoder:
             logits = restrict(logits, self.constraint.mask())
         if self._history is not None:
             self._history = mx.concatenate([self._history, inputs])[-self.warper.history_size :]
-            logits = self.warper.penalize(logits, self._history, None)
+            logits = self.warper.adjust_logits(logits, self._history, None)
         token, _ = self.warper.choose(logits, self._position)
         self._position += 1
         readable = logprob_package.with_token(raw, token, self.logprobs)

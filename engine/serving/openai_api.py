@@ -44,7 +44,7 @@ from .unhonoured_fields import refuse_echo, unhonoured_notes
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
-                 "lenience": "lenience"}
+                 "lenience": "lenience", "presence_penalty": "presence_penalty", "frequency_penalty": "frequency_penalty"}
 WHOLE_FIELDS = {"top_k": "top_k", "num_draft": "num_draft", "max_draft": "max_draft", "seed": "seed", "fanout": "fanout"}
 # Body field -> its choices, read when a request comes (a drafter kind registered since is among them).
 CHOICE_FIELDS: dict[str, Callable[[], tuple[str, ...]]] = {"mode": lambda: MODES, "drafter": drafter_names}
@@ -206,6 +206,7 @@ def request_params(body: dict[str, Any], defaults: GenerationParams) -> Generati
     limit = typed(body, "max_completion_tokens", int, None)
     changes["max_tokens"] = typed(body, "max_tokens", int, limit)
     changes["stop"] = _stop(body)
+    changes["logit_bias"] = _logit_bias(body)
     changes = {k: v for k, v in changes.items() if v is not None}
     if changes.get("temperature", 0) > 2:
         raise ApiError(400, f"'temperature' must be between 0 and 2, not {changes['temperature']}.", param="temperature")
@@ -222,6 +223,18 @@ def _replace(defaults: GenerationParams, changes: dict[str, Any], param: str | N
         return defaults.replace(**changes)
     except InvalidParameterError as e:
         raise ApiError(400, str(e), param=param, code="invalid_value") from e
+
+
+def _logit_bias(body: dict[str, Any]) -> dict[int, Any] | None:
+    """OpenAI's logit_bias, an object of token ids (as JSON keys, strings) to biases, with the ids as numbers; the
+    engine checks the biases' range, and the ids against the model's vocabulary when it generates."""
+    bias = typed(body, "logit_bias", dict, None)
+    if bias is None:
+        return None
+    if not all(isinstance(key, str) and key.isdecimal() for key in bias):
+        raise ApiError(400, "'logit_bias' must map token ids (whole numbers from 0, as JSON keys) to biases from -100 "
+                       f"to 100, not {bias!r}.", param="logit_bias")
+    return {int(key): value for key, value in bias.items()}
 
 
 def _stop(body: dict[str, Any]) -> tuple[str, ...] | None:

@@ -1,7 +1,7 @@
 """OpenAI request fields the server reads but cannot honour, said rather than dropped without a word.
 
-A client that sets `frequency_penalty` or `logit_bias` expects a different answer than one that does not; served
-as if it had not asked, it cannot tell that its setting did nothing. Each such field set to anything but the value
+A client that sets `best_of` or `suffix` expects a different answer than one that does not; served as if it had
+not asked, it cannot tell that its setting did nothing. Each such field set to anything but the value
 that asks for nothing becomes a note (the `X-SpecChat-Warning` header and the server's log line), and the request
 is served. `echo` is refused instead: its response would have the prompt and its tokens' logprobs in front of the
 answer, which an evaluation harness reads as the prompt's scores, so an answer without them would be read wrong.
@@ -15,9 +15,6 @@ from .api_error import ApiError
 
 # field -> (the values that ask for nothing, what the server does instead)
 UNHONOURED: dict[str, tuple[tuple[Any, ...], str]] = {
-    "presence_penalty": ((0, 0.0), "not applied (SpecChat's own repetition_penalty is)"),
-    "frequency_penalty": ((0, 0.0), "not applied (SpecChat's own repetition_penalty is)"),
-    "logit_bias": (({},), "not applied"),
     "best_of": ((1,), "one answer is generated and returned"),
     "suffix": (("",), "not used: the answer continues the prompt only"),
 }

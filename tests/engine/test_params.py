@@ -25,6 +25,12 @@ from engine.params import PRESETS, GenerationParams
         ({"stop": ("",)}, "Stop strings must not be empty."),
         ({"lenience": 1.5}, "lenience must be in [0, 1] (0 is exact; above 0 is lossy), not 1.5."),
         ({"lenience": -0.1}, "lenience must be in [0, 1]"),
+        ({"presence_penalty": 2.5}, "presence_penalty must be between -2 and 2 (0 switches it off), not 2.5."),
+        ({"frequency_penalty": -3}, "frequency_penalty must be between -2 and 2"),
+        ({"logit_bias": {5: 101}}, "logit_bias gives token 5 the bias 101: a bias is a number from -100 to 100."),
+        ({"logit_bias": {-1: 5}}, "logit_bias names -1, which is no token id"),
+        ({"logit_bias": {"5": 5}}, "logit_bias names '5', which is no token id"),
+        ({"logit_bias": (5, 5)}, "logit_bias must map token ids to biases"),
     ],
 )
 def test_invalid_settings_are_refused_with_the_range(change: dict, message: str) -> None:
@@ -56,3 +62,8 @@ def test_lenience_is_lossy_only_while_speculating() -> None:
     assert GenerationParams(lenience=0.3).lossy
     assert not GenerationParams(lenience=0.3, mode="standard").lossy
     assert not GenerationParams().lossy
+
+
+def test_a_logit_bias_given_as_a_dict_is_kept_as_sorted_pairs() -> None:
+    """Hashable and in one order: the settings a kept adaptive policy is found by (`generation._settings_key`)."""
+    assert GenerationParams(logit_bias={9: -1.5, 2: 3}).logit_bias == ((2, 3), (9, -1.5))

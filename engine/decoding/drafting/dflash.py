@@ -181,16 +181,16 @@ class DFlashBlockDrafter(NetworkDrafter):
         return block.ids[:k], None if block.probs is None else block.probs[:k]
 
     def _chooser(self, context: list[int]) -> Chooser | None:
-        """How the drafter picks its tokens: argmax without a warp to apply (greedy, no penalty, as z-lab drafts),
-        otherwise the target's warp over its logits (the penalty seeing the context), q returned when sampling."""
-        if self.warper.greedy and not self.warper.uses_history:
+        """How the drafter picks its tokens: argmax without a warp to apply (greedy, no penalty or bias, as z-lab
+        drafts), otherwise the target's warp over its logits (the penalties seeing the context), q returned when sampling."""
+        if self.warper.greedy and not self.warper.adjusts_logits:
             return None
-        history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
+        history = mx.array(context, dtype=mx.uint32) if self.warper.adjusts_logits else None
 
         def choose(logits: mx.array, position: int) -> tuple[mx.array, mx.array | None]:
             rows = self.warper.fit_width(logits)
             if history is not None:
-                rows = self.warper.penalize(rows, history, None)
+                rows = self.warper.adjust_logits(rows, history, None)
             return self.warper.choose(rows, position)
 
         return choose

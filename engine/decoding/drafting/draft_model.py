@@ -86,7 +86,7 @@ class DraftModelDrafter(NetworkDrafter):
         start = clock.now()
         tail = self.cached.catch_up(context, max_tail=CATCH_UP_TAIL)
         catch_up_s = clock.now() - start
-        history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
+        history = mx.array(context, dtype=mx.uint32) if self.warper.adjusts_logits else None
         logits = self.cached.forward(mx.array(tail, dtype=mx.uint32), ids=tail)[-1:]
         self.cached.checkpoint_round()  # what follows may be rejected
         if self.constraint is not None:
@@ -122,7 +122,7 @@ def constrained_steps(cached: CachedModel, warper: Warper, history: mx.array | N
     for i in range(k):
         row = restrict(warper.fit_width(logits), constraint.mask())
         if history is not None:
-            row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
+            row = warper.adjust_logits(row, mx.concatenate([history, *tokens]), None)
         token, logprobs = warper.choose(row, position + i)
         token_id = int_item(token)
         if not constraint.push(token_id):

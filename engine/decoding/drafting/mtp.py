@@ -170,7 +170,7 @@ class MTPDrafter(NetworkDrafter):
         if output is None:
             return NO_DRAFT
         timed = self._next_timed()
-        history = mx.array(context, dtype=mx.uint32) if self.warper.uses_history else None
+        history = mx.array(context, dtype=mx.uint32) if self.warper.adjusts_logits else None
         chain = _Chain(self.state.runner, output)
         tokens, probs, _ = draft_steps(chain, self.warper, history, self.state.runner.logits(output), k, len(context))
         draft = Draft(tokens, k, probs, self.source, timed=timed)

@@ -72,7 +72,7 @@ def draft_steps(cached: Stepper, warper: Warper, history: mx.array | None, logit
 
     Returns the tokens (k,), their distributions (k, V) when sampling (None when greedy) and, with `keep_rows`,
     the draft's logits at all k + 1 positions (the last token fed too). `history`: the context for the
-    repetition penalty, which sees the tokens drafted so far, as the target's verify does. `position`: the
+    penalties, which see the tokens drafted so far, as the target's verify does. `position`: the
     context index of the first drafted token (seeded drafts draw with each position's noise).
     """
     tokens: list[mx.array] = []
@@ -82,7 +82,7 @@ def draft_steps(cached: Stepper, warper: Warper, history: mx.array | None, logit
         row = warper.fit_width(logits)
         rows.append(row)
         if history is not None:
-            row = warper.penalize(row, mx.concatenate([history, *tokens]), None)
+            row = warper.adjust_logits(row, mx.concatenate([history, *tokens]), None)
         token, logprobs = warper.choose(row, position + i)
         tokens.append(token)
         if logprobs is not None:

@@ -221,7 +221,7 @@ class SsdDrafter:
         if twin is None:
             return None
         history = None
-        if self.warper.uses_history:
+        if self.warper.adjusts_logits:
             history = mx.concatenate([mx.array(context, dtype=mx.uint32), draft.tokens[:n], ending])
         logits = twin.forward(ending)
         tokens, probs, rows = draft_steps(twin, self.warper, history, logits, k, len(context) + n + 1, keep_rows=True)

@@ -55,17 +55,44 @@ def test_greedy_chooses_the_argmax_without_a_distribution() -> None:
     assert token.item() == 0 and logprobs is None
 
 
-def test_penalty_rows_see_the_draft_tokens_before_them() -> None:
-    """Row i of a verify pass is penalised as standard decoding would be, with drafts 0..i-1 in its history."""
-    params = GenerationParams(temperature=0.0, repetition_penalty=1.5, repetition_context_size=4)
-    warper = Warper(params, 8)
-    logits = mx.broadcast_to(LOGITS, (3, 8))
-    history, drafts = mx.array([0, 1]), mx.array([4, 7])
-    got = np.array(warper.penalize(logits, history, drafts))
-    processor = make_logits_processors(repetition_penalty=1.5, repetition_context_size=4)[0]
-    for i, seen in enumerate([[0, 1], [0, 1, 4], [0, 1, 4, 7]]):
-        expected = np.array(processor(mx.array(seen), mx.array(LOGITS)))[0]
-        np.testing.assert_allclose(got[i], expected, rtol=1e-6)
+ADJUSTMENTS = {
+    "repetition": {"repetition_penalty": 1.5},
+    "presence": {"presence_penalty": 0.7},
+    "frequency": {"frequency_penalty": 0.4},
+    "bias": {"logit_bias": {3: 2.0, 6: -5.0}},
+    "all": {"repetition_penalty": 1.2, "presence_penalty": 0.5, "frequency_penalty": -0.3, "logit_bias": {1: 1.0}},
+}
+
+
+@pytest.mark.parametrize("adjustment", ADJUSTMENTS)
+def test_adjusted_rows_see_the_draft_tokens_before_them(adjustment: str) -> None:
+    """Row i of a verify pass is adjusted as standard decoding would be (mlx-lm's processors, in its order), with
+    drafts 0..i-1 in its history; the drafts repeat a token, so a frequency penalty counts it twice."""
+    settings = ADJUSTMENTS[adjustment]
+    warper = Warper(GenerationParams(temperature=0.0, repetition_context_size=4, **settings), 8)
+    assert warper.adjusts_logits
+    logits = mx.broadcast_to(LOGITS, (4, 8))
+    history, drafts = mx.array([0, 1]), mx.array([4, 4, 7])
+    got = np.array(warper.adjust_logits(logits, history, drafts))
+    window = {"repetition_context_size": 4, "presence_context_size": 4, "frequency_context_size": 4}
+    processors = make_logits_processors(**settings, **window)
+    for i, seen in enumerate([[0, 1], [0, 1, 4], [0, 1, 4, 4], [1, 4, 4, 7]]):
+        expected = mx.array(LOGITS)
+        for processor in processors:
+            expected = processor(mx.array(seen), expected)
+        np.testing.assert_allclose(got[i], np.array(expected)[0], rtol=1e-6)
+
+
+def test_without_penalties_or_bias_logits_pass_unadjusted() -> None:
+    warper = Warper(GenerationParams(temperature=0.0), 8)
+    assert not warper.adjusts_logits and warper.adjust_logits(LOGITS, mx.array([0]), None) is LOGITS
+
+
+def test_a_logit_bias_on_a_token_the_model_does_not_have_is_refused() -> None:
+    from engine.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="logit_bias names token 8, which this model does not have: its ids run from 0 to 7"):
+        Warper(GenerationParams(logit_bias={8: 1.0}), 8)
 
 
 def test_fit_width_brings_a_padded_or_short_vocabulary_to_the_target_width() -> None:

@@ -210,6 +210,22 @@ def test_the_draft_models_repetition_penalty_sees_its_own_draft(tiny_target: Loa
 
 
 
+ADJUSTED = {"presence_penalty": 1.5, "frequency_penalty": 0.8, "logit_bias": {5: 4.0, 9: -3.0}}
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.9])
+def test_openai_penalties_and_a_logit_bias_keep_speculation_exact(tiny_pair: ModelPair, temperature: float) -> None:
+    """Greedy, speculative decoding writes standard decoding's tokens under OpenAI's presence and frequency penalties
+    and a logit bias; seeded, it draws the same answer (the target's draw at each position, `sampling.py`), which it
+    can only if each verified position is adjusted as standard decoding adjusts it. The settings change the answer."""
+    params = GREEDY.replace(temperature=temperature, seed=3, num_draft=4, adaptive=False, **ADJUSTED)
+    standard = generate(PROMPTS[1], tiny_pair, params.replace(mode="standard")).tokens
+    result = generate(PROMPTS[1], tiny_pair, params)
+    assert result.tokens == standard and result.stats.drafted > 0
+    assert standard != generate(PROMPTS[1], tiny_pair, params.replace(mode="standard", presence_penalty=0.0,
+                                                                       frequency_penalty=0.0, logit_bias=())).tokens
+
+
 @pytest.mark.real_weights
 def test_smollm_with_itself_accepts_every_draft_under_a_repetition_penalty(smollm: LoadedModel) -> None:
     """The issue's measurement: SmolLM2 drafting for itself, penalty 3.0, temperature 1, K = 6, 60 tokens

@@ -123,6 +123,24 @@ def test_a_completion_of_token_ids_equals_the_completion_of_their_text(client, t
     assert client.completions.create(model="tiny-target", prompt=ids, max_tokens=3).choices[0].text  # still serving
 
 
+def test_openai_penalties_and_logit_bias_shape_the_answer_as_generate_does(client, tiny_pair) -> None:
+    """They were named in a warning and not applied; a +100 bias on one token makes every token it."""
+    ids = tiny_pair.target.tokenizer.encode("The sea is")
+    settings = {"presence_penalty": 1.2, "frequency_penalty": 0.6, "logit_bias": {7: 2.5}}
+    expected = generate(ids, tiny_pair, GREEDY.replace(max_tokens=12, **settings), chat=False)
+    answer = client.completions.create(model="tiny-target", prompt=ids, max_tokens=12, temperature=0, presence_penalty=1.2,
+                                       frequency_penalty=0.6, logit_bias={"7": 2.5})
+    assert answer.choices[0].text == expected.text != generate(ids, tiny_pair, GREEDY.replace(max_tokens=12), chat=False).text
+    forced = client.completions.create(model="tiny-target", prompt=ids, max_tokens=4, temperature=0, logit_bias={"9": 100})
+    assert forced.choices[0].text == tiny_pair.target.tokenizer.decode([9] * 4)
+    with pytest.raises(openai.BadRequestError, match=f"logit_bias names token {tiny_pair.vocab_width}, which this model does not have"):
+        client.completions.create(model="tiny-target", prompt=ids, max_tokens=2, logit_bias={str(tiny_pair.vocab_width): 1})
+    with pytest.raises(openai.BadRequestError, match="'logit_bias' must map token ids"):
+        client.completions.create(model="tiny-target", prompt=ids, max_tokens=2, logit_bias={"seven": 1})
+    with pytest.raises(openai.BadRequestError, match="presence_penalty must be between -2 and 2"):
+        client.completions.create(model="tiny-target", prompt=ids, max_tokens=2, presence_penalty=2.5)
+
+
 def test_our_extra_fields_choose_standard_decoding(client, tiny_pair) -> None:
     expected = reference(tiny_pair, QUESTION, 16)
     response = client.chat.completions.create(model="tiny-target", messages=QUESTION, max_tokens=16,

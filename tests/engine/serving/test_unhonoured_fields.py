@@ -10,14 +10,13 @@ from engine.serving.unhonoured_fields import refuse_echo, unhonoured_notes
 
 
 def test_each_field_set_to_ask_for_something_is_a_note_naming_it() -> None:
-    body = {"presence_penalty": 0.5, "frequency_penalty": 1, "logit_bias": {"50256": -100}, "best_of": 3, "suffix": "end"}
+    body = {"best_of": 3, "suffix": "end", "presence_penalty": 0.5, "frequency_penalty": 1, "logit_bias": {"50256": -100}}
     notes = unhonoured_notes(body)
-    assert [note.split()[0] for note in notes] == list(body)
-    assert "repetition_penalty" in notes[0]
+    assert [note.split()[0] for note in notes] == ["best_of", "suffix"]  # the penalties and the bias are applied
 
 
 def test_fields_that_ask_for_nothing_are_no_note() -> None:
-    body = {"presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}, "best_of": 1, "suffix": "", "user": "me"}
+    body = {"best_of": 1, "suffix": "", "user": "me"}
     assert unhonoured_notes(body) == [] and unhonoured_notes({"suffix": None}) == []
     assert unhonoured_notes({"best_of": True}) == ["best_of one answer is generated and returned"]  # True is not 1
 
@@ -31,10 +30,8 @@ def test_echo_is_refused_naming_the_field() -> None:
 
 def test_the_server_says_what_it_did_not_honour_and_refuses_echo(tiny_url) -> None:
     body = {"model": "tiny-target", "prompt": "The sea is", "max_tokens": 2}
-    warned = httpx.post(tiny_url + "/v1/completions", json={**body, "frequency_penalty": 0.4}, timeout=30)
-    assert warned.status_code == 200 and "frequency_penalty not applied" in warned.headers["x-specchat-warning"]
-    chat = {"model": "tiny-target", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2, "logit_bias": {"5": 3}}
-    assert "logit_bias not applied" in httpx.post(tiny_url + "/v1/chat/completions", json=chat, timeout=30).headers["x-specchat-warning"]
+    warned = httpx.post(tiny_url + "/v1/completions", json={**body, "best_of": 2}, timeout=30)
+    assert warned.status_code == 200 and "best_of one answer" in warned.headers["x-specchat-warning"]
     echoed = httpx.post(tiny_url + "/v1/completions", json={**body, "echo": True}, timeout=30)
     assert echoed.status_code == 400 and echoed.json()["error"]["param"] == "echo"
     assert "x-specchat-warning" not in httpx.post(tiny_url + "/v1/completions", json=body, timeout=30).headers
