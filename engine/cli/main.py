@@ -43,6 +43,8 @@ SAMPLING_OPTIONS = {
     "top_k": "top_k",
     "min_p": "min_p",
     "repetition_penalty": "repetition_penalty",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
     "seed": "seed",
     "max_tokens": "max_tokens",
     "kv_bits": "kv_bits",
@@ -72,6 +74,8 @@ def _add_sampling_options(p: argparse.ArgumentParser, preset: str) -> None:
     p.add_argument("--top-k", type=int)
     p.add_argument("--min-p", type=float)
     p.add_argument("--repetition-penalty", type=float)
+    p.add_argument("--presence-penalty", type=float, help="OpenAI's: -2 to 2, less for a token among the last 20")
+    p.add_argument("--frequency-penalty", type=float, help="OpenAI's: -2 to 2, less for each time a token is among the last 20")
     p.add_argument("--seed", type=int)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--kv-bits", type=int, choices=(8, 4), help="store keys and values in 8 or 4 bits (long chats)")

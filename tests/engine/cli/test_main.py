@@ -151,6 +151,8 @@ def test_options_left_out_come_from_the_preset() -> None:
         ["generate", "--target", "t", "--prompt", "p", "--preset", "creative", "--max-tokens", "7", "--no-adaptive", "--temp", "0"]
     )
     assert _params(given) == GenerationParams.preset("creative").replace(max_tokens=7, adaptive=False, temperature=0.0)
+    penalised = parser.parse_args(["serve", "--target", "t", "--presence-penalty", "0.5", "--frequency-penalty", "-0.25"])
+    assert (_params(penalised).presence_penalty, _params(penalised).frequency_penalty) == (0.5, -0.25)
 
 
 def test_generate_with_a_draft_and_no_drafter_runs_automatic_and_a_named_drafter_is_kept() -> None:
