@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from ..events import GenerationResult, RoundEvent, TokenEvent
 from ..params import GenerationParams
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece
+from .prompt_echo import echoed_prompt
 from .token_logprobs import TokenNames
 from .tool_calls import OutputSplitter, ToolChoice, Tooling, unseen_tools_note
 from .tool_grammar import FreeformSplitter, constrained, freeform_input
@@ -43,6 +44,7 @@ class GenerationJob:
             exception.
         tooling: the tools offered and the tool choice (None: no tools, the text is never split).
         count_only: count the prompt's tokens (delivered as one `PromptCount`) instead of generating.
+        echo_prompt: deliver the prompt first, as the answer's first text (completions' echo, `prompt_echo.py`).
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
@@ -53,6 +55,7 @@ class GenerationJob:
     deliver: Deliver
     tooling: Tooling | None = None
     count_only: bool = False
+    echo_prompt: bool = False
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -93,6 +96,8 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,  # type: ignore[arg-type]  # chats only
                                                          tools=tooling.template_tools()))))
             return
+        if job.echo_prompt:
+            job.deliver(echoed_prompt(pair, prompt, names, job.params.logprobs, job.cancelled.is_set))  # type: ignore[arg-type]  # completions only
         events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params, pair.tokenizer), chat=job.chat,
                                              cancel=job.cancelled.is_set, tools=tooling.template_tools())
         for event in events:

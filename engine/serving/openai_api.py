@@ -37,10 +37,11 @@ from .chat_messages import chat_messages
 from .custom_tools import call_input, custom_tool, grammars
 from .keepalive import CommentsSuffice
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
+from .prompt_echo import echo_requested
 from .response_format import chat_schema
 from .speculation_report import speculation
 from .tool_calls import LeftOut, Reply, Tool, ToolChoice, Tooling, function_name, function_tool
-from .unhonoured_fields import refuse_echo, unhonoured_notes
+from .unhonoured_fields import unhonoured_notes
 
 # Body field -> GenerationParams field, with the type a JSON value must have.
 NUMBER_FIELDS = {"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "repetition_penalty": "repetition_penalty",
@@ -71,6 +72,7 @@ class ApiRequest:
     tooling: Tooling | None = None
     echo: dict[str, Any] = field(default_factory=dict)  # request fields a response repeats (Responses)
     notes: list[str] = field(default_factory=list)  # what was asked and not honoured (the X-SpecChat-Warning header)
+    echo_prompt: bool = False  # completions' echo: the prompt in front of the answer (`prompt_echo.py`)
 
     @property
     def chat(self) -> bool:
@@ -97,7 +99,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
     model = served_model(body, models)
     prompt = chat_messages(body) if endpoint == "chat" else _prompt(body)
-    refuse_echo(body)
+    echo_prompt = echo_requested(body, endpoint)
     if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
     stream = typed(body, "stream", bool, False)
@@ -106,7 +108,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     params = request_params(body, defaults).replace(logprobs=token_logprobs.requested(body, endpoint),
                                                     json_schema=chat_schema(body) if endpoint == "chat" else None)
     return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling,
-                      notes=unhonoured_notes(body))
+                      notes=unhonoured_notes(body), echo_prompt=echo_prompt)
 
 
 def served_model(body: dict[str, Any], models: list[str]) -> str:

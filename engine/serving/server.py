@@ -236,7 +236,7 @@ def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tu
         except RuntimeError:  # the loop closed: the server is shutting down
             pass
 
-    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only)
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only, echo_prompt=api.echo_prompt)
     state.runner.submit(job)
     return job, events
 

@@ -57,6 +57,10 @@ class TokenNames:
             text = "bytes:" + "".join(f"\\x{b:02x}" for b in data)
         return {"token": text, "logprob": logprob, "bytes": list(data)}
 
+    def unscored(self, token: int) -> Entry:
+        """A token with no scores (a prompt's first, which nothing comes before): its name, and null for the rest."""
+        return {**self._named(token, 0.0), "logprob": None, "top_logprobs": None}
+
     def entry(self, logprob: TokenLogprob) -> Entry:
         """One token in the chat shape: its name, logprob and bytes, and its alternatives'."""
         entry = self._named(logprob.token, logprob.logprob)
@@ -76,5 +80,6 @@ def completion_logprobs(entries: list[Entry], offset: int) -> dict[str, Any]:
         offsets.append(offset)
         offset += len(entry["token"])
     return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
-            "top_logprobs": [{t["token"]: t["logprob"] for t in e["top_logprobs"]} for e in entries],
+            "top_logprobs": [None if e["top_logprobs"] is None else {t["token"]: t["logprob"] for t in e["top_logprobs"]}
+                             for e in entries],
             "text_offset": offsets}

@@ -1,12 +1,10 @@
-"""OpenAI fields the server cannot honour: said in a warning, or (echo) refused, never dropped without a word."""
+"""OpenAI fields the server cannot honour: said in a warning, never dropped without a word."""
 
 from __future__ import annotations
 
 import httpx
-import pytest
 
-from engine.serving.api_error import ApiError
-from engine.serving.unhonoured_fields import refuse_echo, unhonoured_notes
+from engine.serving.unhonoured_fields import unhonoured_notes
 
 
 def test_each_field_set_to_ask_for_something_is_a_note_naming_it() -> None:
@@ -21,17 +19,8 @@ def test_fields_that_ask_for_nothing_are_no_note() -> None:
     assert unhonoured_notes({"best_of": True}) == ["best_of one answer is generated and returned"]  # True is not 1
 
 
-def test_echo_is_refused_naming_the_field() -> None:
-    refuse_echo({"echo": False})
-    with pytest.raises(ApiError) as refused:
-        refuse_echo({"echo": True})
-    assert (refused.value.status, refused.value.param) == (400, "echo")
-
-
-def test_the_server_says_what_it_did_not_honour_and_refuses_echo(tiny_url) -> None:
+def test_the_server_says_what_it_did_not_honour(tiny_url) -> None:
     body = {"model": "tiny-target", "prompt": "The sea is", "max_tokens": 2}
     warned = httpx.post(tiny_url + "/v1/completions", json={**body, "best_of": 2}, timeout=30)
     assert warned.status_code == 200 and "best_of one answer" in warned.headers["x-specchat-warning"]
-    echoed = httpx.post(tiny_url + "/v1/completions", json={**body, "echo": True}, timeout=30)
-    assert echoed.status_code == 400 and echoed.json()["error"]["param"] == "echo"
     assert "x-specchat-warning" not in httpx.post(tiny_url + "/v1/completions", json=body, timeout=30).headers
