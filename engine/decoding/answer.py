@@ -33,8 +33,9 @@ class Answer:
     the first round begins before `<think>` and is mostly reasoning), so that acceptance while thinking and
     while answering can be read apart; the time spent thinking is measured round by round. With the target across
     Macs, `network` reads the head's seconds in the pipeline's collectives so far, and each round is given its share.
-    An answer to a chat ends at end-of-sequence or at a token that opens the next turn (`turn_openers`,
-    `prompt_ids.turn_openers`); a completion of raw text or ids only at end-of-sequence.
+    An answer ends at end-of-sequence or at one of `end_ids`: for a chat, the tokens that open the next turn
+    (`prompt_ids.turn_openers`); for a filled-in middle, its format's ends (`fill_in_middle.py`); a completion of
+    raw text or ids has none.
     """
 
     context: list[int]
@@ -50,10 +51,10 @@ class Answer:
     pieces: dict[str, list[str]] = field(default_factory=lambda: {"answer": [], "reasoning": []})
     finish: FinishReason = "length"
     network: Callable[[], float] | None = None
-    turn_openers: frozenset[int] = frozenset()
+    end_ids: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
-        self.eos = set(self.tokenizer.eos_token_ids) | self.turn_openers  # a chat answer ends where the next turn opens
+        self.eos = set(self.tokenizer.eos_token_ids) | self.end_ids  # a chat answer ends where the next turn opens
         self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None

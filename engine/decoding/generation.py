@@ -271,6 +271,7 @@ def generate_stream(
     comparing: bool = False,
     tools: list[dict[str, Any]] | None = None,
     images: Sequence[ImageSource] = (),
+    end_ids: frozenset[int] = frozenset(),
 ) -> Iterator[Event]:
     """Generate a reply, yielding PrefillEvents, then TokenEvents and a RoundEvent per round, then the result.
 
@@ -282,11 +283,11 @@ def generate_stream(
         system_prompt: prepended as a system message when chatting.
         cancel: polled between rounds and prefill chunks; when it returns True generation ends with
             finish_reason "cancelled", keeping what was generated.
-        comparing: a run of Compare: the answer is not added to the history lookup drafts from (the other run
-            would copy it), and lookup does not draft from saved conversations that asked this question (it
-            would copy their answers, and the speedup shown would be the history's, not speculation's).
+        comparing: a run of Compare: the answer is not added to the history lookup drafts from (the other run would
+            copy it), nor drafted from saved chats that asked this question (the speedup would be the history's).
         tools: function definitions (OpenAI's shape) for the chat template, for a model that calls tools.
         images: what the last user message shows, for a vision target (paths, bytes, data URLs; image_prefill.py).
+        end_ids: more tokens the answer ends at, none in it (a filled-in middle's ends, `fill_in_middle.py`).
     """
     params = params or GenerationParams()
     cancelled = cancel or (lambda: False)
@@ -303,7 +304,7 @@ def generate_stream(
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
-                    network=pair.network_clock(), turn_openers=ends)
+                    network=pair.network_clock(), end_ids=ends | end_ids)
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = clock.now() - answer.start

@@ -45,6 +45,7 @@ class GenerationJob:
         tooling: the tools offered and the tool choice (None: no tools, the text is never split).
         count_only: count the prompt's tokens (delivered as one `PromptCount`) instead of generating.
         echo_prompt: deliver the prompt first, as the answer's first text (completions' echo, `prompt_echo.py`).
+        suffix: the answer is the middle between the prompt and this (completions' suffix, `completion_suffix.py`).
         cancelled: set by the server when the client went away; checked between rounds.
         rounds_after_cancel: rounds the engine still ran after `cancelled` was set (at most one).
     """
@@ -56,6 +57,7 @@ class GenerationJob:
     tooling: Tooling | None = None
     count_only: bool = False
     echo_prompt: bool = False
+    suffix: str | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
     rounds_after_cancel: int = 0
 
@@ -76,6 +78,7 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
 
     `stream` is the engine's `generate_stream` unless a test scripts the generation. Never raises: whatever
     ends the job is delivered to it, so the server answers every request."""
+    from ..decoding.fill_in_middle import fim_end_ids, fim_prompt_ids
     from ..decoding.generation import generate_stream
     from ..decoding.prompt_ids import prompt_token_ids
 
@@ -96,10 +99,13 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,  # type: ignore[arg-type]  # chats only
                                                          tools=tooling.template_tools()))))
             return
+        ends: dict[str, Any] = {}
+        if job.suffix is not None:  # the middle between the prompt and the suffix, which ends at its format's ends
+            prompt, ends = fim_prompt_ids(pair.tokenizer, prompt, job.suffix), {"end_ids": fim_end_ids(pair.tokenizer)}  # type: ignore[arg-type]  # completions only
         if job.echo_prompt:
             job.deliver(echoed_prompt(pair, prompt, names, job.params.logprobs, job.cancelled.is_set))  # type: ignore[arg-type]  # completions only
         events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params, pair.tokenizer), chat=job.chat,
-                                             cancel=job.cancelled.is_set, tools=tooling.template_tools())
+                                             cancel=job.cancelled.is_set, tools=tooling.template_tools(), **ends)
         for event in events:
             _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner

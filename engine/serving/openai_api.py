@@ -34,6 +34,7 @@ from ..params import MODES, GenerationParams
 from . import token_logprobs
 from .api_error import ApiError, ContextLengthExceeded, typed
 from .chat_messages import chat_messages
+from .completion_suffix import suffix_requested
 from .custom_tools import call_input, custom_tool, grammars
 from .keepalive import CommentsSuffice
 from .pieces import AnswerPiece, ReasoningPiece, ToolCall
@@ -73,6 +74,7 @@ class ApiRequest:
     echo: dict[str, Any] = field(default_factory=dict)  # request fields a response repeats (Responses)
     notes: list[str] = field(default_factory=list)  # what was asked and not honoured (the X-SpecChat-Warning header)
     echo_prompt: bool = False  # completions' echo: the prompt in front of the answer (`prompt_echo.py`)
+    suffix: str | None = None  # completions' suffix: the answer is the middle between the prompt and it
 
     @property
     def chat(self) -> bool:
@@ -99,7 +101,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     """A chat or completions body as an `ApiRequest` against the served `models` (the first is the default)."""
     model = served_model(body, models)
     prompt = chat_messages(body) if endpoint == "chat" else _prompt(body)
-    echo_prompt = echo_requested(body, endpoint)
+    echo_prompt, suffix = echo_requested(body, endpoint), suffix_requested(body, endpoint)
     if body.get("n") not in (None, 1):
         raise ApiError(400, "Only n = 1 is supported: one model pair generates one answer at a time.", param="n")
     stream = typed(body, "stream", bool, False)
@@ -108,7 +110,7 @@ def parse_request(body: dict[str, Any], endpoint: str, models: list[str], defaul
     params = request_params(body, defaults).replace(logprobs=token_logprobs.requested(body, endpoint),
                                                     json_schema=chat_schema(body) if endpoint == "chat" else None)
     return ApiRequest(endpoint, model, prompt, params, stream, bool(options.get("include_usage")), tooling,
-                      notes=unhonoured_notes(body), echo_prompt=echo_prompt)
+                      notes=unhonoured_notes(body), echo_prompt=echo_prompt, suffix=suffix)
 
 
 def served_model(body: dict[str, Any], models: list[str]) -> str:

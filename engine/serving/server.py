@@ -20,6 +20,7 @@ import sys
 import time
 import traceback
 from collections.abc import AsyncIterator, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -231,12 +232,11 @@ def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tu
     def deliver(event: object) -> None:  # on the runner's thread
         if isinstance(event, (GenerationResult, PromptCount, BaseException)):
             state.admission.leave()
-        try:
+        with suppress(RuntimeError):  # the loop closed: the server is shutting down
             loop.call_soon_threadsafe(events.put_nowait, event)
-        except RuntimeError:  # the loop closed: the server is shutting down
-            pass
 
-    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only, echo_prompt=api.echo_prompt)
+    job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only,
+                        echo_prompt=api.echo_prompt, suffix=api.suffix)
     state.runner.submit(job)
     return job, events
 

@@ -1,7 +1,7 @@
 """OpenAI request fields the server reads but cannot honour, said rather than dropped without a word.
 
-A client that sets `best_of` or `suffix` expects a different answer than one that does not; served as if it had
-not asked, it cannot tell that its setting did nothing. Each such field set to anything but the value
+A client that sets `best_of` expects a different answer than one that does not; served as if it had not asked, it
+cannot tell that its setting did nothing. Each such field set to anything but the value
 that asks for nothing becomes a note (the `X-SpecChat-Warning` header and the server's log line), and the request
 is served.
 """
@@ -13,7 +13,6 @@ from typing import Any
 # field -> (the values that ask for nothing, what the server does instead)
 UNHONOURED: dict[str, tuple[tuple[Any, ...], str]] = {
     "best_of": ((1,), "one answer is generated and returned"),
-    "suffix": (("",), "not used: the answer continues the prompt only"),
 }
 
 

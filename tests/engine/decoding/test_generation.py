@@ -91,6 +91,17 @@ def test_a_chat_answer_ends_where_the_model_opens_the_next_turn(tiny_target, tin
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_an_answer_ends_at_the_end_ids_it_is_given(tiny_target, tiny_draft, mode) -> None:
+    """A filled-in middle ends at its format's end tokens (`fill_in_middle.fim_end_ids`), which no chat knows."""
+    end = tiny_target.tokenizer.get_added_vocab()["<|endoftext|>"]
+    pair, script = scripted_pair(tiny_target, tiny_draft, "Hello there.", [end] + tiny_target.tokenizer.encode(" junk"))
+    params, ids = GREEDY.replace(mode=mode, max_tokens=len(script)), pair.prompt_ids(PROMPT)
+    *_, ended = generate_stream(pair, ids, params, end_ids=frozenset({end}))
+    assert isinstance(ended, GenerationResult) and ended.text == "Hello there." and ended.finish_reason == "stop"
+    assert generate(ids, pair, params).tokens == script  # without them it goes on past the token
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
 def test_stop_strings_end_generation_before_the_stop_string(tiny_target, tiny_draft, mode) -> None:
     pair, _ = scripted_pair(tiny_target, tiny_draft, "one two STOP three four")
     tokens, _, result = split_events(generate_stream(pair, PROMPT, GREEDY.replace(mode=mode, stop=("STOP",))))

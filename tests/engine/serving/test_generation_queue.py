@@ -143,3 +143,24 @@ def test_a_stop_while_the_pair_loads_returns_at_once_and_says_the_work_goes_on()
     assert not engine.ended
     loaded.set()
     assert closed.wait(60)  # the stop asked for is seen once the load ends: the pair is let go
+
+
+def test_a_suffix_asks_for_the_middle_and_ends_it_at_the_format_s_ends(tmp_path) -> None:
+    """Completions' suffix: the job generates from the fill-in-the-middle prompt, ending at its end tokens."""
+    from mlx_lm.utils import load_tokenizer
+
+    from engine.decoding.fill_in_middle import fim_end_ids, fim_prompt_ids
+    from engine.fixtures.tiny_models import build_tokenizer
+
+    tokenizer = load_tokenizer(build_tokenizer(tmp_path / "fim", extra_special=("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")))
+    asked: list[tuple[Any, Any]] = []
+
+    def stream(pair: Any, prompt: Any, params: Any, **options: Any) -> Iterator[object]:
+        asked.append((prompt, options.get("end_ids")))
+        yield GenerationResult("a + b", [1], ["target"], "standard", "stop", GenerationStats())
+
+    delivered: list[object] = []
+    job = GenerationJob("def add(a, b):\n    return ", False, GREEDY, delivered.append, suffix="\n")
+    run_job(SimpleNamespace(tokenizer=tokenizer), job, stream=stream)
+    assert asked == [(fim_prompt_ids(tokenizer, "def add(a, b):\n    return ", "\n"), fim_end_ids(tokenizer))]
+    assert "".join(p.text for p in _pieces(delivered, TextPiece)) == "a + b"
