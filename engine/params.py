@@ -180,6 +180,7 @@ class GenerationParams:
             ) from None
         return dataclasses.replace(base, **overrides)
 
+
 def _logit_bias_problems(bias: Any) -> list[str]:
     """What is wrong with a logit_bias: it must be (token id, bias) pairs (or a dict of them), ids whole and not
     negative, biases from -100 to 100."""
@@ -193,7 +194,6 @@ def _logit_bias_problems(bias: Any) -> list[str]:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not -100 <= value <= 100:
             return [f"logit_bias gives token {token} the bias {value!r}: a bias is a number from -100 to 100."]
     return []
-
 
 
 def _problems(p: GenerationParams) -> list[str]:
