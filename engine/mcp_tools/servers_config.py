@@ -34,13 +34,18 @@ class ServerConfig:
 
 
 def load_servers(path: Path) -> list[ServerConfig]:
-    """Reads mcp.json; a missing file means no servers, a malformed one raises McpConfigError."""
+    """Reads mcp.json; a missing file means no servers, a malformed or unreadable one raises McpConfigError (a folder
+    given as the file crashed the app at every launch, the path being saved)."""
     if not path.exists():
         return []
+    if path.is_dir():
+        raise McpConfigError(f"{path} is a folder: choose the mcp.json file inside it")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise McpConfigError(f"{path} is not valid JSON ({error}); fix or remove the file") from error
+    except OSError as error:
+        raise McpConfigError(f"{path} cannot be read ({error.strerror}); choose another file") from error
     return parse_servers(data, str(path))
 
 

@@ -40,3 +40,13 @@ def test_a_broken_file_is_named_and_off_offers_nothing_both_remembered(qtbot, is
     servers.configure(broken, False)
     again = McpServers(AppSettings())
     assert (again.path, again.on, again.lines()) == (broken, False, [TOOLS_OFF])
+
+
+def test_a_folder_saved_as_the_file_lets_the_app_start_and_says_what_to_choose(qtbot, isolated_home, tmp_path):
+    """A folder typed into Settings was saved and crashed every later launch in this constructor."""
+    AppSettings().save_mcp(str(tmp_path), True)
+    servers = McpServers(AppSettings())
+    try:
+        assert servers.lines() == [f"{tmp_path} is a folder: choose the mcp.json file inside it"] and servers.tools == []
+    finally:
+        servers.close()

@@ -22,6 +22,12 @@ def test_a_missing_file_means_no_servers(tmp_path):
     assert load_servers(tmp_path / "mcp.json") == []
 
 
+def test_a_folder_given_as_the_file_is_named_with_its_fix(tmp_path):
+    """It raised IsADirectoryError, which crashed the app at every launch (the path is saved)."""
+    with pytest.raises(McpConfigError, match=f"^{tmp_path} is a folder: choose the mcp.json file inside it$"):
+        load_servers(tmp_path)
+
+
 def test_broken_json_names_the_file(tmp_path):
     path = tmp_path / "mcp.json"
     path.write_text("{nope")
