@@ -65,7 +65,7 @@ class ChatSession(QObject):
     pair_loaded = Signal(object)
     pair_failed = Signal(str)
     load_cancelled = Signal(str)
-    load_progress = Signal(str, int, int)
+    load_progress = Signal(str, object, object)  # byte counts: past a 32-bit int for any model over 2 GB
     answer_started = Signal(object)
     answer_running = Signal(object)
     answer_events = Signal(object, object)

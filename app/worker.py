@@ -134,7 +134,7 @@ class EngineWorker(QObject):
         drafts_check_finished(str, list): DraftVerdicts for a target's candidate drafts.
     """
 
-    load_progress = Signal(str, int, int)
+    load_progress = Signal(str, object, object)  # byte counts: past a 32-bit int for any model over 2 GB
     load_finished = Signal(object)
     load_errored = Signal(str)
     load_cancelled = Signal(str)

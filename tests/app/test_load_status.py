@@ -163,3 +163,11 @@ def test_a_stage_that_cannot_say_how_far_it_is_says_how_long_it_has_run(make_win
     status.show_progress(stage, 0, 0)
     status.show_cancelled("Cancelled while converting the tokenizer of a.gguf.")
     assert not status._ticker.isActive()
+
+
+def test_a_model_of_several_gigabytes_shows_how_far_its_load_is(make_window, qtbot) -> None:
+    """The stages count bytes: a 2.5 GB model's overflowed the signal's 32-bit ints, every report raised
+    OverflowError, and the bar stood at 0% until the load ended."""
+    window = make_window()
+    window.session.engine.load_progress.emit("Loading qwen2.5-coder-1.5b", 2_600_000_000, 5_200_000_000)
+    assert window.load_status.bar.value() == 500 and window.load_status.label.text().startswith("Loading qwen2.5-coder-1.5b")
