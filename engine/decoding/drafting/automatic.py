@@ -243,7 +243,8 @@ def automatic_belief(policy: AdaptiveDraftLength, beliefs: list[PolicyBelief]) -
     chosen = max(paying, key=lambda b: b.predicted_tps[b.chosen_k])
     per_pass = expected_tokens(policy.acceptance_along(chosen.drafter, chosen.chosen_k), chosen.chosen_k)
     speedup = chosen.predicted_tps[chosen.chosen_k] / chosen.predicted_tps[0]
-    reason = (f"{drafter_label(chosen.drafter)} ({per_pass:.1f} tokens a pass drafting {chosen.chosen_k} a round, "
+    # "predicted": beside the answer's measured tokens per pass, a bare figure read as a second measurement of it.
+    reason = (f"{drafter_label(chosen.drafter)} (predicted {per_pass:.1f} tokens a pass drafting {chosen.chosen_k} a round, "
               f"{speedup:.2f}x as fast as without drafting)")
     return PolicyBelief(AUTO, chosen.acceptance, chosen.draft_cost_steps, chosen.predicted_tps, chosen.chosen_k, reason,
                         chosen.rounds_since_draft, chosen.verified_tokens)

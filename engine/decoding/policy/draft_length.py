@@ -366,7 +366,7 @@ def _reason(acceptance: float, predicted: list[float], chosen: int, verified: in
     spread over the tokens of the block it speaks of."""
     plain = predicted[0]
     if chosen:
-        return (f"drafts {chosen} token{'s' * (chosen != 1)} a round: {predicted[chosen] / plain:.2f}x as fast as without drafting, "
+        return (f"drafts {chosen} token{'s' * (chosen != 1)} a round: predicted {predicted[chosen] / plain:.2f}x as fast as without drafting, "
                 f"at {acceptance:.0%} acceptance")
     steps, block = cost
     if best_possible < MARGIN * plain:
@@ -378,5 +378,5 @@ def _reason(acceptance: float, predicted: list[float], chosen: int, verified: in
                 f"drafting looks likely to pay")
     best = max(range(1, len(predicted)), key=predicted.__getitem__)
     per_token = steps / best if block else steps
-    return (f"drafts nothing: at best ({best} tokens a round) {predicted[best] / plain:.2f}x as fast as without drafting, "
+    return (f"drafts nothing: at best ({best} tokens a round) predicted {predicted[best] / plain:.2f}x as fast as without drafting, "
             f"at {acceptance:.0%} acceptance and {per_token:.2f} target steps a draft token; tried now and then")

@@ -195,7 +195,7 @@ def test_the_automatic_belief_names_the_fastest_paying_drafter(good_first: bool)
             policy.observe(RoundCosts(source, 4, accepted, 0.001, 0.058))
         policy.observe(RoundCosts("none", 0, 0, 0.0, 0.050))
     belief = automatic_belief(policy, policy.beliefs())
-    assert belief.reason.startswith("draft model (") and "x as fast as without drafting" in belief.reason
+    assert belief.reason.startswith("draft model (predicted ") and "x as fast as without drafting" in belief.reason
 
 
 def test_with_no_drafter_paying_the_automatic_belief_says_standard_decoding() -> None:
