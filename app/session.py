@@ -18,7 +18,7 @@ from engine.attachments import Attached
 from engine.comparison import STANDARD, check_sides, compare_messages, compared_params, side_params
 from engine.conversation_title import automatic_title
 from engine.conversations import AFTER_LAST, ConversationStore, database_path
-from engine.events import GenerationResult, RoundEvent, TokenEvent
+from engine.events import GenerationResult, RoundEvent
 from engine.params import GenerationParams
 
 from .across_macs import AcrossMacs, loading_line
@@ -323,8 +323,7 @@ class ChatSession(QObject):
             self.compare_events.emit(request_id, events)
         if (answer := self._answer_for(request_id)) is None:
             return
-        tokens = [e for e in events if isinstance(e, TokenEvent)]
-        answer.add_tokens(tokens)
+        tokens = answer.add_events(events)
         answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
         if tokens:
             self._save(answer, finish="")

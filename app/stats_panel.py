@@ -291,9 +291,13 @@ class StatsPanel(QFrame):
             self.values["per_pass"].setText("– (nothing drafted)")
 
     def finish(self, result: GenerationResult) -> None:
-        """Show the final numbers of an answer (the engine's own totals)."""
+        """Show the final numbers of an answer (the engine's own totals); of one stopped before its first token, only
+        how far its prompt's reading got (its zero speed and first token "after 0.00 s" said nothing true)."""
         s = result.stats
         self._redraw_plots(time.perf_counter() - self._start)
+        if result.finish_reason == "cancelled" and not s.generated_tokens:
+            self.values["memory"].setText(memory_text(s.peak_memory_gb))
+            return
         self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted
         self.emitted = s.generated_tokens + s.ended_on_eos  # the engine's own count (tokens_per_pass)
         self._show_counts()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from engine.events import GenerationResult, TokenEvent
+from engine.events import GenerationResult, PrefillEvent, TokenEvent
 
 
 @dataclass
@@ -28,6 +28,7 @@ class StreamingAnswer:
         reasoning: a thinking model's reasoning so far.
         reasoning_s: how long it has thought (from its first reasoning token to its last; the engine's figure
             once the answer ends).
+        prompt_read: (tokens read, of how many) as the prompt's reading last reported; None before it reports.
     """
 
     request_id: int
@@ -44,7 +45,17 @@ class StreamingAnswer:
     asked_at: float = field(default_factory=time.perf_counter)
     reasoning: str = ""
     reasoning_s: float = 0.0
+    prompt_read: tuple[int, int] | None = None
     _thinking_since: float | None = None
+
+    def add_events(self, events: list[object]) -> list[TokenEvent]:
+        """A batch of the engine's events: how far the prompt's reading got, and the tokens (returned)."""
+        for event in events:
+            if isinstance(event, PrefillEvent):
+                self.prompt_read = (event.processed, event.total)
+        tokens = [e for e in events if isinstance(e, TokenEvent)]
+        self.add_tokens(tokens)
+        return tokens
 
     def add_tokens(self, tokens: list[TokenEvent]) -> None:
         """Streamed tokens: each to its part's text, all to the runs (markers too: they count in their rounds)."""
@@ -81,5 +92,15 @@ class StreamingAnswer:
         return f" + {self.waited_s:.2f} s waiting" if short else f" (after waiting {self.waited_s:.2f} s for a server request)"
 
     def summary(self, result: GenerationResult) -> str:
-        """The stats line: the engine's summary, the wait for the server, and whether Stop ended it."""
+        """The stats line: the engine's summary, the wait for the server, and whether Stop ended it; an answer stopped
+        before its first token says how far the message's reading got (its figures, all zero, said nothing true)."""
+        if result.finish_reason == "cancelled" and not result.stats.generated_tokens:
+            return "Stopped before the first token" + (self._read_note() or "") + "."
         return result.summary() + self.wait_note() + (" (stopped)" if result.finish_reason == "cancelled" else "")
+
+    def _read_note(self) -> str | None:
+        """", while reading your message (2,050 of 5,006 tokens read)", when the reading stopped short."""
+        if self.prompt_read is None or self.prompt_read[0] >= self.prompt_read[1]:
+            return None
+        read, total = self.prompt_read
+        return f", while reading your message ({read:,} of {total:,} tokens read)"

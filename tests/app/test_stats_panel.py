@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.stats_panel import StatsPanel
-from engine.events import GenerationResult, GenerationStats, PolicyBelief, RoundEvent
+from engine.events import GenerationResult, GenerationStats, PolicyBelief, PrefillEvent, RoundEvent
 from tests.app.conftest import send_and_wait
 
 GIVEN_UP = PolicyBelief("model", 0.31, 0.9, [10.0, 8.1, 7.2], 0, "K = 0: the best K (1) predicts 0.81x plain steps", 40, 96)
@@ -185,3 +185,14 @@ def test_the_panels_plots_build_no_context_menu(qtbot, monkeypatch) -> None:
     qtbot.addWidget(panel)
     plots = [panel.plots.rate_plot, panel.plots.accept_plot, panel.histogram, panel.cost_card.plot]
     assert built == [] and all(plot.getViewBox().menu is None and not plot.getPlotItem().menuEnabled() for plot in plots)
+
+
+def test_an_answer_stopped_while_its_message_was_read_keeps_how_far_the_reading_got(qtbot) -> None:
+    """The Prompt row said "5006 tokens" though 2,050 were read, and the speed and first token rows 0."""
+    panel = StatsPanel()
+    qtbot.addWidget(panel)
+    panel.reset("speculative")
+    panel.add_events([PrefillEvent(2050, 5006)])
+    panel.finish(GenerationResult("", [], [], "speculative", "cancelled", GenerationStats(prompt_tokens=5006)))
+    assert panel.values["prefill"].text() == "2050 of 5006 tokens read"
+    assert (panel.values["tps"].text(), panel.values["ttft"].text()) == ("–", "–")
