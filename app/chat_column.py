@@ -84,9 +84,10 @@ class ChatColumn(QWidget):
         layout.addLayout(self.input_row)
 
     def show_tools_note(self, *_: object, sent: bool = False) -> None:
-        """Say over the box that the MCP tools are not offered to this model, if so (bold when a message was just
-        sent without them, where the user looks as they send)."""
-        note = unseen_tools_line(self._session.pair, self._session.tools.servers.tools)
+        """Say over the box that the MCP tools are not offered to this model, or that servers could not start, if so
+        (bold when a message was just sent without them, where the user looks as they send)."""
+        servers = self._session.tools.servers
+        note = "\n".join(filter(None, [unseen_tools_line(self._session.pair, servers.tools), servers.failure_line()]))
         self.tools_note.setText(note)
         self.tools_note.setStyleSheet(f"color: {notice_colour(self.palette()).name()};" + (" font-weight: bold;" if sent else ""))
         self.tools_note.setVisible(bool(note))

@@ -85,6 +85,19 @@ class McpServers(QObject):
             return [f"No servers: {self.path} does not exist or lists none."]
         return [self._line(server) for server in self.servers]
 
+    def failure_line(self) -> str:
+        """The line over the message box when servers could not start or the file is broken (a new user found out
+        only by reopening Settings); "" when all is well, or tools are off."""
+        if not self.on:
+            return ""
+        if self.error:
+            return f"MCP tools: {self.error}."
+        failed = [server.name for server in self.servers if self.hub is not None and server.name in self.hub.errors]
+        if not failed:
+            return ""
+        which = f"{len(failed)} of {len(self.servers)} servers" if len(self.servers) > 1 else "the server"
+        return f"MCP tools: {which} could not start ({', '.join(failed)}); Settings → MCP tools says why."
+
     def _line(self, server: ServerConfig) -> str:
         where = f"{server.name} ({server.transport})"
         if self.hub is None:

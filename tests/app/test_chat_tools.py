@@ -174,3 +174,16 @@ def test_a_model_that_shows_tools_gets_no_note_and_tools_off_lifts_it(qtbot, mak
 
 def _tools_note(window) -> QLabel:
     return window.findChild(QLabel, "unseenToolsNote")
+
+
+def test_servers_that_cannot_start_are_said_over_the_box(qtbot, make_window, tool_dirs, demo_url) -> None:
+    """A new user's two broken servers failed without a word in the window: only Settings said so."""
+    (data_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"url": demo_url}, "web": {"url": "http://127.0.0.1:9/mcp"}}}))
+    window = make_window(pair=(str(tool_dirs[0]), ""))
+    qtbot.waitUntil(lambda: window.session.tools.servers.hub is not None, timeout=60_000)
+    note = _tools_note(window)
+    assert not note.isHidden() and note.text() == "MCP tools: 1 of 2 servers could not start (web); Settings → MCP tools says why."
+    (data_dir() / "broken.json").write_text("{nope")
+    with qtbot.waitSignal(window.session.tools.servers.changed, timeout=60_000):
+        window.session.tools.servers.configure(data_dir() / "broken.json", on=True)
+    assert note.text().startswith("MCP tools: ") and "is not valid JSON" in note.text()
