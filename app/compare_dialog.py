@@ -85,9 +85,15 @@ class CompareDialog(QDialog):
         for choice in runnable_sides(pair.drafters) if pair is not None else sides():
             picker.addItem(side_heading(choice) + ("" if choice == STANDARD else " (speculative)"), choice)
         picker.setCurrentIndex(max(0, picker.findData(side)))
+        picker.currentIndexChanged.connect(self._side_changed)
         self.grid.addWidget(picker, 1, column)
         self.grid.setColumnStretch(column, 1)  # equal halves, whatever each side's text
         return picker
+
+    def _side_changed(self, *_: object) -> None:
+        """A side picked after a run: the verdict named the side it replaced (a run in progress keeps its line)."""
+        if not self.pending:
+            self.speedup.setText("")
 
     def _column(self, column: int) -> tuple[TokenTextView, QLabel]:
         view = TokenTextView(grow=False)

@@ -20,6 +20,7 @@ STANDARD = "standard"
 # Two answers this far apart in length are no measure of each other: a 9-token answer's speed is mostly its first
 # passes', a 512-token one's its steady state.
 COMPARABLE_LENGTHS = 2.0
+MIN_TIMED_TOKENS = 16  # fewer tokens a side are a few rounds, whose times the machine's noise and the order outweigh
 
 
 def sides() -> tuple[str, ...]:
@@ -82,8 +83,8 @@ def how_it_ran(result: GenerationResult) -> str:
 
 def verdict(first: str, first_result: GenerationResult, second: str, second_result: GenerationResult) -> str:
     """Both sides' speeds, what explains them, and how fast the second side ran against the first; no ratio when it
-    would declare a winner from noise (neither side drafted anything: both ran standard decoding) or from answers
-    of very different lengths."""
+    would declare a winner from noise (neither side drafted anything: both ran standard decoding; answers of a few
+    tokens, which a new user saw called 1.32x one way and 0.97x the other) or from answers of very different lengths."""
     a, b = first_result.stats.generation_tps, second_result.stats.generation_tps
     speeds = (f"{side_heading(first)} {a:.1f} tok/s ({how_it_ran(first_result)}), {side_label(second)} "
               f"{b:.1f} tok/s ({how_it_ran(second_result)})")
@@ -93,6 +94,9 @@ def verdict(first: str, first_result: GenerationResult, second: str, second_resu
     if lengths[1] > COMPARABLE_LENGTHS * max(lengths[0], 1):
         return (f"{speeds}: the answers' lengths differ too much to compare ({lengths[0]} against {lengths[1]} tokens); "
                 "try a prompt both answer at length")
+    if lengths[0] < MIN_TIMED_TOKENS:
+        return (f"{speeds}: the answers are too short to time ({lengths[0]} and {lengths[1]} tokens: a few rounds, which "
+                "the machine's noise outweighs); try a prompt both answer at length")
     ratio = b / a if a else 0.0
     outcome = f"{'faster' if ratio >= 1 else 'slower'} than {side_label(first)}"
     if ratio < 1 and first == STANDARD:

@@ -150,6 +150,8 @@ def test_the_user_picks_two_drafters_and_sees_them_side_by_side(make_window, qtb
     assert dialog.speedup.text().startswith(f"Lookup {lookup.stats.generation_tps:.1f} tok/s")
     assert f"draft model {ratio:.2f}x" in dialog.speedup.text()
     qtbot.waitUntil(dialog.run_button.isEnabled, timeout=10_000)
+    dialog.pickers[0].setCurrentIndex(dialog.pickers[0].findData("standard"))
+    assert dialog.speedup.text() == ""  # it named lookup, no longer a side
     dialog.close()
 
 

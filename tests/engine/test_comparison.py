@@ -63,6 +63,9 @@ def test_no_winner_is_declared_from_noise_or_from_answers_of_very_different_leng
     uneven = verdict("standard", long, "model", short)
     assert uneven.endswith("the answers' lengths differ too much to compare (9 against 512 tokens); try a prompt "
                            "both answer at length") and "x (" not in uneven
+    brief = verdict("standard", _result("standard", 6.0), "auto", _result("speculative", 5.5, 4, 1))  # 12 and 11 tokens
+    assert brief.endswith("the answers are too short to time (11 and 12 tokens: a few rounds, which the machine's noise "
+                          "outweighs); try a prompt both answer at length") and "x (" not in brief
 
 
 def test_compare_runs_up_to_the_last_question_or_the_typed_one() -> None:
