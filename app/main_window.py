@@ -175,8 +175,9 @@ class MainWindow(QMainWindow):
             else:
                 widget.show_stored(stored, markdown)
                 self.tool_cards.show_saved(widget, stored)
-        if self.answer_view is None and switching:  # the panel showed another chat's last answer: this one's instead
-            self.stats.show_saved(last_answer(thread), self.session.params.mode)
+        last = last_answer(thread)  # the panel shows the last answer shown (another chat's, another branch's, deleted)
+        if self.answer_view is None and (switching or self.stats.showing != (last.id if last else None)):
+            self.stats.show_saved(last, self.session.params.mode)
         self.chat.set_busy(self.session.busy)
         self.think_switch.refresh()
         self.conversations.refresh(conversation_id)
@@ -285,7 +286,7 @@ class MainWindow(QMainWindow):
         view, self.answer_view = self.answer_view, None
         if view is None or answer.conversation_id != self.conversation_id:
             return  # its numbers are not the chat shown's
-        self.stats.finish(result)
+        self.stats.finish(result, answer.message_id)
         ttft = self.stats.values["ttft"]
         ttft.setText(ttft.text() + answer.wait_note(short=True))
         view.finish_answer(result, summary, self.toolbar.markdown_action.isChecked())

@@ -165,6 +165,7 @@ class StatsPanel(QFrame):
         `lenience` above 0: lenient acceptance, which the Mode row calls lossy)."""
         self._start = time.perf_counter()
         self._rate = RecentRate(RATE_WINDOW_S)  # over the tokens so far
+        self.showing: int | None = None  # the saved answer whose numbers are shown (None: a live one, or none)
         self.tokens = self.rounds = self.drafted = self.accepted = self.emitted = 0
         self.ssd = GenerationStats()  # only its SSD counts are used
         self.network_s = self.round_s = 0.0
@@ -235,6 +236,7 @@ class StatsPanel(QFrame):
             self.reset(mode)
             return
         self.reset(("speculative" if any(r.drafted for r in rounds) else "standard") + " (saved answer)")
+        self.showing = answer.id
         self.timeline.add(rounds)
         self.histogram.add(rounds)
         self.cost_card.add(rounds)
@@ -290,10 +292,12 @@ class StatsPanel(QFrame):
         else:
             self.values["per_pass"].setText("– (nothing drafted)")
 
-    def finish(self, result: GenerationResult) -> None:
-        """Show the final numbers of an answer (the engine's own totals); of one stopped before its first token, only
-        how far its prompt's reading got (its zero speed and first token "after 0.00 s" said nothing true)."""
+    def finish(self, result: GenerationResult, message_id: int | None = None) -> None:
+        """Show the final numbers of an answer (the engine's own totals), saved as `message_id`; of one stopped before
+        its first token, only how far its prompt's reading got (its zero speed and first token "after 0.00 s" said
+        nothing true)."""
         s = result.stats
+        self.showing = message_id
         self._redraw_plots(time.perf_counter() - self._start)
         if result.finish_reason == "cancelled" and not s.generated_tokens:
             self.values["memory"].setText(memory_text(s.peak_memory_gb))

@@ -81,7 +81,7 @@ def test_switching_chats_shows_the_opened_chat_s_last_answer_not_the_previous_ch
     assert window.stats.values["drafted"].text() == "–" and window.stats.values["tps"].text() == "–"
     second_result = send_and_wait(qtbot, window, "Second chat, a longer question than the first")
     shown = window.stats.values["tps"].text()
-    window.open_conversation(window.conversation_id)  # a redraw of the same chat (a branch flip) keeps them
+    window.open_conversation(window.conversation_id)  # a redraw of the same chat, its last answer the same, keeps them
     assert window.stats.values["tps"].text() == shown != "–"
     window.open_conversation(first)
     panel, stats = window.stats, first_result.stats
@@ -196,3 +196,17 @@ def test_an_answer_stopped_while_its_message_was_read_keeps_how_far_the_reading_
     panel.finish(GenerationResult("", [], [], "speculative", "cancelled", GenerationStats(prompt_tokens=5006)))
     assert panel.values["prefill"].text() == "2050 of 5006 tokens read"
     assert (panel.values["tps"].text(), panel.values["ttft"].text()) == ("–", "–")
+
+
+def test_the_panel_follows_the_branch_shown_and_a_deleted_answer(make_window, qtbot) -> None:
+    """After a flip to the first branch the panel kept the second's numbers, and after a delete the deleted answer's."""
+    window = make_window(max_tokens=12, temperature=1.0, top_p=1.0, drafter="model")
+    send_and_wait(qtbot, window, "Hello")
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000):
+        window.chat.messages[-1].regenerate_button.click()
+    second = window.chat.messages[-1].message_id
+    window.chat.messages[-1].previous_branch.click()
+    first = window.session.store.messages(window.conversation_id)[-1]
+    assert window.stats.showing == first.id != second and window.stats.rounds == len(first.trace)
+    window.chat.messages[-1].delete_button.click()  # the second branch is shown again
+    assert window.stats.showing == second and window.stats.values["mode"].text().endswith("(saved answer)")
