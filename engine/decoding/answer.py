@@ -84,12 +84,14 @@ class Answer:
         return budget
 
     def take(self, r: Round) -> Iterator[Event]:
-        """A round's tokens as events (up to EOS or a stop string), then its RoundEvent."""
-        kept, reasoning = 0, 0
+        """A round's tokens as events (up to EOS or a stop string), then its RoundEvent. A round the answer ends in
+        among its accepted drafts counts the drafts up to the end alone: those after it are no part of the answer,
+        and counted as accepted they read as speculation past the end ("9 of 10 accepted" and a struck end)."""
+        kept, reasoning, ended_at = 0, 0, None
         logprobs: Sequence[TokenLogprob | None] = r.logprobs or [None] * len(r.tokens)
         for token, origin, logprob in zip(r.tokens, r.origins, logprobs):
             if token in self.eos:
-                self.finish = "stop"
+                self.finish, ended_at = "stop", kept + 1
                 self.stats.ended_on_eos = True
                 break
             self.context.append(token)
@@ -99,8 +101,10 @@ class Answer:
             yield from self._release(self._with_logprobs(self.split.push(token, origin, self.stats.rounds)))
             reasoning += self.split.part == "reasoning"  # a marker counts in the part it opens
             if self.stops.stopped:
-                self.finish = "stop"
+                self.finish, ended_at = "stop", kept
                 break
+        if ended_at is not None and ended_at <= r.accepted:
+            r = dataclasses.replace(r, drafted=ended_at, accepted=ended_at)
         self.stats.drafted += r.drafted
         self.stats.accepted += r.accepted
         self.stats.count_ssd(r)

@@ -85,3 +85,20 @@ def test_a_drafted_end_token_reads_as_the_end_of_the_answer_not_as_its_raw_marke
     rounds = [event for event in answer.take(drafted) if isinstance(event, RoundEvent)]
     assert rounds[0].draft_text == (tokenizer.decode([word]), END_OF_ANSWER)
     assert tokenizer.decode([end]) != END_OF_ANSWER
+
+
+def test_drafts_past_an_accepted_end_are_not_counted(tiny_target) -> None:
+    """The draft wrote the answer, its end and more; the verify accepted them all, and the answer ended at the end:
+    the round counts the drafts up to the end (it read "9 of 10 accepted", a struck draft after the end)."""
+    tokenizer = tiny_target.tokenizer
+    end = sorted(tokenizer.eos_token_ids)[0]
+    words = tokenizer.encode("Hello there", add_special_tokens=False)
+    answer = Answer([words[0]], GenerationParams(max_tokens=32), 64, tokenizer, GenerationStats(), 0.0)
+    draft = [*words, end, words[0], words[1]]
+    whole = Round(tokens=[*draft, words[0]], origins=["accepted"] * len(draft) + ["bonus"], drafted=len(draft),
+                  accepted=len(draft), drafter="model", draft_s=0.0, verify_s=0.0, draft_ids=draft, p=[1.0] * len(draft),
+                  q=[1.0] * len(draft))
+    rounds = [event for event in answer.take(whole) if isinstance(event, RoundEvent)]
+    counted = len(words) + 1  # the answer's tokens and its end
+    assert (answer.stats.drafted, answer.stats.accepted) == (counted, counted) and answer.finish == "stop"
+    assert (rounds[0].drafted, rounds[0].accepted, rounds[0].rejected) == (counted, counted, None)
