@@ -34,14 +34,26 @@ class TitledStore(Protocol):
 
 
 def automatic_title(question: str) -> str:
-    """The title a chat gets from its first question: on one line (the list shows one), without trailing blanks."""
+    """The title a chat gets from its first question: on one line (the list shows one), a long one cut after its last
+    whole word that fits, with "…" (cut mid-word, "The quick br", it read as a typo in the delete dialog and in an
+    export's file name)."""
+    line = " ".join(question.split())
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[: TITLE_LENGTH - 1]
+    words = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return words.rstrip(" ,;:.-") + "…"
+
+
+def _earlier_title(question: str) -> str:
+    """The automatic title as versions before the word-boundary cut wrote it (chats saved then keep following)."""
     return " ".join(question.split())[:TITLE_LENGTH].rstrip()
 
 
 def followed_title(title: str, first_questions: list[str], shown_question: str) -> str:
     """The title once `shown_question` is the first question shown: its automatic title when `title` is one of
-    `first_questions`' automatic titles; `title` itself when the user chose it."""
-    automatic = {automatic_title(question) for question in first_questions}
+    `first_questions`' automatic titles (as made now or before); `title` itself when the user chose it."""
+    automatic = {made(question) for question in first_questions for made in (automatic_title, _earlier_title)}
     return automatic_title(shown_question) if title in automatic else title
 
 

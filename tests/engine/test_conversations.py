@@ -259,6 +259,22 @@ def test_a_database_from_before_attachments_is_migrated(tmp_path: Path) -> None:
     assert store.messages(1)[1].attachments == [Attachment("x.txt", "x", 1)]
 
 
+def test_a_long_question_s_title_ends_after_a_whole_word_with_an_ellipsis() -> None:
+    title = automatic_title("The quick brown fox jumps over the lazy dog, and then it jumps over the lazy cat again.")
+    assert title == "The quick brown fox jumps over the lazy dog, and then it…" and len(title) <= 60
+    assert automatic_title("  Short\n question ") == "Short question"
+    assert automatic_title("x" * 80) == "x" * 59 + "…"  # one word longer than a title: cut within it
+
+
+def test_a_title_made_before_the_whole_word_cut_still_follows_the_first_question(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    question = "The quick brown fox jumps over the lazy dog, and then it jumps over the lazy cat again."
+    chat = store.create(" ".join(question.split())[:60].rstrip())  # as versions before this one titled it
+    store.add_message(chat, "user", question)
+    store.add_message(chat, "user", "What is MLX?", parent_id=None)  # the first question edited
+    assert store.title(chat) == "What is MLX?"
+
+
 def test_an_automatic_title_follows_the_first_question_shown_and_a_rename_stays(tmp_path: Path) -> None:
     store = ConversationStore(tmp_path / "c.sqlite3")
     chat = store.create(automatic_title("What is MLX?"))
