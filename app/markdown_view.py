@@ -19,7 +19,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
-from PySide6.QtGui import QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument
+from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
@@ -69,6 +69,25 @@ def code_html(block: CodeBlock, index: int, dark: bool) -> str:
     )
 
 
+# Qt's relative font sizes (1.5x and 1.2x the text's for 2 and 1); deeper headings are bold at the text's size
+HEADING_SIZE_STEPS = {1: 2, 2: 1}
+
+
+def tone_down_headings(document: QTextDocument) -> None:
+    """Headings at a chat's scale: Qt draws a level-1 heading at twice the text's size (step 3), and a model's
+    unfenced code comment ("# Example usage:") became the biggest line of its answer."""
+    block = document.begin()
+    while block.isValid():
+        if level := block.blockFormat().headingLevel():
+            heading = QTextCharFormat()
+            heading.setProperty(QTextFormat.Property.FontSizeAdjustment, HEADING_SIZE_STEPS.get(level, 0))
+            heading.setFontWeight(QFont.Weight.Bold)
+            cursor = QTextCursor(block)
+            cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
+            cursor.mergeCharFormat(heading)
+        block = block.next()
+
+
 def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
     """Fill `document` with `text` as Markdown; returns the code blocks, which `copy:N` links refer to.
 
@@ -86,4 +105,5 @@ def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
         else:
             continue
         cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+    tone_down_headings(document)
     return blocks

@@ -91,3 +91,18 @@ def test_an_answer_ending_in_a_list_has_no_empty_item_after_it(qtbot) -> None:
             items.append(block.text())
         block = block.next()
     assert items == ["one", "two"]
+
+
+def test_headings_are_at_a_chat_s_scale(qtbot) -> None:
+    """A model's unfenced "# Example usage:" was drawn at about twice the text's size, the biggest line of its answer."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("# Example usage:\n\nCall it.\n\n### Notes\n\nDone.")
+    view.document().setTextWidth(500)  # laid out, as shown
+    heights, block = {}, view.document().begin()
+    while block.isValid():
+        if block.text():
+            heights[block.text()] = view.document().documentLayout().blockBoundingRect(block).height()
+        block = block.next()
+    body = heights["Call it."]
+    assert body == heights["Notes"] < heights["Example usage:"] <= 1.6 * body  # Qt's own level 1 was twice the text
