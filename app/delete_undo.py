@@ -95,7 +95,13 @@ class UndoDeleteBanner(QFrame):
         layout.addWidget(self.undo_button)
         self._timer = QTimer(self, singleShot=True, interval=OFFERED_FOR_MS)
         self._timer.timeout.connect(self.withdraw)
+        self._ticker = QTimer(self, interval=1000)  # the button counts down: it went without notice, a user found
+        self._ticker.timeout.connect(lambda: self.show_time_left(self._timer.remainingTime()))
         self.setVisible(False)
+
+    def show_time_left(self, ms: int) -> None:
+        """"Undo (13 s)": the seconds left to take the delete back, rounded up."""
+        self.undo_button.setText(f"Undo ({max(0, -(-ms // 1000))} s)")
 
     def delete(self, conversation_id: int, message_id: int, following: int) -> None:
         """Delete the message (and the `following` ones shown after it), and offer Undo."""
@@ -103,6 +109,8 @@ class UndoDeleteBanner(QFrame):
         self.label.setText(deleted_text(following))
         self.setVisible(True)
         self._timer.start()
+        self._ticker.start()
+        self.show_time_left(OFFERED_FOR_MS)
 
     def undo(self) -> None:
         copy = self._copy
@@ -119,4 +127,5 @@ class UndoDeleteBanner(QFrame):
         """No more Undo (its time is up, or the chat moved on)."""
         self._copy = None
         self._timer.stop()
+        self._ticker.stop()
         self.setVisible(False)

@@ -113,6 +113,9 @@ def test_delete_takes_the_message_and_what_followed_and_undo_puts_them_all_back(
     window.chat.messages[2].delete_button.click()
     assert texts(window) == shown[:2] and len(rows(window)) == 2
     assert not window.undo_banner.isHidden() and window.undo_banner.label.text() == "Deleted the message and the one after it."
+    assert window.undo_banner.undo_button.text() == "Undo (20 s)"  # it counts down: it went without notice
+    window.undo_banner.show_time_left(12_300)
+    assert window.undo_banner.undo_button.text() == "Undo (13 s)"
     window.undo_banner.undo_button.click()
     assert texts(window) == shown and rows(window) == saved  # both branches, the one that was shown still shown
     assert window.chat.messages[-1].branch_label.text() == "1/2" and window.undo_banner.isHidden()
