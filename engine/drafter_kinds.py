@@ -184,13 +184,13 @@ def heading(label: str) -> str:
 def drafters_named(drafted_by: dict[str, int], asked: str) -> str:
     """Who drafted an answer's tokens (`drafted_by`: draft tokens per drafter; `asked`: the drafter asked for, named
     when nothing was drafted): "built-in MTP drafter", or with several each one's share of the drafted tokens, said
-    as such ("of drafted tokens: lookup 62%, draft model 38%": bare percentages beside an acceptance rate read as
-    acceptance rates)."""
+    as such ("lookup drafted 62%, draft model 38%": bare percentages beside an acceptance rate read as acceptance
+    rates, and "of drafted tokens: ..." still did to a new user)."""
     if len(drafted_by) < 2:
         return drafter_label(next(iter(drafted_by), asked))
     total = sum(drafted_by.values())
-    shares = sorted(drafted_by.items(), key=lambda item: -item[1])
-    return "of drafted tokens: " + ", ".join(f"{drafter_label(name)} {n / total:.0%}" for name, n in shares)
+    (first, most), *rest = sorted(drafted_by.items(), key=lambda item: -item[1])
+    return ", ".join([f"{drafter_label(first)} drafted {most / total:.0%}"] + [f"{drafter_label(name)} {n / total:.0%}" for name, n in rest])
 
 
 def folder_kinds() -> tuple[DrafterKind, ...]:

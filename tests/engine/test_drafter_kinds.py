@@ -60,7 +60,7 @@ def test_labels_name_each_drafter_and_each_share() -> None:
     assert drafter_label("mtp") == "built-in MTP drafter" and drafter_label("something-else") == "something-else"
     assert drafter_label("lookup+copying") == "lookup while copying"  # the Policy row showed "lookup+copying"
     assert drafters_named({}, "dflash") == "DFlash drafter"
-    assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "of drafted tokens: lookup 62%, draft model 38%"
+    assert drafters_named({"lookup": 62, "model": 38}, "model+lookup") == "lookup drafted 62%, draft model 38%"
 
 
 def test_the_choices_a_pair_can_run_are_automatic_and_lookup_then_those_its_drafters_make() -> None:

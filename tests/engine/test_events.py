@@ -40,7 +40,7 @@ def test_the_stats_line_names_the_drafter_that_drafted() -> None:
     assert "(EAGLE-3 drafter)" in _result("speculative", "eagle3", eagle3=8).summary()
     assert "(dflash-2)" in _result("speculative", "dflash-2", **{"dflash-2": 8}).summary()  # a new name as it is
     mixed = _result("speculative", "model+lookup", lookup=6, model=2).summary()
-    assert "(of drafted tokens: lookup 75%, draft model 25%)" in mixed  # shares, not acceptance rates
+    assert "accepted (lookup drafted 75%, draft model 25%)" in mixed  # shares, not acceptance rates
 
 
 def test_an_answer_that_drafted_nothing_names_the_drafter_asked_for() -> None:
