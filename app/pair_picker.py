@@ -81,6 +81,7 @@ class PairPickerDialog(QDialog):
         self.statuses: list[PairStatus] = []
         self.downloading: list[str] = []
         self.in_use: tuple[str, str] | None = None  # the loaded pair's target and draft, as the window gave them
+        self.hub_reachable = True  # until a check says otherwise: then Download is off, not offered to fail
 
         layout = QVBoxLayout(self)
         self.banner = QLabel()
@@ -196,13 +197,11 @@ class PairPickerDialog(QDialog):
         busy = bool(self.downloading)
         self.download_button.setVisible(not busy)
         self.cancel_button.setVisible(busy)
-        self.download_button.setEnabled(status is not None and not status.downloaded)
+        self.download_button.setEnabled(status is not None and not status.downloaded and self.hub_reachable)
         self.use_button.setEnabled(status is not None and status.downloaded and not busy)
         if status and not busy:
-            self.status.setText(
-                f"{status.pair.short_label}: {status.fit.message()}"
-                + ("" if status.downloaded else f" Download {status.to_download_gb:.2f} GB to use it.")
-            )
+            to_use = f" Download {status.to_download_gb:.2f} GB to use it" if self.hub_reachable else " It downloads once the hub can be reached"
+            self.status.setText(f"{status.pair.short_label}: {status.fit.message()}" + ("" if status.downloaded else to_use + "."))
 
     def download_selected(self) -> None:
         status = self.selected_status()
@@ -267,6 +266,8 @@ class PairPickerDialog(QDialog):
         self.hub_check_requested.emit()
 
     def _on_hub_checked(self, reachable: bool, message: str) -> None:
+        self.hub_reachable = reachable
+        self._update_buttons()
         self.banner.setText(message)
         self.banner.setVisible(not reachable)
         if not reachable:

@@ -57,6 +57,8 @@ def test_offline_it_says_so_and_offers_what_is_on_disk(make_window, qtbot, isola
     assert "open a model folder or a GGUF file" in window.picker.banner.text()
     assert window.picker.tabs.currentIndex() == 1
     assert window.picker.on_disk.targets.count() == 1
+    select_pair(window.picker, default_pair().id)  # a pair not on disk: Download was offered, only to fail
+    assert not window.picker.download_button.isEnabled() and "downloads once the hub can be reached" in window.picker.status.text()
 
 
 def start_slow_download(make_window, qtbot, hub, bytes_per_second: int):
