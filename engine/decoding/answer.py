@@ -35,7 +35,7 @@ class Answer:
     Macs, `network` reads the head's seconds in the pipeline's collectives so far, and each round is given its share.
     An answer ends at end-of-sequence or at one of `end_ids`: for a chat, the tokens that open the next turn
     (`prompt_ids.turn_openers`); for a filled-in middle, its format's ends (`fill_in_middle.py`); a completion of
-    raw text or ids has none.
+    raw text or ids has none. A completion's text is exactly its tokens' (`exact_text`; `reasoning.untrimmed`).
     """
 
     context: list[int]
@@ -52,10 +52,11 @@ class Answer:
     finish: FinishReason = "length"
     network: Callable[[], float] | None = None
     end_ids: frozenset[int] = frozenset()
+    exact_text: bool = False
 
     def __post_init__(self) -> None:
         self.eos = set(self.tokenizer.eos_token_ids) | self.end_ids  # a chat answer ends where the next turn opens
-        self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context))
+        self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context), self.exact_text)
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None
         self._logprobs: deque[TokenLogprob | None] = deque()  # the target's logprobs of tokens pushed, waiting for their events

@@ -304,7 +304,7 @@ def generate_stream(
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
-                    network=pair.network_clock(), end_ids=ends | end_ids)
+                    network=pair.network_clock(), end_ids=ends | end_ids, exact_text=not chat or _is_token_ids(prompt))
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = clock.now() - answer.start

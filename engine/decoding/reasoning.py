@@ -143,17 +143,30 @@ class ReasoningSplitter(Generic[Payload]):
         return [self._decide(token, payload) for token, payload in held]
 
 
+def untrimmed(detokenizer: Any) -> Any:
+    """An mlx-lm streaming detokenizer that keeps the first text's leading space. mlx-lm's drop it (an answer then
+    starts at its first word), right for a chat answer, wrong for a completion, which continues the prompt: " over"
+    after "The opposite of up is" came back "over", with its token's logprob, and an evaluation harness scored a
+    choice from nothing. SPM's has a switch; BPE's trims in a method of its own, replaced on this copy."""
+    if hasattr(detokenizer, "trim_space"):
+        detokenizer.trim_space = False
+    if hasattr(detokenizer, "_maybe_trim_space"):
+        detokenizer._maybe_trim_space = lambda text: text
+    return detokenizer
+
+
 class PartDetokenizer:
     """Generated tokens to token events, each part's text from its own detokenizer; a marker has no text.
 
     Without think markers every token is the answer's, as before thinking models were known.
     """
 
-    def __init__(self, tokenizer: Any, markers: ThinkMarkers | None, prompt_ids: list[int]) -> None:
+    def __init__(self, tokenizer: Any, markers: ThinkMarkers | None, prompt_ids: list[int], exact: bool = False) -> None:
         self.tokenizer = tokenizer
         self.splitter: ReasoningSplitter[tuple[int, Origin, int]] | None = (
             ReasoningSplitter(markers, prompt_ids, self._is_blank) if markers else None)
-        self.detokenizers = {"answer": tokenizer.detokenizer, "reasoning": tokenizer.detokenizer}
+        made = (lambda: untrimmed(tokenizer.detokenizer)) if exact else (lambda: tokenizer.detokenizer)
+        self.detokenizers = {"answer": made(), "reasoning": made()}
 
     @property
     def part(self) -> Part:

@@ -102,6 +102,18 @@ def test_an_answer_ends_at_the_end_ids_it_is_given(tiny_target, tiny_draft, mode
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
+def test_a_completion_s_text_is_exactly_its_tokens_leading_space_included(tiny_target, tiny_draft, mode) -> None:
+    """mlx-lm's detokenizers drop the first text's leading space: a completion of "The opposite of up is" came back
+    "over" for " over", and lm-evaluation-harness scored that choice from no token at all. A chat answer still
+    starts at its first word."""
+    pair, script = scripted_pair(tiny_target, tiny_draft, " over the hill")
+    ids = pair.prompt_ids(PROMPT)
+    completion = generate(ids, pair, GREEDY.replace(mode=mode, max_tokens=len(script)))
+    assert completion.text == " over the hill" == tiny_target.tokenizer.decode(completion.tokens)
+    assert generate(PROMPT, pair, GREEDY.replace(mode=mode, max_tokens=len(script))).text == "over the hill"
+
+
+@pytest.mark.parametrize("mode", ["standard", "speculative"])
 def test_stop_strings_end_generation_before_the_stop_string(tiny_target, tiny_draft, mode) -> None:
     pair, _ = scripted_pair(tiny_target, tiny_draft, "one two STOP three four")
     tokens, _, result = split_events(generate_stream(pair, PROMPT, GREEDY.replace(mode=mode, stop=("STOP",))))
