@@ -1,6 +1,7 @@
 """A conversation as a Markdown file: a heading, then each message under its speaker.
 
-An answer stopped or cut inside a code block has no closing fence; exported as it is, the fence ran on and swallowed
+A question is plain text in the chat, and exported so (`verbatim`). An answer stopped or cut inside a code block has
+no closing fence; exported as it is, the fence ran on and swallowed
 every message after it into the code. Its fence is closed where the answer ends. An answer that called MCP tools is
 exported as the chat shows it: its text, then each call as a line with its result folded, not the call markup the
 model wrote (engine/mcp_tools/saved_calls.py).
@@ -20,6 +21,7 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 class Message(Protocol):
     role: str
+    content: str
     summary: str
     tool_calls: dict
 
@@ -63,8 +65,25 @@ def conversation_markdown(title: str, messages: Iterable[Message]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def verbatim(text: str) -> str:
+    """A question as the chat shows it, plain text: each line on its own (a hard break), and a question with
+    indented lines or a fence of its own (pasted code) in a fence longer than any inside it, since Markdown read it
+    otherwise: a pasted function lost its indentation."""
+    lines = text.split("\n")
+    if not any(line[:1] in (" ", "\t") or FENCE.match(line) for line in lines):
+        return "  \n".join(lines)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
 def _shown_text(message: Message) -> str:
-    """The message's text as the chat shows it: an answer that called tools as its text and its calls."""
+    """The message's text as the chat shows it: a question verbatim, an answer as Markdown (one that called tools as
+    its text and its calls)."""
+    if message.role == "user":  # its attached files before it, as fenced code already
+        typed, whole = message.content.rstrip(), message.prompt_text.rstrip()
+        files = whole[: len(whole) - len(typed)] if whole.endswith(typed) else ""
+        return files + verbatim(typed)
     if not message.tool_calls:
         return closed_fences(message.prompt_text.rstrip())
     from .mcp_tools.saved_calls import AnswerCalls  # the MCP SDK is imported only for a chat that used tools

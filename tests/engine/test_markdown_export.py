@@ -1,11 +1,12 @@
-"""A conversation exported as Markdown: an answer cut inside a code block gets its fence closed."""
+"""A conversation exported as Markdown: an answer cut inside a code block gets its fence closed; a question reads as the
+chat shows it."""
 
 from __future__ import annotations
 
 import pytest
 
 from engine.conversations import ConversationStore
-from engine.markdown_export import closed_fences
+from engine.markdown_export import closed_fences, verbatim
 
 
 @pytest.mark.parametrize("text, closed", [
@@ -47,3 +48,20 @@ def test_an_answer_that_called_tools_exports_its_calls_as_the_chat_shows_them(tm
     assert "<tool_call>" not in exported and '"arguments"' not in exported
     assert ('**Assistant:**\n\nI will check.\n\n**Tool call:** `now(zone="UTC")` · time\n\n'
             "<details><summary>Result (1 line)</summary>\n\n```text\n2026-11-27T02:00:00Z\n```\n\n</details>\n\n*12 tokens*") in exported
+
+
+@pytest.mark.parametrize("question, exported", [
+    ("Fix this:\ndef f(x):\n    return x", "```text\nFix this:\ndef f(x):\n    return x\n```"),  # pasted code kept indented
+    ("Why?\nAnd how?", "Why?  \nAnd how?"),  # its lines as typed, not joined into one
+    ("Run:\n```sh\nls\n```", "````text\nRun:\n```sh\nls\n```\n````"),  # a fence of its own shown as typed
+])
+def test_a_question_is_exported_as_the_chat_shows_it(question: str, exported: str) -> None:
+    """The chat shows a question as plain text; Markdown joined its lines and lost a pasted function's indentation."""
+    assert verbatim(question) == exported
+
+
+def test_a_pasted_function_keeps_its_indentation_in_the_export(tmp_path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Fix")
+    store.add_message(chat, "user", "Fix this:\ndef f(x):\n    return x")
+    assert "**You:**\n\n```text\nFix this:\ndef f(x):\n    return x\n```\n" in store.export_markdown(chat)
