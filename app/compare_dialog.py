@@ -31,7 +31,8 @@ PREFERRED = QSize(980, 600)  # the dialog's size where the screen has room
 
 
 class CompareDialog(QDialog):
-    """Two columns, each a way of decoding the user picks, filled as the two generations stream.
+    """Two columns, each a way of decoding the user picks, filled as the two generations stream. It opens on
+    `picked` (the last Compare's sides) while the pair can run them, else on standard against the chat's drafter.
 
     Attributes:
         sides: the two sides of the last run, left and right ("standard" or a drafter).
@@ -44,14 +45,14 @@ class CompareDialog(QDialog):
     """
 
     def __init__(self, messages: list[dict[str, str]], conversation_id: int | None, session: ChatSession,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, picked: tuple[str, str] | None = None) -> None:
         super().__init__(parent)
         self.session, self.messages, self.conversation_id = session, messages, conversation_id
         session.compare_events.connect(self.add_events)  # each dialog picks its own requests' events
         session.compare_finished.connect(self.finish)
         session.compare_failed.connect(self.fail)
         self.setWindowTitle("Compare two ways of decoding")
-        self.sides: tuple[str, str] = session.compare_sides()
+        self.sides: tuple[str, str] = picked if picked and set(picked) <= set(self._offered()) else session.compare_sides()
         self.request_ids: dict[str, int] = {}
         self.pending: set[str] = set()  # the sides of the last run still running
         self.results: dict[str, GenerationResult] = {}
@@ -78,11 +79,15 @@ class CompareDialog(QDialog):
         self.resize(fitted(PREFERRED, screen_room(parent or self)))  # off a 900x600 screen at 980x600, buttons and all
         self.run()
 
+    def _offered(self) -> tuple[str, ...]:
+        """The sides the pair can run (the last Compare's pick is kept while it can)."""
+        pair = self.session.pair
+        return runnable_sides(pair.drafters) if pair is not None else sides()
+
     def _picker(self, side: str, column: int) -> QComboBox:
         picker = QComboBox()
         picker.setObjectName(f"side{column}")
-        pair = self.session.pair
-        for choice in runnable_sides(pair.drafters) if pair is not None else sides():
+        for choice in self._offered():
             picker.addItem(side_heading(choice) + ("" if choice == STANDARD else " (speculative)"), choice)
         picker.setCurrentIndex(max(0, picker.findData(side)))
         picker.currentIndexChanged.connect(self._side_changed)

@@ -323,7 +323,8 @@ class MainWindow(QMainWindow):
         if not history:
             self.show_error("Type a prompt (or send one) to compare the two ways of decoding it.")
             return
-        self.compare_dialog = CompareDialog(history, self.conversation_id, self.session, self)
+        picked = self.compare_dialog.sides if self.compare_dialog is not None else None  # the last Compare's pick
+        self.compare_dialog = CompareDialog(history, self.conversation_id, self.session, self, picked)
         self.compare_dialog.show()
 
     # --- controls and settings ----------------------------------------------------------------------------

@@ -153,6 +153,10 @@ def test_the_user_picks_two_drafters_and_sees_them_side_by_side(make_window, qtb
     dialog.pickers[0].setCurrentIndex(dialog.pickers[0].findData("standard"))
     assert dialog.speedup.text() == ""  # it named lookup, no longer a side
     dialog.close()
+    dialog.parent().compare()  # the next Compare opens on the sides last run (they went back to the defaults)
+    again = dialog.parent().compare_dialog
+    assert again.sides == ("lookup", "model") and [p.currentData() for p in again.pickers] == ["lookup", "model"]
+    again.close()
 
 
 def test_the_pickers_offer_only_the_drafters_the_pair_can_run(make_window, qtbot) -> None:
