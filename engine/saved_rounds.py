@@ -29,7 +29,6 @@ def saved_rounds(trace: list[dict[str, Any]]) -> list[RoundEvent]:
     return [saved_round(record) for record in trace]
 
 
-
 def last_answer(thread: list[StoredMessage]) -> StoredMessage | None:
     """A thread's last answer (None when it has none yet)."""
     return next((message for message in reversed(thread) if message.role == "assistant"), None)

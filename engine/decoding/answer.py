@@ -55,7 +55,7 @@ class Answer:
     exact_text: bool = False
 
     def __post_init__(self) -> None:
-        self.eos = set(self.tokenizer.eos_token_ids) | self.end_ids  # a chat answer ends where the next turn opens
+        self.eos = set(self.tokenizer.eos_token_ids) | self.end_ids  # a chat's next turn, a middle's end: the answer ends
         self.split = PartDetokenizer(self.tokenizer, self.markers, list(self.context), self.exact_text)
         self.stops = StopStrings(self.params.stop)
         self._thinking_since: float | None = None
