@@ -99,13 +99,13 @@ def run_job(pair: Any, job: GenerationJob, stream: Callable[..., Iterator[object
             job.deliver(PromptCount(len(prompt_token_ids(pair.tokenizer, prompt, chat=job.chat,  # type: ignore[arg-type]  # chats only
                                                          tools=tooling.template_tools()))))
             return
-        ends: dict[str, Any] = {}
+        end_ids: frozenset[int] = frozenset()
         if job.suffix is not None:  # the middle between the prompt and the suffix, which ends at its format's ends
-            prompt, ends = fim_prompt_ids(pair.tokenizer, prompt, job.suffix), {"end_ids": fim_end_ids(pair.tokenizer)}  # type: ignore[arg-type]  # completions only
+            prompt, end_ids = fim_prompt_ids(pair.tokenizer, prompt, job.suffix), fim_end_ids(pair.tokenizer)  # type: ignore[arg-type]  # completions only
         if job.echo_prompt:
             job.deliver(echoed_prompt(pair, prompt, names, job.params.logprobs, job.cancelled.is_set))  # type: ignore[arg-type]  # completions only
         events = (stream or generate_stream)(pair, prompt, constrained(tooling, job.params, pair.tokenizer), chat=job.chat,
-                                             cancel=job.cancelled.is_set, tools=tooling.template_tools(), **ends)
+                                             cancel=job.cancelled.is_set, tools=tooling.template_tools(), end_ids=end_ids)
         for event in events:
             _deliver(job, output, event)
     except BaseException as error:  # noqa: BLE001 - delivered to the request, never raised into the runner

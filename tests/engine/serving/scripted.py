@@ -50,7 +50,8 @@ class ScriptedRunner:
     def model_ids(self) -> list[str]:
         return [self._model]
 
-    def _stream(self, pair: Any, prompt: Any, params: Any, *, chat: bool, cancel: Any, tools: Any) -> Iterator[object]:
+    def _stream(self, pair: Any, prompt: Any, params: Any, *, chat: bool, cancel: Any, tools: Any,
+                end_ids: frozenset[int]) -> Iterator[object]:
         prompt_ids = prompt_token_ids(self.tokenizer, prompt, chat=chat, tools=tools)
         self.prompts.append(self.tokenizer.decode(prompt_ids))
         if self.context is not None and len(prompt_ids) >= self.context:

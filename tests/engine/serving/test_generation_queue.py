@@ -155,8 +155,8 @@ def test_a_suffix_asks_for_the_middle_and_ends_it_at_the_format_s_ends(tmp_path)
     tokenizer = load_tokenizer(build_tokenizer(tmp_path / "fim", extra_special=("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")))
     asked: list[tuple[Any, Any]] = []
 
-    def stream(pair: Any, prompt: Any, params: Any, **options: Any) -> Iterator[object]:
-        asked.append((prompt, options.get("end_ids")))
+    def stream(pair: Any, prompt: Any, params: Any, *, end_ids: frozenset[int], **_: Any) -> Iterator[object]:
+        asked.append((prompt, end_ids))
         yield GenerationResult("a + b", [1], ["target"], "standard", "stop", GenerationStats())
 
     delivered: list[object] = []
