@@ -25,6 +25,7 @@ from engine.events import GenerationResult, RoundEvent
 from .quiet_text import make_quiet
 from .screen_fit import fitted, screen_room
 from .session import ChatSession
+from .streaming_answer import stopped_before_first_token
 from .token_view import TokenTextView
 
 PREFERRED = QSize(980, 600)  # the dialog's size where the screen has room
@@ -178,7 +179,8 @@ class CompareDialog(QDialog):
         if result.finish_reason != "cancelled":
             self.speeds[side].setText(result.summary() + drafted)
         else:
-            self.speeds[side].setText(result.summary() + " (stopped)" + drafted if result.tokens else "Stopped before it started.")
+            self.speeds[side].setText("Stopped before it started." if stopped_before_first_token(result) else
+                                      result.summary() + " (stopped)" + drafted)
         if len(self.results) == 2:
             left, right = self.sides
             cut = any(r.finish_reason == "cancelled" for r in self.results.values())

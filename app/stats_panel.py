@@ -28,6 +28,7 @@ from .palette import ORIGIN_LABELS, ghost_colour, origin_colour
 from .position_histogram import PositionHistogram
 from .quiet_text import make_quiet
 from .round_timeline import RoundTimeline
+from .streaming_answer import stopped_before_first_token
 from .worker import MemoryReading
 
 RATE_WINDOW_S = 3.0  # long enough to smooth out the bursts speculation emits tokens in
@@ -299,7 +300,7 @@ class StatsPanel(QFrame):
         s = result.stats
         self.showing = message_id
         self._redraw_plots(time.perf_counter() - self._start)
-        if result.finish_reason == "cancelled" and not s.generated_tokens:
+        if stopped_before_first_token(result):
             self.values["memory"].setText(memory_text(s.peak_memory_gb))
             return
         self.tokens, self.rounds, self.drafted, self.accepted = s.generated_tokens, s.rounds, s.drafted, s.accepted

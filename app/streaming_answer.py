@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from engine.events import GenerationResult, PrefillEvent, TokenEvent
 
 
+def stopped_before_first_token(result: GenerationResult) -> bool:
+    """Stop came before any token: the result's speed and first-token figures are zeros that say nothing."""
+    return result.finish_reason == "cancelled" and not result.tokens
+
+
 @dataclass
 class StreamingAnswer:
     """The answer being generated, as saved and shown.
@@ -94,7 +99,7 @@ class StreamingAnswer:
     def summary(self, result: GenerationResult) -> str:
         """The stats line: the engine's summary, the wait for the server, and whether Stop ended it; an answer stopped
         before its first token says how far the message's reading got (its figures, all zero, said nothing true)."""
-        if result.finish_reason == "cancelled" and not result.stats.generated_tokens:
+        if stopped_before_first_token(result):
             return "Stopped before the first token" + (self._read_note() or "") + "."
         return result.summary() + self.wait_note() + (" (stopped)" if result.finish_reason == "cancelled" else "")
 
