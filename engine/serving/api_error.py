@@ -37,3 +37,9 @@ def typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], defaul
         wanted = {bool: "true or false", int: "a whole number", dict: "an object", str: "a string"}.get(kind, "a number")  # type: ignore[arg-type]  # a tuple of kinds is "a number"
         raise ApiError(400, f"'{name}' must be {wanted}, not {json.dumps(value)}.", param=name)
     return value
+
+
+def completions_only(name: str, endpoint: str) -> None:
+    """A 400 for a field of legacy completions (`echo`, `suffix`) sent to another endpoint."""
+    if endpoint != "completions":
+        raise ApiError(400, f"'{name}' is a field of completions (/v1/completions), not of chat completions.", param=name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api_error import ApiError, typed
+from .api_error import ApiError, completions_only, typed
 
 
 def suffix_requested(body: dict[str, Any], endpoint: str) -> str | None:
@@ -15,8 +15,7 @@ def suffix_requested(body: dict[str, Any], endpoint: str) -> str | None:
     suffix = typed(body, "suffix", str, None)
     if not suffix:
         return None
-    if endpoint != "completions":
-        raise ApiError(400, "'suffix' is a field of completions (/v1/completions), not of chat completions.", param="suffix")
+    completions_only("suffix", endpoint)
     if body.get("echo"):
         raise ApiError(400, "'echo' and 'suffix' together are not supported: the middle is returned alone.", param="echo")
     return suffix

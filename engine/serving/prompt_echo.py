@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .api_error import ApiError, typed
+from .api_error import completions_only, typed
 from .pieces import TextPiece
 from .token_logprobs import TokenNames
 
@@ -20,8 +20,8 @@ from .token_logprobs import TokenNames
 def echo_requested(body: dict[str, Any], endpoint: str) -> bool:
     """Whether a request asks for its prompt echoed: completions only (a chat's `echo: true` is a 400)."""
     echo = typed(body, "echo", bool, False)
-    if echo and endpoint != "completions":
-        raise ApiError(400, "'echo' is a field of completions (/v1/completions), not of chat completions.", param="echo")
+    if echo:
+        completions_only("echo", endpoint)
     return echo
 
 

@@ -1,9 +1,8 @@
 """OpenAI request fields the server reads but cannot honour, said rather than dropped without a word.
 
 A client that sets `best_of` expects a different answer than one that does not; served as if it had not asked, it
-cannot tell that its setting did nothing. Each such field set to anything but the value
-that asks for nothing becomes a note (the `X-SpecChat-Warning` header and the server's log line), and the request
-is served.
+cannot tell that its setting did nothing. Each such field set to anything but the value that asks for nothing
+becomes a note (the `X-SpecChat-Warning` header and the server's log line), and the request is served.
 """
 
 from __future__ import annotations
