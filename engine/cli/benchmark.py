@@ -21,6 +21,7 @@ from typing import Any
 
 import mlx.core as mx
 
+from ..decoding.cached_model import default_prefill_step
 from ..decoding.generation import generate_stream
 from ..decoding.pair import ModelPair
 from ..events import GenerationResult, RoundEvent
@@ -140,7 +141,7 @@ def measure_mlx_lm(pair: ModelPair, prompt_ids: list[int], params: GenerationPar
             repetition_penalty=params.repetition_penalty if params.repetition_penalty != 1.0 else None,
             repetition_context_size=params.repetition_context_size,
         ),
-        "prefill_step_size": params.prefill_step_size,
+        "prefill_step_size": params.prefill_step_size or default_prefill_step(),
     }
     if speculative:
         assert pair.draft is not None

@@ -34,6 +34,22 @@ from .hidden_states import HiddenStateListener, run_with_taps
 TURN_CHECKPOINTS = 2  # the latest turns a Regenerate or an edit of the last message returns to
 EQUAL_COST_CONTEXT = 8192  # `equal_cost_context` of a model whose arguments do not give its hidden size
 EQUAL_COST_HIDDEN_SIZES = {"gpu": 8, "cpu": 2}  # `equal_cost_context` in hidden sizes, by the device MLX runs on
+PREFILL_STEPS = {"gpu": 512, "cpu": 128}  # `default_prefill_step`, by the device MLX runs on
+
+
+def device_kind() -> str:
+    """"gpu" or "cpu": the device MLX runs on, which some of the costs below depend on."""
+    return "gpu" if mx.default_device() == mx.gpu else "cpu"
+
+
+def default_prefill_step() -> int:
+    """Prompt tokens in a prefill's first chunk, on this device.
+
+    A Stop lands between chunks, so a chunk's time is how long a Stop can wait. A GPU wants wide chunks to fill
+    it (512, mlx-lm's own). MLX's CPU backend is compute-bound at any width: Qwen2.5-Coder-0.5B read 1,536 tokens
+    in the same 33 s in chunks of 128, 256 or 512 tokens, while its Stop waited up to 2.1 s, 4.1 s and 9.1 s
+    (`tests/benchmarks/prefill_chunks.py --steps 512,256,128`, docs/speed.md), so the CPU takes 128."""
+    return PREFILL_STEPS[device_kind()]
 
 
 def equal_cost_context(model: nn.Module) -> int:
@@ -49,7 +65,7 @@ def equal_cost_context(model: nn.Module) -> int:
     hidden = getattr(args, "hidden_size", None)
     if not isinstance(hidden, int) or hidden <= 0:
         return EQUAL_COST_CONTEXT
-    return EQUAL_COST_HIDDEN_SIZES["gpu" if mx.default_device() == mx.gpu else "cpu"] * hidden
+    return EQUAL_COST_HIDDEN_SIZES[device_kind()] * hidden
 
 
 def prefill_chunk_length(step: int, position: int, equal_cost: int) -> int:
@@ -103,7 +119,7 @@ class CachedModel:
     Args:
         model: the mlx-lm model.
         prefill_step_size: prompt tokens per forward pass when catching up on a long stretch of context (at its
-            start; `prefill_chunk_length`).
+            start; `prefill_chunk_length`). None: the device's own (`default_prefill_step`).
         kv_bits: quantize full-attention keys and values to 8 or 4 bits (None: full precision).
         identity: what tells this model's keys and values from another's (`prompt_cache_disk.model_identity`: its
             files and the machine's MLX), which a prefix written to disk is filed under; None: never written.
@@ -119,11 +135,11 @@ class CachedModel:
             depends on them too (`shared_with`); they go with the cache's contents (rewinds, forks, adoptions).
     """
 
-    def __init__(self, model: nn.Module, prefill_step_size: int = 512, kv_bits: int | None = None,
+    def __init__(self, model: nn.Module, prefill_step_size: int | None = None, kv_bits: int | None = None,
                  identity: str | None = None) -> None:
         self.model = model
         self.identity = identity
-        self.prefill_step_size = prefill_step_size
+        self.prefill_step_size = prefill_step_size or default_prefill_step()
         self.equal_cost_context = equal_cost_context(model)
         self.kv_bits = kv_bits
         self.rewinds = {"dropped": 0, "restored": 0, "reset": 0}

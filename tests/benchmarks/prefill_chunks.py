@@ -3,10 +3,11 @@ chunks that shrink as the context grows (`engine/decoding/cached_model.py` `pref
 one run (not run by the suite):
 
     PYTHONPATH=. .venv/bin/python -m tests.benchmarks.prefill_chunks --model PATH --tokens 12288
+    PYTHONPATH=. .venv/bin/python -m tests.benchmarks.prefill_chunks --model PATH --tokens 1536 --steps 512,256,128 --rules shrinking
 
 A cancel (the app's Stop, a client gone from the server) lands between chunks, so the longest chunk is the longest
-wait. Both rules read the same random ids into a fresh cache, one after the other, twice (fixed, shrinking, fixed,
-shrinking); each line reports the longest chunk as a multiple of that run's first chunk, the run's whole time, and
+wait. Each rule, at each first-chunk size (`--steps`), reads the same random ids into a fresh cache, one after the
+other, twice (fixed, shrinking, fixed, shrinking); each line reports the longest chunk as a multiple of that run's first chunk, the run's whole time, and
 the context at which attention costs what the weights do on this machine, fitted to its chunks (`equal_cost_context`
 is that value's estimate).
 """
@@ -54,7 +55,7 @@ def report(rule: str, timings: list[tuple[int, int, float]]) -> str:
     first = timings[0][2]
     at, _, longest = max(timings, key=lambda t: t[2])
     total = sum(t[2] for t in timings)
-    return (f"{rule:9} {len(timings):4} chunks  {total:7.1f} s in all  first {first:5.2f} s  longest {longest:5.2f} s "
+    return (f"{rule:14} {len(timings):4} chunks  {total:7.1f} s in all  first {first:5.2f} s  longest {longest:5.2f} s "
             f"= {longest / first:4.2f}x the first (from position {at})  equal cost at {fitted_equal_cost(timings):.0f}")
 
 
@@ -62,19 +63,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="a model folder or id")
     parser.add_argument("--tokens", type=int, default=12288, help="the prompt's length")
-    parser.add_argument("--step", type=int, default=512, help="prefill_step_size: the first chunk's tokens")
+    parser.add_argument("--steps", default="512", help="prefill_step_size: the first chunk's tokens, comma-separated")
+    parser.add_argument("--rules", default="fixed,shrinking", help="chunk rules to time, comma-separated")
     args = parser.parse_args()
     pair = ModelPair.load(args.model)
     cache = pair.target_cache
-    cache.prefill_step_size = args.step
-    shrinking = cache.equal_cost_context
+    equal_costs = {"fixed": FIXED, "shrinking": cache.equal_cost_context}
     vocab = int(pair.target.tokenizer.vocab_size)
     rng = random.Random(7)
     context = [rng.randrange(vocab) for _ in range(args.tokens)]
-    print(f"{args.model}: {args.tokens} tokens, step {args.step}, equal-cost context {shrinking}")
-    for rule, equal_cost in [("fixed", FIXED), ("shrinking", shrinking)] * 2:
-        cache.equal_cost_context = equal_cost
-        print(report(rule, chunk_seconds(cache, context)), flush=True)
+    print(f"{args.model}: {args.tokens} tokens, equal-cost context {equal_costs['shrinking']}")
+    for _ in range(2):
+        for step in (int(s) for s in args.steps.split(",")):
+            for rule in args.rules.split(","):
+                cache.prefill_step_size, cache.equal_cost_context = step, equal_costs[rule]
+                print(report(f"{rule} {step}", chunk_seconds(cache, context)), flush=True)
 
 
 if __name__ == "__main__":

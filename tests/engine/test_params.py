@@ -19,6 +19,8 @@ from engine.params import PRESETS, GenerationParams
         ({"max_draft": 2.5}, "max_draft must be a whole number, not 2.5."),
         ({"min_p": 1.5}, "min_p must be in [0, 1]"),
         ({"max_tokens": 0}, "max_tokens must be at least 1"),
+        ({"prefill_step_size": 0}, "prefill_step_size must be at least 1, not 0."),
+        ({"num_draft": None}, "Draft length (num_draft) must be a whole number, not None."),
         ({"mode": "turbo"}, "mode must be one of speculative, standard"),
         ({"drafter": "oracle"}, "drafter must be one of auto, model, lookup, model+lookup"),
         ({"repetition_penalty": 0.0}, "repetition_penalty must be above 0"),

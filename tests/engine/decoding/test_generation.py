@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.decoding.cached_model import PREFILL_STEPS, default_prefill_step
 from engine.decoding.generation import generate, generate_stream
 from engine.decoding.pair import ModelPair
 from engine.decoding.prompt_ids import turn_openers
@@ -234,6 +235,17 @@ def test_prefill_reports_progress_in_chunks_for_both_models(tiny_pair: ModelPair
         mine = [e.processed for e in progress if e.model == model]
         assert len(mine) >= 4 and mine == sorted(mine)
         assert mine[-1] == progress[0].total - 1  # the last prompt token goes into the first round
+
+
+def test_a_prompt_is_read_in_chunks_of_the_devices_size_unless_a_size_is_asked(tiny_pair: ModelPair) -> None:
+    """On MLX's CPU backend the first chunk is 128 tokens, not a GPU's 512: a Stop waits a quarter as long for a
+    prompt read in the same time (`cached_model.default_prefill_step`)."""
+    assert GenerationParams().prefill_step_size is None and default_prefill_step() == PREFILL_STEPS["cpu"] == 128
+    for asked, first_chunk in [(None, 128), (200, 200)]:
+        tiny_pair.reset_caches()
+        params = GREEDY.replace(prefill_step_size=asked, max_tokens=1)
+        progress = [e for e in generate_stream(tiny_pair, "word " * 100, params) if isinstance(e, PrefillEvent)]
+        assert progress[0].processed == 0 and progress[1].processed == first_chunk
 
 
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
