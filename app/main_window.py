@@ -33,6 +33,7 @@ from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
 from .toolbar import MainToolbar
 from .trace_export import save_trace
+from .window_layout import restore_window_layout, save_window_layout
 
 
 class MainWindow(QMainWindow):
@@ -49,7 +50,6 @@ class MainWindow(QMainWindow):
     def __init__(self, open_picker_if_needed: bool = True) -> None:
         super().__init__()
         self.setWindowTitle("SpecChat")
-        self.resize(1280, 800)
         self.session = ChatSession(self)
         self.conversation_id: int | None = None
         self.answer_view: MessageWidget | None = None
@@ -95,12 +95,12 @@ class MainWindow(QMainWindow):
         self.stats = StatsPanel(show_rejected=self.session.settings.show_rejected())
         self.stats.show_rejected_changed.connect(self._show_rejected_toggled)
         self.chat.set_show_rejected(self.session.settings.show_rejected())
-        splitter = QSplitter()
+        self.columns = QSplitter()
         for widget in (self.conversations, column, self.stats):
-            splitter.addWidget(widget)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([200, 760, 300])
-        self.setCentralWidget(splitter)
+            self.columns.addWidget(widget)
+        self.columns.setStretchFactor(1, 1)
+        restore_window_layout(self, self.columns, self.session.settings)
+        self.setCentralWidget(self.columns)
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
@@ -122,13 +122,11 @@ class MainWindow(QMainWindow):
         s = self.session
         for signal, slot in (
             (s.pair_loading, self._update_controls), (s.pair_loaded, self.hide_error), (s.pair_loaded, self._update_controls),
-            (s.pair_failed, self._on_load_failed),
-            (s.load_cancelled, self._update_controls), (s.answer_started, self._on_answer_started),
-            (s.answer_running, self._on_answer_running),
+            (s.pair_failed, self._on_load_failed), (s.load_cancelled, self._update_controls),
+            (s.answer_started, self._on_answer_started), (s.answer_running, self._on_answer_running),
             (s.answer_events, self._on_answer_events), (s.answer_finished, self._on_answer_finished),
             (s.answer_failed, self._on_answer_failed), (s.prompt_rejected, self._on_prompt_rejected),
-            (s.busy_changed, self._update_controls), (s.kept_error, self.show_error),
-            (s.storage_failed, self.show_error),
+            (s.busy_changed, self._update_controls), (s.kept_error, self.show_error), (s.storage_failed, self.show_error),
         ):
             signal.connect(slot)
 
@@ -381,7 +379,9 @@ class MainWindow(QMainWindow):
     # --- shutting down -------------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Stop serving, stop the session's workers (saving a running answer), deliver what they sent to the dialogs."""
+        """Stop serving, stop the session's workers (saving a running answer), deliver what they sent to the dialogs;
+        remember the window's layout."""
+        save_window_layout(self, self.columns, self.session.settings)
         self.server_dialog.server.stop()
         self.session.shutdown()
         QCoreApplication.sendPostedEvents(self.picker)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QByteArray, QSettings
 
 from engine.drafter_kinds import choices, drafter_label
 from engine.models.app_paths import data_dir
@@ -161,6 +161,16 @@ class AppSettings:
         if path:
             self.store.setValue("cluster/hosts", path)
         self.store.setValue("cluster/off", not path)
+        self.store.sync()
+
+    def window_layout(self) -> tuple[QByteArray | None, QByteArray | None]:
+        """The window's saved geometry and its columns' saved widths (`window_layout`; None: never saved)."""
+        geometry, columns = self.store.value("window/geometry"), self.store.value("window/columns")
+        return (geometry if isinstance(geometry, QByteArray) else None, columns if isinstance(columns, QByteArray) else None)
+
+    def save_window_layout(self, geometry: QByteArray, columns: QByteArray) -> None:
+        self.store.setValue("window/geometry", geometry)
+        self.store.setValue("window/columns", columns)
         self.store.sync()
 
     def mcp(self) -> tuple[str, bool]:
