@@ -23,6 +23,7 @@ from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor,
 
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
+LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")  # what opens the prose after a fence (the closing fence's line end)
 SOFT_BREAK = re.compile(r"(?<=\S)[ \t]*\n(?=[ \t]*\S)")  # a line's end, with more text on the next line
 
 
@@ -91,19 +92,40 @@ def tone_down_headings(document: QTextDocument) -> None:
 def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
     """Fill `document` with `text` as Markdown; returns the code blocks, which `copy:N` links refer to.
 
-    Each part is followed by a plain block (a fresh format: one that took the part's own would continue a list that
-    ends it, as an empty bullet)."""
+    Each part is followed by one plain block, a blank line (a fresh format: one that took the part's own would
+    continue a list that ends it, as an empty bullet). A code block's table brings its own; another after it, and
+    the blank lines that open the prose after a fence, left three blank lines under every code block."""
     document.clear()
     cursor = QTextCursor(document)
     blocks: list[CodeBlock] = []
     for part in split_code_blocks(text):
         if isinstance(part, CodeBlock):
             cursor.insertHtml(code_html(part, len(blocks), dark))
+            cursor.setBlockFormat(QTextBlockFormat())
+            cursor.setCharFormat(QTextCharFormat())
             blocks.append(part)
         elif part.strip():
-            cursor.insertMarkdown(keep_line_breaks(part))
-        else:
-            continue
-        cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            cursor.insertMarkdown(keep_line_breaks(LEADING_BLANK_LINES.sub("", part)))
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
     tone_down_headings(document)
+    code_spans_at_text_size(document)
     return blocks
+
+
+def code_spans_at_text_size(document: QTextDocument) -> None:
+    """Qt's Markdown reader gives `code` the system's monospace font at that font's own size, which a larger chat
+    text (`text_size.py`) left small; without a size of its own a span follows the text's, as the code blocks do."""
+    block = document.begin()
+    while block.isValid():
+        iterator = block.begin()
+        while not iterator.atEnd():
+            fragment = iterator.fragment()
+            if fragment.charFormat().fontFixedPitch() and fragment.charFormat().hasProperty(QTextFormat.Property.FontPointSize):
+                cursor = QTextCursor(document)
+                cursor.setPosition(fragment.position())
+                cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                unsized = fragment.charFormat()
+                unsized.clearProperty(QTextFormat.Property.FontPointSize)
+                cursor.setCharFormat(unsized)
+            iterator += 1
+        block = block.next()

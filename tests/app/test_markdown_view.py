@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QUrl
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QTextFormat
 
 from app.markdown_view import CodeBlock, code_html, split_code_blocks
 from app.token_view import TokenTextView
@@ -106,3 +106,36 @@ def test_headings_are_at_a_chat_s_scale(qtbot) -> None:
         block = block.next()
     body = heights["Call it."]
     assert body == heights["Notes"] < heights["Example usage:"] <= 1.6 * body  # Qt's own level 1 was twice the text
+
+
+def _blocks(view: TokenTextView) -> list[str]:
+    texts, block = [], view.document().begin()
+    while block.isValid():
+        texts.append(block.text())
+        block = block.next()
+    return texts
+
+
+def test_a_code_block_has_one_blank_line_under_it_as_over_it(qtbot) -> None:
+    """Three blank lines stood under every code block followed by prose: the table's own block, the separator, and
+    the blank line that opens the prose after the closing fence."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("Intro.\n\n```python\nx = 1\n```\n\n- item one\n- item two")
+    texts = _blocks(view)
+    assert texts[texts.index("Intro.") + 1] == "" and texts[texts.index("Intro.") + 2].startswith("python")
+    assert texts[texts.index("x = 1") + 1 :][:2] == ["", "item one"]
+
+
+def test_a_code_span_follows_the_text_s_size(qtbot) -> None:
+    """Qt's Markdown reader sized `code` at the monospace font's own size: a larger chat text left it small."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("Call `reverse(s)` here.")
+    fragments, iterator = [], view.document().begin().begin()
+    while not iterator.atEnd():
+        fragments.append(iterator.fragment())
+        iterator += 1
+    code = next(f for f in fragments if f.text() == "reverse(s)")
+    assert code.charFormat().fontFixedPitch()  # still monospace
+    assert not code.charFormat().hasProperty(QTextFormat.Property.FontPointSize)
