@@ -14,6 +14,8 @@ from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
 from .image_attachments import ImageTokens
 from .palette import notice_colour
+from .shortcuts import install_text_size_shortcuts
+from .text_size import TextSize
 from .tool_cards import ToolCards
 
 
@@ -53,6 +55,7 @@ class ChatColumn(QWidget):
         tools_note: the line over the box when MCP tools are on and the loaded model cannot be shown them (in bold
             once a message went without them).
         input_row: the row they are in (the window adds the Think switch).
+        text_size: the size of the messages' and the box's text (Cmd/Ctrl with +, - and 0).
     """
 
     def __init__(self, session, parent: QWidget | None = None) -> None:
@@ -82,6 +85,8 @@ class ChatColumn(QWidget):
         self.input_row.addWidget(self.input)
         self.input_row.addWidget(self.send_button)
         layout.addLayout(self.input_row)
+        self.text_size = TextSize([self.chat.container, self.input], session.settings)
+        install_text_size_shortcuts(self, self.text_size)
 
     def show_tools_note(self, *_: object, sent: bool = False) -> None:
         """Say over the box that the MCP tools are not offered to this model, or that servers could not start, if so

@@ -9,7 +9,7 @@ stats line.
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -135,7 +135,9 @@ class MessageWidget(QFrame):
     def _header(self) -> QHBoxLayout:
         header = QHBoxLayout()
         self.speaker = QLabel("You" if self.role == "user" else "Assistant")
-        self.speaker.setStyleSheet("font-weight: bold;")
+        bold = QFont()  # bold only: its size follows the chat's text (a style sheet's font would not: text_size.py)
+        bold.setBold(True)
+        self.speaker.setFont(bold)
         header.addWidget(self.speaker)
         self.previous_branch = _tool_button("‹", "Previous version")
         self.branch_label = QLabel()

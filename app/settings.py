@@ -163,6 +163,18 @@ class AppSettings:
         self.store.setValue("cluster/off", not path)
         self.store.sync()
 
+    def text_size_step(self, default: int) -> int:
+        """The chat's text size (`text_size.SCALES`' index; `default` where none is saved or it is no number)."""
+        raw = self.store.value("view/text_size", default)
+        try:
+            return int(raw) if isinstance(raw, (int, str)) else default  # the INI file gives back a string
+        except ValueError:
+            return default
+
+    def save_text_size_step(self, step: int) -> None:
+        self.store.setValue("view/text_size", step)
+        self.store.sync()
+
     def window_layout(self) -> tuple[QByteArray | None, QByteArray | None]:
         """The window's saved geometry and its columns' saved widths (`window_layout`; None: never saved)."""
         geometry, columns = self.store.value("window/geometry"), self.store.value("window/columns")

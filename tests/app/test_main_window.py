@@ -491,7 +491,7 @@ def test_keyboard_shortcuts(make_window, qtbot, monkeypatch) -> None:
 
     window = make_window(max_tokens=900)
     shortcuts = {s.key().toString(): s for s in window.findChildren(QShortcut)}
-    assert set(shortcuts) == {"Esc", "Ctrl+N", "Ctrl+K", "Ctrl+,", "Ctrl+Q"}
+    assert set(shortcuts) == {"Esc", "Ctrl+N", "Ctrl+K", "Ctrl+,", "Ctrl+Q", "Ctrl++", "Ctrl+=", "Ctrl+-", "Ctrl+0"}
     start_long_answer(qtbot, window)
     with qtbot.waitSignal(window.session.answer_finished, timeout=30_000) as finished:
         shortcuts["Esc"].activated.emit()
