@@ -14,7 +14,6 @@ from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
 from .image_attachments import ImageTokens
 from .palette import notice_colour
-from .shortcuts import install_text_size_shortcuts
 from .text_size import TextSize
 from .tool_cards import ToolCards
 
@@ -86,7 +85,6 @@ class ChatColumn(QWidget):
         self.input_row.addWidget(self.send_button)
         layout.addLayout(self.input_row)
         self.text_size = TextSize([self.chat.container, self.input], session.settings)
-        install_text_size_shortcuts(self, self.text_size)
 
     def show_tools_note(self, *_: object, sent: bool = False) -> None:
         """Say over the box that the MCP tools are not offered to this model, or that servers could not start, if so

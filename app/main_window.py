@@ -22,12 +22,12 @@ from .conversation_list import ConversationList
 from .drafter_choice import DrafterChoice
 from .load_status import LoadStatus
 from .local_server import LocalServer
+from .menu_bar import MenuBar
 from .message_widget import MessageWidget
 from .pair_picker import PairPickerDialog
 from .server_dialog import ServerDialog
 from .session import ChatSession
 from .settings_dialog import SettingsDialog
-from .shortcuts import install_shortcuts
 from .stats_panel import StatsPanel
 from .streaming_answer import StreamingAnswer
 from .think_switch import ThinkSwitch
@@ -101,6 +101,8 @@ class MainWindow(QMainWindow):
         self.columns.setStretchFactor(1, 1)
         restore_window_layout(self, self.columns, self.session.settings)
         self.setCentralWidget(self.columns)
+        self.setMenuBar(MenuBar(self.toolbar, self.columns, column.text_size, new_chat=self.new_conversation, stop=self.stop,
+                                quit=self.close))
         self.statusBar().showMessage("Choose models to start (Models…)")
         self.serving = QLabel()
         self.statusBar().addPermanentWidget(self.serving)
@@ -115,8 +117,6 @@ class MainWindow(QMainWindow):
                              (t.settings_action.triggered, self.open_settings), (t.drafter.chosen, self._update_controls),
                              (t.server_action.triggered, lambda: self.server_dialog.present())):
             signal.connect(slot)
-        install_shortcuts(self, stop=self.stop, new_chat=self.new_conversation, models=self.open_picker,
-                          settings=self.open_settings, quit=self.close)
 
     def _connect_session(self) -> None:
         s = self.session

@@ -69,6 +69,16 @@ def choose_drafter(window: MainWindow, drafter: str) -> None:
     combo.activated.emit(index)
 
 
+def press(window: MainWindow, keys: str) -> None:
+    """Trigger the menu action whose shortcut `keys` is, as Qt does when they are pressed in the window (the offscreen
+    test platform need not activate a window, and key presses reach shortcuts only in the active one)."""
+    from PySide6.QtGui import QAction, QKeySequence
+
+    actions = [a for a in window.findChildren(QAction) if QKeySequence(keys) in a.shortcuts()]
+    assert len(actions) == 1, f"{keys} belongs to {len(actions)} actions"
+    actions[0].trigger()
+
+
 def send_and_wait(qtbot, window: MainWindow, text: str, timeout: int = 60_000):
     """Type a message, press Enter, and return the finished GenerationResult.
 

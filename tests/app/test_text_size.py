@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QShortcut
 from PySide6.QtWidgets import QApplication
 
 from app.chat_column import ChatColumn
 from app.text_size import SCALES
-
-
-def press(window, keys: str) -> None:
-    """The shortcut fired as Qt fires it when its keys are pressed in the window (the offscreen test platform need
-    not activate a window, and key presses reach shortcuts only in the active one)."""
-    next(s for s in window.findChildren(QShortcut) if s.key().toString() == keys).activated.emit()
+from tests.app.conftest import press
 
 
 @pytest.fixture
