@@ -33,7 +33,7 @@ from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_image
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .policy.prompt_kind import PROMPT_KIND_TOKENS, kind_of
-from .prompt_ids import FALLBACK_TURN_END, Message, turn_openers
+from .prompt_ids import FALLBACK_TURN_END, Message, continues_last_answer, turn_openers
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
@@ -175,6 +175,14 @@ def _prefill(
     return True
 
 
+def _exact_text(prompt: str | Sequence[Message] | list[int], chat: bool) -> bool:
+    """Whether the answer's text is exactly its tokens', a leading space kept: a completion of raw text or ids, and an
+    answer that continues the conversation's last one (`continues_last_answer`), whose first space joins it on."""
+    if not chat or _is_token_ids(prompt):
+        return True
+    return not isinstance(prompt, str) and continues_last_answer(prompt)  # type: ignore[arg-type]  # messages here
+
+
 def _is_token_ids(prompt: object) -> TypeGuard[list[int]]:
     return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], int)
 
@@ -304,7 +312,7 @@ def generate_stream(
     stats.cached_prompt_tokens = _recall_prefix(pair, caches, prompt_ids, image_key)
     limit = pair.context_limit(_uses_draft(pair, params))[0]
     answer = Answer(list(prompt_ids), params, limit, pair.tokenizer, stats, started, pair.think_markers,
-                    network=pair.network_clock(), end_ids=ends | end_ids, exact_text=not chat or _is_token_ids(prompt))
+                    network=pair.network_clock(), end_ids=ends | end_ids, exact_text=_exact_text(prompt, chat))
     with _answering(pair, params):
         prefilled = yield from _prefill(pair, caches, prompt_ids, cancelled, vision)
         stats.prompt_s = clock.now() - answer.start

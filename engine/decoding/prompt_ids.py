@@ -95,11 +95,21 @@ def prompt_token_ids(
         switch = ({} if think else {"enable_thinking": False}) | ({"tools": tools} if tools else {})
         messages, rendered = _rendered(tokenizer, messages, switch)
         spliced = [m["content"] for m in messages if m.get("role") == "assistant" and m.get("content") in (answers or {})]
-        if not spliced:
+        if not spliced and not continues_last_answer(messages):
             return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **switch))
         return splice_answers(tokenizer, rendered, spliced, answers or {})
-    transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in messages)
-    return list(tokenizer.encode(transcript + "Assistant:"))
+    head, so_far = (messages[:-1], " " + messages[-1]["content"]) if continues_last_answer(messages) else (messages, "")
+    transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in head)
+    return list(tokenizer.encode(transcript + "Assistant:" + so_far))
+
+
+def continues_last_answer(messages: Sequence[Message]) -> bool:
+    """Whether the conversation ends in an assistant's text, which the answer then continues from its last character
+    instead of opening a new turn after it: Anthropic's prefill (a reply held to start with "{"), an answer cut at
+    its token limit carried on; llama.cpp's server reads a trailing assistant message the same way."""
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    return last.get("role") == "assistant" and isinstance(content, str) and bool(content) and not last.get("tool_calls")
 
 
 PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "probe",
@@ -133,12 +143,20 @@ def _rendered(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -
     reminder) stays where it stands if the template allows it there; a template that refuses one (many allow a
     system prompt only first) gets it merged into the leading system prompt instead."""
     try:
-        return messages, tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+        return messages, _opened_answer(tokenizer, messages, switch)
     except Exception:
         merged = merged_system(messages)
         if merged == messages:
             raise
-        return merged, tokenizer.apply_chat_template(merged, add_generation_prompt=True, tokenize=False, **switch)
+        return merged, _opened_answer(tokenizer, merged, switch)
+
+
+def _opened_answer(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -> str:
+    """The template's text up to where the answer is written: after the assistant turn's opening, and after the
+    answer's text so far when the conversation ends in one (`continues_last_answer`)."""
+    if continues_last_answer(messages):
+        return tokenizer.apply_chat_template(messages[:-1], add_generation_prompt=True, tokenize=False, **switch) + messages[-1]["content"]
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
 
 
 def merged_system(messages: list[Message]) -> list[Message]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.decoding import prompt_ids
 from engine.decoding.prompt_ids import conversation, prompt_token_ids, turn_openers
 from engine.errors import PromptError
 
@@ -15,6 +16,19 @@ def test_chat_template_renders_every_turn(tiny_target) -> None:
     assert tok.decode(ids) == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
                                "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n"
                                "<|im_start|>assistant\n")
+
+
+def test_a_conversation_ending_in_an_answer_continues_it_instead_of_opening_a_new_turn(tiny_target) -> None:
+    """Anthropic's prefill: a reply held to start with "{" was answered in a new turn after the "{"."""
+    tok = tiny_target.tokenizer
+    ids = prompt_token_ids(tok, [{"role": "user", "content": "Give JSON"}, {"role": "assistant", "content": '{"name":'}])
+    assert tok.decode(ids) == '<|im_start|>user\nGive JSON<|im_end|>\n<|im_start|>assistant\n{"name":'
+    answers = {'{"name":': tok.encode('{"na', add_special_tokens=False) + tok.encode('me":', add_special_tokens=False)}
+    spliced = prompt_token_ids(tok, [{"role": "user", "content": "Give JSON"}, {"role": "assistant", "content": '{"name":'}],
+                               answers=answers)
+    assert spliced[-len(answers['{"name":']):] == answers['{"name":']  # the ids generated, as a follow-up's are
+    calls = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "1"}]}]
+    assert not prompt_ids.continues_last_answer(calls) and not prompt_ids.continues_last_answer(calls[:1])
 
 
 def test_raw_prompts_skip_the_template(tiny_target) -> None:
@@ -55,6 +69,8 @@ def test_models_without_a_template_get_a_plain_transcript(tiny_target) -> None:
 
     ids = prompt_token_ids(NoTemplate(), "Hi", system_prompt="Sys")
     assert tiny_target.tokenizer.decode(ids) == "System: Sys\nUser: Hi\nAssistant:"
+    ids = prompt_token_ids(NoTemplate(), [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Well,"}])
+    assert tiny_target.tokenizer.decode(ids) == "User: Hi\nAssistant: Well,"
 
 
 def test_tools_go_into_a_tool_calling_template(tool_target) -> None:

@@ -173,6 +173,18 @@ def test_a_message_equals_generate_with_usage_and_speculation(client, tiny_pair)
     assert spec["drafter"] == "model" and spec["drafted"] >= spec["accepted"] > 0
 
 
+def test_a_last_assistant_message_is_continued_from_its_last_character(client, tiny_pair) -> None:
+    """Anthropic's prefill: the reply goes on from the assistant's text as the raw text of the turn so far would, its
+    first token's space kept (it was answered in a new turn after the prefill)."""
+    prefill = "The sea is"
+    raw = tiny_pair.tokenizer.apply_chat_template(QUESTION, add_generation_prompt=True, tokenize=False) + prefill
+    expected = generate(raw, tiny_pair, GREEDY.replace(max_tokens=12), chat=False)
+    message = client.messages.create(model="tiny-target", max_tokens=12, messages=[*QUESTION, {"role": "assistant", "content": prefill}],
+                                     extra_body={"adaptive": False})
+    assert message.content[0].text == expected.text and expected.tokens
+    assert tiny_pair.tokenizer.decode(expected.tokens) == expected.text  # exactly its tokens, a leading space kept
+
+
 def test_the_prompt_caches_tokens_are_reported_as_cache_reads(client) -> None:
     """A repeated prompt is read from the prompt cache: Anthropic counts those tokens apart from input_tokens."""
     first, second = (client.messages.create(model="tiny-target", max_tokens=2, messages=QUESTION).usage for _ in range(2))
