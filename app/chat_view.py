@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from .message_widget import MessageWidget
 from .quiet_text import make_quiet
+from .streaming_answer import StreamingAnswer
 
 
 class ChatView(QScrollArea):
@@ -68,6 +69,15 @@ class ChatView(QScrollArea):
         self._update_regenerate()
         return message
 
+    def answer_view(self, answer: StreamingAnswer) -> MessageWidget:
+        """Where a streaming answer shows: its message when it goes on from one shown, else a new message."""
+        going_on = next((m for m in self.messages if answer.earlier and m.message_id == answer.message_id), None)
+        if going_on is None:
+            return self.add_message("assistant")
+        going_on.show_streaming(answer)
+        self._update_regenerate()
+        return going_on
+
     def remove_message(self, message: MessageWidget) -> None:
         self.messages.remove(message)
         self._discard(message)
@@ -92,8 +102,11 @@ class ChatView(QScrollArea):
             message.set_actions_enabled(not busy)
 
     def _update_regenerate(self) -> None:
+        """Regenerate, and Continue for an answer its token limit cut, on the last message only."""
         for index, message in enumerate(self.messages):
-            message.regenerate_button.setVisible(message.role == "assistant" and index == len(self.messages) - 1)
+            last = index == len(self.messages) - 1
+            message.regenerate_button.setVisible(message.role == "assistant" and last)
+            message.continue_button.setVisible(message.cut_at_limit and last)
 
     def _note_position(self, value: int) -> None:
         self._follow = value >= self.verticalScrollBar().maximum() - 30

@@ -109,7 +109,8 @@ class MainWindow(QMainWindow):
         self.load_status = LoadStatus(self.session, self.statusBar())
 
     def _build_toolbar(self) -> None:
-        self.toolbar = MainToolbar(self.session.mode == "speculative", self.session.settings.show_markdown(), DrafterChoice(self.session), self)
+        self.toolbar = MainToolbar(self.session.params.mode == "speculative", self.session.settings.show_markdown(),
+                                   DrafterChoice(self.session), self)
         self.addToolBar(self.toolbar)
         t = self.toolbar
         for signal, slot in ((t.models_action.triggered, self.open_picker), (t.speculative_action.toggled, self._mode_toggled),
@@ -195,6 +196,7 @@ class MainWindow(QMainWindow):
         widget.branch_requested.connect(lambda step, m=stored.id: self.select_branch(m, step))
         if stored.role == "assistant":
             widget.regenerate_requested.connect(self.regenerate)
+            widget.continue_requested.connect(lambda m=stored.id: self.session.continue_answer(m))
             widget.trace_requested.connect(lambda m=stored.id: self.export_trace(m))
 
     def delete_conversation(self, conversation_id: int) -> None:
@@ -258,7 +260,7 @@ class MainWindow(QMainWindow):
     def _on_answer_started(self, answer: StreamingAnswer) -> None:
         self.undo_banner.withdraw()  # a new answer changes the chat: no Undo past it
         is_shown = answer.conversation_id == self.conversation_id
-        self.answer_view = self.chat.add_message("assistant") if is_shown else None
+        self.answer_view = self.chat.answer_view(answer) if is_shown else None
         if self.answer_view is not None:
             self.answer_view.set_waiting(answer.waiting)
         self._reset_stats(answer)
@@ -287,8 +289,8 @@ class MainWindow(QMainWindow):
         self.stats.finish(result, answer.message_id)
         ttft = self.stats.values["ttft"]
         ttft.setText(ttft.text() + answer.wait_note(short=True))
-        view.finish_answer(result, summary, self.toolbar.markdown_action.isChecked())
-        view.message_id = None  # wired below with the others the session saved since the last redraw
+        view.finish_answer(answer, result, summary, self.toolbar.markdown_action.isChecked())
+        view.message_id = view.message_id if answer.earlier else None  # a new answer: wired below with the others saved since
         for widget, stored in zip(self.chat.messages, self.session.store.messages(answer.conversation_id)):
             if widget.message_id is None:
                 self._wire(widget, stored)
@@ -303,11 +305,8 @@ class MainWindow(QMainWindow):
         """A question too long for the model is back in the input box, to shorten; the chat goes on."""
         if not self.input.toPlainText().strip():
             self.input.setPlainText(text)
-        if conversation_id == self.conversation_id:
-            if self.session.store.exists(conversation_id):
-                self.open_conversation(conversation_id)
-            else:
-                self.new_conversation()
+        if conversation_id == self.conversation_id:  # it went, if the question was its only message
+            self.open_conversation(conversation_id) if self.session.store.exists(conversation_id) else self.new_conversation()
         self.conversations.refresh(self.conversation_id)
         self.show_error(message + " The message is back in the box below to shorten.")
 

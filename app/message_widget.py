@@ -37,7 +37,7 @@ WAITING_FOR_SERVER = "Waiting for a server request to finish…"
 def cut_notice(finish: str, tokens: int) -> str:
     """What a cut answer says under its last word: where it was cut, and what lets the next answer run longer."""
     if finish == "length":
-        return f"Cut at the {tokens}-token limit: raise Max tokens in Settings for longer answers."
+        return f"Cut at the {tokens}-token limit: Continue goes on from here (Max tokens in Settings sets the limit)."
     if finish == "context":
         return "Cut where the conversation filled the model's context: start a new chat to go on."
     return ""
@@ -78,6 +78,7 @@ class MessageWidget(QFrame):
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
+        continue_requested(): Continue was clicked (the last answer, cut at its token limit).
         edit_submitted(str): the question was edited and sent again (a new branch).
         delete_requested(): Delete was clicked.
         branch_requested(int): show the previous (-1) or next (+1) version of this message.
@@ -86,9 +87,11 @@ class MessageWidget(QFrame):
     Attributes:
         message_id: the saved message (None until saved).
         fold: the reasoning (hidden when the answer has none).
+        cut_at_limit: the answer ended at its token limit (Continue is offered while it is the chat's last).
     """
 
     regenerate_requested = Signal()
+    continue_requested = Signal()
     edit_submitted = Signal(str)
     delete_requested = Signal()
     branch_requested = Signal(int)
@@ -99,6 +102,7 @@ class MessageWidget(QFrame):
         self.role = role
         self.text = ""
         self.message_id: int | None = None
+        self.cut_at_limit = False
         self.setObjectName("userMessage" if role == "user" else "assistantMessage")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QVBoxLayout(self)
@@ -155,14 +159,17 @@ class MessageWidget(QFrame):
         self.regenerate_button = _tool_button("Regenerate", "Answer again (this answer is kept as a branch)")
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.regenerate_button.setVisible(False)
+        self.continue_button = _tool_button("Continue", "Go on where the token limit cut this answer")
+        self.continue_button.clicked.connect(self.continue_requested)
+        self.continue_button.setVisible(False)
         self.delete_button = _tool_button("Delete", "Delete this message and what follows it")
         self.delete_button.clicked.connect(self.delete_requested)
         self.trace_button = _tool_button("Trace…", "Export this answer's speculation, round by round (JSON Lines)")
         self.trace_button.clicked.connect(self.trace_requested)
         self.trace_button.setVisible(False)
         # In a narrow column the actions wrap onto a second row instead of widening the column.
-        header.addWidget(flow_row([self.copy_button, self.trace_button, self.edit_button, self.regenerate_button,
-                                   self.delete_button]), 1)
+        header.addWidget(flow_row([self.copy_button, self.trace_button, self.edit_button, self.continue_button,
+                                   self.regenerate_button, self.delete_button]), 1)
         return header
 
     def _edit_buttons(self) -> QWidget:
@@ -186,8 +193,9 @@ class MessageWidget(QFrame):
             widget.setVisible(branches > 1)
 
     def set_actions_enabled(self, enabled: bool) -> None:
-        """Edit, delete, regenerate and branches wait while an answer is generated."""
-        for button in (self.edit_button, self.delete_button, self.regenerate_button, self.previous_branch, self.next_branch):
+        """Edit, delete, regenerate, continue and branches wait while an answer is generated."""
+        for button in (self.edit_button, self.delete_button, self.regenerate_button, self.continue_button, self.previous_branch,
+                       self.next_branch):
             button.setEnabled(enabled)
 
     def start_editing(self) -> None:
@@ -233,6 +241,7 @@ class MessageWidget(QFrame):
         if answer.reasoning:
             self.fold.resume(still_thinking=self._last_part == "reasoning", seconds=answer.reasoning_s)
         self.text = answer.text
+        self.show_cut("", 0)  # an answer going on is no longer cut
         self.set_waiting(answer.waiting)
 
     def _set_runs(self, saved: list[list], trace: list[dict]) -> None:
@@ -276,6 +285,8 @@ class MessageWidget(QFrame):
         """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
         notice = cut_notice(finish, tokens)
         self.body.cut_short = bool(notice)
+        self.cut_at_limit = finish == "length"
+        self.continue_button.setVisible(self.cut_at_limit)
         self.notice.setText(notice)
         self.notice.setVisible(bool(notice))
 
@@ -297,11 +308,12 @@ class MessageWidget(QFrame):
             self.stats.setVisible(True)
         self.show_text(markdown)
 
-    def finish_answer(self, result, summary: str, markdown: bool) -> None:  # GenerationResult
-        """The streamed answer ended: where it was cut, its reasoning's final figures, its text and stats line."""
+    def finish_answer(self, answer: StreamingAnswer, result, summary: str, markdown: bool) -> None:  # GenerationResult
+        """The streamed answer ended: where it was cut, its reasoning's final figures, its text (all of it, for an
+        answer that went on) and stats line."""
         self.show_cut(result.finish_reason, len(result.tokens))
-        self.fold.show_reasoning(result.reasoning, result.stats.thinking.seconds, result.stats.thinking)
-        self.finish(result.text, summary, markdown)
+        self.fold.show_reasoning(answer.reasoning, answer.reasoning_s, result.stats.thinking)
+        self.finish(answer.text, summary, markdown)
 
     def show_text(self, markdown: bool) -> None:
         """A finished answer as Markdown, or as its coloured tokens (what was saved without runs is Markdown either way)."""

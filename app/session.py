@@ -17,7 +17,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from engine.attachments import Attached
 from engine.comparison import STANDARD, check_sides, compare_messages, compared_params, side_params
 from engine.conversation_title import automatic_title
-from engine.conversations import AFTER_LAST, ConversationStore, database_path
+from engine.conversations import AFTER_LAST, ConversationStore, StoredMessage, database_path
 from engine.events import GenerationResult, RoundEvent
 from engine.params import GenerationParams
 
@@ -118,10 +118,6 @@ class ChatSession(QObject):
     def ready(self) -> bool:
         """Whether a message can be sent now: a pair is loaded, nothing loads or answers."""
         return self.pair is not None and not self.loading and not self.busy
-
-    @property
-    def mode(self) -> str:
-        return self.params.mode
 
     def set_mode(self, mode: str) -> None:
         """Speculative or standard decoding from the next answer on (remembered)."""
@@ -242,14 +238,14 @@ class ChatSession(QObject):
         self.start_answer(conversation_id)
         return conversation_id
 
-    def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST) -> None:
-        """Answer the conversation's last user message (as a new branch under `parent_id` when given)."""
+    def start_answer(self, conversation_id: int, parent_id: int | None = AFTER_LAST, cut: StoredMessage | None = None) -> None:
+        """Answer the last question (as a new branch under `parent_id` when given), or go on with the `cut` answer."""
         params = self.params.replace(think=self.think_for(conversation_id))
         # Added first: as the branch shown, it hides an answer it replaces (and, empty, is not in the history).
-        message_id = self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
+        message_id = cut.id if cut else self.store.add_message(conversation_id, "assistant", "", parent_id=parent_id)
         request = self._new_request(conversation_id, self.history(conversation_id), params, tools=self.tools.offered())
         self.answer = StreamingAnswer(request.request_id, conversation_id, message_id, params.mode,
-                                      lenience=params.applied_lenience, waiting=self.engine.server_jobs > 0)
+                                      lenience=params.applied_lenience, waiting=self.engine.server_jobs > 0).going_on_from(cut)
         self.answer_started.emit(self.answer)
         self.busy_changed.emit(True)
         self._requests.generate.emit(request)
@@ -260,6 +256,18 @@ class ChatSession(QObject):
         if self.busy or not messages or messages[-1].role != "assistant":
             return False
         self.start_answer(conversation_id, parent_id=messages[-1].parent_id)
+        return True
+
+    def continue_answer(self, message_id: int) -> bool:
+        """Go on with an answer its token limit cut (its chat's last): the same message grows, its new rounds numbered
+        after its old ones. False when it cannot go on, or not now."""
+        conversation_id = self.store.conversation_of(message_id)
+        if conversation_id is None or not self.ready:
+            return False
+        thread = self.store.messages(conversation_id)
+        if not thread or thread[-1].id != message_id or not thread[-1].continuable:
+            return False
+        self.start_answer(conversation_id, cut=thread[-1])
         return True
 
     def select_branch(self, message_id: int, step: int) -> None:
@@ -323,6 +331,7 @@ class ChatSession(QObject):
             self.compare_events.emit(request_id, events)
         if (answer := self._answer_for(request_id)) is None:
             return
+        events = answer.numbered(events)
         tokens = answer.add_events(events)
         answer.trace += [e.trace_record() for e in events if isinstance(e, RoundEvent)]
         if tokens:
@@ -361,19 +370,9 @@ class ChatSession(QObject):
             message, self.pair = self.across.mac_left(self.pair, message)
         self._idle()
         self.answer_failed.emit(answer, message)
-        if kind in ("PromptError", "PromptTooLongError") and not answer.text:
-            self._take_back_question(answer.conversation_id, message)
-
-    def _take_back_question(self, conversation_id: int, message: str) -> None:
-        """A question the model cannot take (too long) leaves the conversation, so that the chat goes on; its
-        text goes back to the user to shorten."""
-        thread = self.store.messages(conversation_id)
-        if not thread or thread[-1].role != "user":
-            return
-        self.store.delete_message(thread[-1].id)
-        if len(thread) == 1:
-            self.store.delete(conversation_id)
-        self.prompt_rejected.emit(conversation_id, thread[-1].content, message)
+        if kind in ("PromptError", "PromptTooLongError") and not answer.text:  # the question goes back to be shortened
+            if (question := self.store.take_back_question(answer.conversation_id)) is not None:
+                self.prompt_rejected.emit(answer.conversation_id, question, message)
 
     def _idle(self) -> None:
         self.answer = None

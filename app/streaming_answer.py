@@ -1,11 +1,17 @@
-"""The chat answer being generated: where it is saved, what streamed so far, and how its stats line reads."""
+"""The chat answer being generated: where it is saved, what streamed so far, and how its stats line reads.
+
+An answer its token limit cut can go on (`going_on_from`): the run starts from the saved text, tokens and rounds,
+and its own rounds, which the engine numbers from 0, are numbered after them (`numbered`), so that each token still
+finds its round's record in the trace.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from engine.events import GenerationResult, PrefillEvent, TokenEvent
+from engine.conversations import StoredMessage
+from engine.events import GenerationResult, PrefillEvent, RoundEvent, TokenEvent
 
 
 def stopped_before_first_token(result: GenerationResult) -> bool:
@@ -34,6 +40,8 @@ class StreamingAnswer:
         reasoning_s: how long it has thought (from its first reasoning token to its last; the engine's figure
             once the answer ends).
         prompt_read: (tokens read, of how many) as the prompt's reading last reported; None before it reports.
+        earlier: an answer that goes on: its text before this run ("" for a new answer).
+        first_round: the number this run's first round takes (the rounds the answer had before it).
     """
 
     request_id: int
@@ -51,7 +59,24 @@ class StreamingAnswer:
     reasoning: str = ""
     reasoning_s: float = 0.0
     prompt_read: tuple[int, int] | None = None
+    earlier: str = ""
+    first_round: int = 0
     _thinking_since: float | None = None
+
+    def going_on_from(self, cut: StoredMessage | None) -> StreamingAnswer:
+        """This answer, going on from the saved one its token limit cut (itself for None)."""
+        if cut is not None:
+            self.text = self.earlier = cut.content
+            self.runs, self.trace = [list(run) for run in cut.runs], list(cut.trace)
+            self.reasoning, self.reasoning_s = cut.reasoning, cut.reasoning_s
+            self.first_round = 1 + max((record["round"] for record in cut.trace), default=max((run[2] for run in cut.runs), default=-1))
+        return self
+
+    def numbered(self, events: list[object]) -> list[object]:
+        """The engine's events with their rounds numbered from `first_round`."""
+        if not self.first_round:
+            return events
+        return [replace(e, round=e.round + self.first_round) if isinstance(e, (TokenEvent, RoundEvent)) else e for e in events]
 
     def add_events(self, events: list[object]) -> list[TokenEvent]:
         """A batch of the engine's events: how far the prompt's reading got, and the tokens (returned)."""
@@ -77,11 +102,14 @@ class StreamingAnswer:
 
     def take_result(self, result: GenerationResult) -> None:
         """The engine's final texts: what the detokenizer released only at the end joins the last answer token."""
-        tail = result.text[len(self.text):] if result.text.startswith(self.text) else ""
+        streamed = self.text[len(self.earlier):]
+        tail = result.text[len(streamed):] if result.text.startswith(streamed) else ""
         last_answer_run = next((run for run in reversed(self.runs) if len(run) == 3), None)
         if tail and last_answer_run is not None:
             last_answer_run[0] += tail
-        self.text, self.reasoning, self.reasoning_s = result.text, result.reasoning, result.stats.thinking.seconds
+        self.text = self.earlier + result.text
+        if result.reasoning or not self.earlier:  # an answer that goes on keeps the reasoning it began with
+            self.reasoning, self.reasoning_s = result.reasoning, result.stats.thinking.seconds
 
     def start_running(self) -> None:
         """The worker took the answer up: the wait (if it waited) ends here."""
@@ -101,7 +129,8 @@ class StreamingAnswer:
         before its first token says how far the message's reading got (its figures, all zero, said nothing true)."""
         if stopped_before_first_token(result):
             return "Stopped before the first token" + (self._read_note() or "") + "."
-        return result.summary() + self.wait_note() + (" (stopped)" if result.finish_reason == "cancelled" else "")
+        went_on = "Went on: " if self.earlier else ""  # the figures are this run's, not the whole answer's
+        return went_on + result.summary() + self.wait_note() + (" (stopped)" if result.finish_reason == "cancelled" else "")
 
     def _read_note(self) -> str | None:
         """", while reading your message (2,050 of 5,006 tokens read)", when the reading stopped short."""

@@ -89,6 +89,11 @@ class StoredMessage:
         """The message as the engine reads it: its text, its images (if any) as parts before it."""
         return message_content(self.prompt_text, self.images)
 
+    @property
+    def continuable(self) -> bool:
+        """Whether it is an answer its token limit cut, which can go on where it stopped (`prompt_ids.continues_last_answer`)."""
+        return self.role == "assistant" and self.finish == "length" and bool(self.content)
+
     def model_messages(self) -> list[dict[str, Any]]:
         """The message in a conversation for the model: an answer's reasoning as `reasoning_content` (which the
         engine passes on only to a template that renders it), and the tool calls an answer made, with their results."""
@@ -310,6 +315,18 @@ class ConversationStore:
                         "AND parent_id IS ?)", (conversation_id, parent_id))
         if parent_id is None:  # a first question: the title may follow the one shown now
             follow_first_question(self, conversation_id, deleted=content)
+
+    def take_back_question(self, conversation_id: int) -> str | None:
+        """Take a question the model could not read (too long) out of the conversation, and the conversation too when
+        nothing else is left in it, so that the chat goes on; its text, for the user to shorten (None when the
+        conversation does not end in a question)."""
+        thread = self.messages(conversation_id)
+        if not thread or thread[-1].role != "user":
+            return None
+        self.delete_message(thread[-1].id)
+        if len(thread) == 1:
+            self.delete(conversation_id)
+        return thread[-1].content
 
     def check_integrity(self) -> bool:
         """SQLite's own check of the file, and no message pointing at a message that is gone."""

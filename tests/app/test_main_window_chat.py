@@ -72,7 +72,7 @@ def test_an_answer_cut_at_the_token_limit_ends_with_a_mark_and_says_why(make_win
     result = send_and_wait(qtbot, window, "Tell me a long story")
     assert result.finish_reason == "length"  # the tiny random model never stops in 12 tokens
     answer = window.chat.messages[-1]
-    notice = "Cut at the 12-token limit: raise Max tokens in Settings for longer answers."
+    notice = "Cut at the 12-token limit: Continue goes on from here (Max tokens in Settings sets the limit)."
     assert not answer.notice.isHidden() and answer.notice.text() == notice
     assert answer.body.toPlainText().rstrip().endswith("…") and answer.text == result.text  # Copy copies the answer
     window.toolbar.markdown_action.setChecked(False)  # the coloured view marks it too
@@ -85,6 +85,29 @@ def test_an_answer_cut_at_the_token_limit_ends_with_a_mark_and_says_why(make_win
     dark.setColor(QPalette.ColorRole.Window, QColor("#202020"))
     window.setPalette(dark)
     assert notice_colour(dark).name() in answer.notice.styleSheet() != light  # readable in dark mode too
+
+
+def test_continue_goes_on_with_an_answer_cut_at_its_limit_in_the_same_message(make_window, qtbot) -> None:
+    """A cut answer was a dead end: raise Max tokens and answer the whole question again. Continue goes on from its
+    last token, as the engine would have (greedy: the answer a limit twice as high gives), its rounds numbered on."""
+    window = make_window(max_tokens=20)
+    longer = send_and_wait(qtbot, window, "Tell me a long story")
+    window.new_conversation()
+    window.apply_settings(window.session.params.replace(max_tokens=10), "")
+    first = send_and_wait(qtbot, window, "Tell me a long story")
+    answer = window.chat.messages[-1]
+    assert first.finish_reason == "length" and not answer.continue_button.isHidden()
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as finished:
+        answer.continue_button.click()
+    assert window.chat.messages[-1] is answer and len(window.chat.messages) == 2  # the same message grew
+    saved = window.session.store.messages(window.conversation_id)[-1]
+    assert saved.content == answer.text == longer.text and finished.args[1].finish_reason == "length"
+    rounds = [record["round"] for record in saved.trace]
+    assert rounds == list(range(len(rounds))) and {run[2] for run in saved.runs} <= set(rounds)  # numbered on
+    assert answer.stats.text().startswith("Went on: ") and answer.continue_button.isVisible() == answer.isVisible()
+    window.send_button.setEnabled(True)
+    send_and_wait(qtbot, window, "And then?")
+    assert window.chat.messages[1].continue_button.isHidden()  # only the chat's last answer goes on
 
 
 def test_only_cut_answers_get_a_notice() -> None:

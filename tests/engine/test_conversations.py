@@ -52,6 +52,29 @@ def test_regenerated_answers_are_siblings_and_deleting_one_shows_another(tmp_pat
     assert thread(store, chat) == ["Hi"] and store.check_integrity()
 
 
+def test_a_question_the_model_cannot_read_is_taken_back_with_its_chat_if_alone(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    alone, going_on = store.create("Alone"), store.create("Going on")
+    store.add_message(alone, "user", "Too long")
+    for role, text in (("user", "Hi"), ("assistant", "Hello"), ("user", "Too long too")):
+        store.add_message(going_on, role, text)
+    assert store.take_back_question(alone) == "Too long" and not store.exists(alone)
+    assert store.take_back_question(going_on) == "Too long too" and thread(store, going_on) == ["Hi", "Hello"]
+    assert store.take_back_question(going_on) is None and thread(store, going_on) == ["Hi", "Hello"]  # no question last
+
+
+def test_only_an_answer_its_token_limit_cut_can_go_on(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    chat = store.create("Chat")
+    store.add_message(chat, "user", "Hi")
+    answer = store.add_message(chat, "assistant", "")
+    for content, finish, can in (("Hello, th", "length", True), ("Hello.", "stop", False), ("Hel", "cancelled", False),
+                                 ("", "length", False)):
+        store.update_message(answer, content, finish=finish)
+        assert store.messages(chat)[-1].continuable is can
+    assert not store.messages(chat)[0].continuable
+
+
 def test_search_finds_titles_and_message_text(tmp_path: Path) -> None:
     store = ConversationStore(tmp_path / "c.sqlite3")
     a, b = store.create("Rust lifetimes"), store.create("Cooking")
