@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 import mlx.core as mx
 
@@ -177,10 +177,26 @@ def _prefill(
 
 def _exact_text(prompt: str | Sequence[Message] | list[int], chat: bool) -> bool:
     """Whether the answer's text is exactly its tokens', a leading space kept: a completion of raw text or ids, and an
-    answer that continues the conversation's last one (`continues_last_answer`), whose first space joins it on."""
-    if not chat or _is_token_ids(prompt):
-        return True
-    return not isinstance(prompt, str) and continues_last_answer(prompt)  # type: ignore[arg-type]  # messages here
+    answer that goes on from the conversation's last, which its first space joins on to."""
+    return not chat or _is_token_ids(prompt) or _went_on_from(prompt) is not None
+
+
+def _went_on_from(prompt: str | Sequence[Message] | list[int]) -> str | None:
+    """The text of the answer a conversation ends in, which this answer goes on from (`continues_last_answer`); None
+    for a prompt that opens a new answer."""
+    if isinstance(prompt, str) or _is_token_ids(prompt):
+        return None
+    messages = cast(Sequence[Message], prompt)
+    return str(messages[-1]["content"]) if continues_last_answer(messages) else None
+
+
+def _whole_answer(pair: ModelPair, prompt: str | Sequence[Message] | list[int], result: GenerationResult) -> tuple[str, list[int]]:
+    """An answer's text and ids from its start, for a later conversation to splice in: one that went on from the
+    conversation's last is that one's text and ids (if the pair has them) followed by its own."""
+    earlier = _went_on_from(prompt)
+    if earlier is None:
+        return result.text, result.answer_tokens
+    return earlier + result.text, pair.remembered_answer(earlier) + result.answer_tokens
 
 
 def _is_token_ids(prompt: object) -> TypeGuard[list[int]]:
@@ -325,7 +341,7 @@ def generate_stream(
             answer.finish = "cancelled"
     result = answer.result()
     if not comparing:
-        pair.remember_answer(result.text, result.answer_tokens)
+        pair.remember_answer(*_whole_answer(pair, prompt, result))
         pair.history.add(answer.context)  # later chats may draft from this one
     yield result
 

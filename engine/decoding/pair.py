@@ -275,6 +275,10 @@ class ModelPair:
         return prompt_token_ids(self.tokenizer, prompt, chat=chat, system_prompt=system_prompt, answers=self._answers,
                                 tools=tools, think=think)
 
+    def remembered_answer(self, text: str) -> list[int]:
+        """The ids generated for an answer of exactly this text ([] for one not remembered)."""
+        return list(self._answers.get(text, []))
+
     def remember_answer(self, text: str, tokens: list[int]) -> None:
         """Keep an answer's generated ids, to splice into a later conversation that quotes it verbatim.
 

@@ -248,6 +248,21 @@ def test_a_prompt_is_read_in_chunks_of_the_devices_size_unless_a_size_is_asked(t
         assert progress[0].processed == 0 and progress[1].processed == first_chunk
 
 
+def test_an_answer_that_went_on_is_read_from_the_cache_by_the_next_question(tiny_pair: ModelPair) -> None:
+    """An answer cut at its limit and continued is one answer to the next question: its ids, the first run's and the
+    second's, are spliced in, so the prompt is cached to the end of the answer (it was re-tokenized from the text)."""
+    tiny_pair.reset_caches()
+    question = [{"role": "user", "content": "Tell me about speculative decoding."}]
+    cut = generate(question, tiny_pair, GREEDY.replace(max_tokens=8))
+    went_on = generate([*question, {"role": "assistant", "content": cut.text}], tiny_pair, GREEDY.replace(max_tokens=8))
+    whole = [*question, {"role": "assistant", "content": cut.text + went_on.text}, {"role": "user", "content": "More?"}]
+    ids = tiny_pair.prompt_ids(whole)
+    answer_ends = ids.index(cut.tokens[0]) + len(cut.tokens) + len(went_on.tokens)
+    assert ids[answer_ends - len(went_on.tokens) : answer_ends] == went_on.tokens
+    # all but the answer's last token, which ended its run unread
+    assert generate(whole, tiny_pair, GREEDY.replace(max_tokens=1)).stats.cached_prompt_tokens == answer_ends - 1
+
+
 @pytest.mark.parametrize("mode", ["standard", "speculative"])
 def test_a_follow_up_turn_only_processes_the_new_question(tiny_pair: ModelPair, mode: str) -> None:
     """The answer comes back as the ids generated for it, so the whole earlier conversation is in the cache."""
