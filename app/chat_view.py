@@ -71,7 +71,7 @@ class ChatView(QScrollArea):
 
     def answer_view(self, answer: StreamingAnswer) -> MessageWidget:
         """Where a streaming answer shows: its message when it goes on from one shown, else a new message."""
-        going_on = next((m for m in self.messages if answer.earlier and m.message_id == answer.message_id), None)
+        going_on = next((m for m in self.messages if m.message_id == answer.message_id), None) if answer.earlier else None
         if going_on is None:
             return self.add_message("assistant")
         going_on.show_streaming(answer)
@@ -102,11 +102,11 @@ class ChatView(QScrollArea):
             message.set_actions_enabled(not busy)
 
     def _update_regenerate(self) -> None:
-        """Regenerate, and Continue for an answer its token limit cut, on the last message only."""
+        """Regenerate, and Continue for an answer that ended short of its own end, on the last message only."""
         for index, message in enumerate(self.messages):
             last = index == len(self.messages) - 1
             message.regenerate_button.setVisible(message.role == "assistant" and last)
-            message.continue_button.setVisible(message.cut_at_limit and last)
+            message.continue_button.setVisible(message.can_go_on and last)
 
     def _note_position(self, value: int) -> None:
         self._follow = value >= self.verticalScrollBar().maximum() - 30

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.answer_ends import can_go_on
 from engine.events import PrefillEvent, TokenEvent, split_rounds
 
 from .attachments_bar import show_chips
@@ -78,7 +79,7 @@ class MessageWidget(QFrame):
 
     Signals:
         regenerate_requested(): Regenerate was clicked (the last answer only).
-        continue_requested(): Continue was clicked (the last answer, cut at its token limit).
+        continue_requested(): Continue was clicked (the last answer, when it ended short of its own end).
         edit_submitted(str): the question was edited and sent again (a new branch).
         delete_requested(): Delete was clicked.
         branch_requested(int): show the previous (-1) or next (+1) version of this message.
@@ -87,7 +88,8 @@ class MessageWidget(QFrame):
     Attributes:
         message_id: the saved message (None until saved).
         fold: the reasoning (hidden when the answer has none).
-        cut_at_limit: the answer ended at its token limit (Continue is offered while it is the chat's last).
+        can_go_on: the answer ended short of its own end (`conversations.can_go_on`): Continue is offered while it is
+            the chat's last.
     """
 
     regenerate_requested = Signal()
@@ -102,7 +104,7 @@ class MessageWidget(QFrame):
         self.role = role
         self.text = ""
         self.message_id: int | None = None
-        self.cut_at_limit = False
+        self.can_go_on = False
         self.setObjectName("userMessage" if role == "user" else "assistantMessage")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         layout = QVBoxLayout(self)
@@ -159,7 +161,7 @@ class MessageWidget(QFrame):
         self.regenerate_button = _tool_button("Regenerate", "Answer again (this answer is kept as a branch)")
         self.regenerate_button.clicked.connect(self.regenerate_requested)
         self.regenerate_button.setVisible(False)
-        self.continue_button = _tool_button("Continue", "Go on where the token limit cut this answer")
+        self.continue_button = _tool_button("Continue", "Go on from where this answer ended (its token limit, Stop, an interruption)")
         self.continue_button.clicked.connect(self.continue_requested)
         self.continue_button.setVisible(False)
         self.delete_button = _tool_button("Delete", "Delete this message and what follows it")
@@ -232,6 +234,7 @@ class MessageWidget(QFrame):
         self.fold.show_reasoning(stored.reasoning, stored.reasoning_s, split_rounds(stored.trace)[0])
         summary = stored.summary or ("(interrupted)" if stored.finish in ("", "cancelled") else "")
         self.show_cut(stored.finish, len(stored.runs))
+        self._offer_to_go_on(can_go_on(self.role, stored.content, stored.finish))
         self.finish(stored.content, summary, markdown)
 
     def show_streaming(self, answer: StreamingAnswer) -> None:
@@ -242,6 +245,7 @@ class MessageWidget(QFrame):
             self.fold.resume(still_thinking=self._last_part == "reasoning", seconds=answer.reasoning_s)
         self.text = answer.text
         self.show_cut("", 0)  # an answer going on is no longer cut
+        self._offer_to_go_on(False)
         self.set_waiting(answer.waiting)
 
     def _set_runs(self, saved: list[list], trace: list[dict]) -> None:
@@ -285,10 +289,12 @@ class MessageWidget(QFrame):
         """Mark an answer that ended mid-way (the token limit, the context): "…" after its text, and why under it."""
         notice = cut_notice(finish, tokens)
         self.body.cut_short = bool(notice)
-        self.cut_at_limit = finish == "length"
-        self.continue_button.setVisible(self.cut_at_limit)
         self.notice.setText(notice)
         self.notice.setVisible(bool(notice))
+
+    def _offer_to_go_on(self, can: bool) -> None:
+        self.can_go_on = can
+        self.continue_button.setVisible(can)
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text)
@@ -312,6 +318,7 @@ class MessageWidget(QFrame):
         """The streamed answer ended: where it was cut, its reasoning's final figures, its text (all of it, for an
         answer that went on) and stats line."""
         self.show_cut(result.finish_reason, len(result.tokens))
+        self._offer_to_go_on(can_go_on(self.role, answer.text, result.finish_reason))
         self.fold.show_reasoning(answer.reasoning, answer.reasoning_s, result.stats.thinking)
         self.finish(answer.text, summary, markdown)
 

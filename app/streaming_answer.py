@@ -1,6 +1,6 @@
 """The chat answer being generated: where it is saved, what streamed so far, and how its stats line reads.
 
-An answer its token limit cut can go on (`going_on_from`): the run starts from the saved text, tokens and rounds,
+An answer that ended short of its own end (its token limit, Stop, a crash) can go on (`going_on_from`): the run starts from the saved text, tokens and rounds,
 and its own rounds, which the engine numbers from 0, are numbered after them (`numbered`), so that each token still
 finds its round's record in the trace.
 """
@@ -64,12 +64,12 @@ class StreamingAnswer:
     _thinking_since: float | None = None
 
     def going_on_from(self, cut: StoredMessage | None) -> StreamingAnswer:
-        """This answer, going on from the saved one its token limit cut (itself for None)."""
+        """This answer, going on from the saved one that ended short (itself for None)."""
         if cut is not None:
             self.text = self.earlier = cut.content
             self.runs, self.trace = [list(run) for run in cut.runs], list(cut.trace)
             self.reasoning, self.reasoning_s = cut.reasoning, cut.reasoning_s
-            self.first_round = 1 + max((record["round"] for record in cut.trace), default=max((run[2] for run in cut.runs), default=-1))
+            self.first_round = 1 + max([record["round"] for record in cut.trace] + [run[2] for run in cut.runs], default=-1)
         return self
 
     def numbered(self, events: list[object]) -> list[object]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .answer_ends import can_go_on
 from .attachments import Attached, attached_from_record, with_attachments
 from .chat_images import ChatImage, message_content
 from .conversation_schema import prepare_tables
@@ -91,8 +92,8 @@ class StoredMessage:
 
     @property
     def continuable(self) -> bool:
-        """Whether it is an answer its token limit cut, which can go on where it stopped (`prompt_ids.continues_last_answer`)."""
-        return self.role == "assistant" and self.finish == "length" and bool(self.content)
+        """Whether it is an answer that can go on where it ended (`can_go_on`)."""
+        return can_go_on(self.role, self.content, self.finish)
 
     def model_messages(self) -> list[dict[str, Any]]:
         """The message in a conversation for the model: an answer's reasoning as `reasoning_content` (which the
@@ -317,9 +318,8 @@ class ConversationStore:
             follow_first_question(self, conversation_id, deleted=content)
 
     def take_back_question(self, conversation_id: int) -> str | None:
-        """Take a question the model could not read (too long) out of the conversation, and the conversation too when
-        nothing else is left in it, so that the chat goes on; its text, for the user to shorten (None when the
-        conversation does not end in a question)."""
+        """Take a question the model could not read (too long) out of the conversation, and the conversation if it is
+        left empty, so that the chat goes on; its text, for the user to shorten (None: no question ends it)."""
         thread = self.messages(conversation_id)
         if not thread or thread[-1].role != "user":
             return None

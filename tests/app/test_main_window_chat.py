@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QPalette
 from app.message_widget import cut_notice
 from app.palette import notice_colour
 from engine.events import PrefillEvent, TokenEvent
-from tests.app.conftest import send_and_wait, stream_in_a_second_chat
+from tests.app.conftest import send_and_wait, start_long_answer, stream_in_a_second_chat
 
 
 def watch_stats_lines(window) -> list[str]:
@@ -108,6 +108,25 @@ def test_continue_goes_on_with_an_answer_cut_at_its_limit_in_the_same_message(ma
     window.send_button.setEnabled(True)
     send_and_wait(qtbot, window, "And then?")
     assert window.chat.messages[1].continue_button.isHidden()  # only the chat's last answer goes on
+
+
+def test_a_stopped_answer_goes_on_too_and_a_finished_one_does_not(make_window, qtbot) -> None:
+    window = make_window(max_tokens=900)
+    start_long_answer(qtbot, window)
+    with qtbot.waitSignal(window.session.answer_finished, timeout=30_000):
+        window.stop()
+    stopped = window.chat.messages[-1]
+    saved = window.session.store.messages(window.conversation_id)[-1]
+    assert saved.finish == "cancelled" and not stopped.continue_button.isHidden()
+    window.apply_settings(window.session.params.replace(max_tokens=4), "")
+    with qtbot.waitSignal(window.session.answer_finished, timeout=60_000) as went_on:
+        stopped.continue_button.click()
+    assert window.session.store.messages(window.conversation_id)[-1].content == saved.content + went_on.args[1].text
+    window.open_conversation(window.conversation_id)  # as saved: cut at 4 tokens, and still able to go on
+    assert not window.chat.messages[-1].continue_button.isHidden()
+    window.session.store.update_message(saved.id, "Done.", finish="stop")
+    window.open_conversation(window.conversation_id)
+    assert window.chat.messages[-1].continue_button.isHidden()
 
 
 def test_only_cut_answers_get_a_notice() -> None:
