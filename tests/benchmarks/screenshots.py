@@ -199,7 +199,9 @@ def visualizer(app: QApplication, window, out: Path, suffix: str) -> None:  # Ma
 
 
 def chat_features(app: QApplication, window, out: Path) -> None:  # MainWindow
-    """An answer with code, its question asked again differently (a second branch), and the search box."""
+    """An answer with code as Markdown (the visualizer before it switched Markdown off), its question asked again
+    differently (a second branch), and the search box."""
+    window.toolbar.markdown_action.setChecked(True)
     window.new_conversation()
     window.input.setPlainText("Write a Python function that reverses a string.")
     window.send()
