@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QFont, QGuiApplication
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -321,6 +322,8 @@ class MessageWidget(QFrame):
         self._offer_to_go_on(can_go_on(self.role, answer.text, result.finish_reason))
         self.fold.show_reasoning(answer.reasoning, answer.reasoning_s, result.stats.thinking)
         self.finish(answer.text, summary, markdown)
+        if not self.window().isActiveWindow():  # the user went elsewhere while it ran (a long answer on a slow Mac)
+            QApplication.alert(self.window())  # the Dock icon bounces once; elsewhere the taskbar entry flashes
 
     def show_text(self, markdown: bool) -> None:
         """A finished answer as Markdown, or as its coloured tokens (what was saved without runs is Markdown either way)."""

@@ -129,6 +129,16 @@ def test_a_stopped_answer_goes_on_too_and_a_finished_one_does_not(make_window, q
     assert window.chat.messages[-1].continue_button.isHidden()
 
 
+def test_an_answer_that_ends_while_the_user_is_elsewhere_calls_them_back(make_window, qtbot, monkeypatch) -> None:
+    """A long answer on a slow machine: the user switches to another app, and nothing said it had finished."""
+    alerted = []
+    monkeypatch.setattr("app.message_widget.QApplication.alert", lambda widget, ms=0: alerted.append(widget))
+    window = make_window(max_tokens=6)
+    assert not window.isActiveWindow()  # the offscreen platform activates no window: as if the user were elsewhere
+    send_and_wait(qtbot, window, "Tell me a story")
+    assert alerted == [window]
+
+
 def test_only_cut_answers_get_a_notice() -> None:
     assert cut_notice("stop", 30) == cut_notice("cancelled", 30) == ""
     assert "context" in cut_notice("context", 30) and "new chat" in cut_notice("context", 30)
