@@ -35,9 +35,15 @@ from .file_dialogs import open_files
 from .flow_layout import flow_row
 from .image_attachments import SentImages, mark_unseen, pasted_image, thumbnail, unseen_note
 from .palette import notice_colour
+from .quiet_text import make_quiet
 
 PAPERCLIP = RESOURCES / "paperclip.svg"
-FILE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.heic *.heif *.gif *.bmp);;Text, code and documents (*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql);;All files (*)"
+IMAGE_PATTERNS = "*.png *.jpg *.jpeg *.webp *.heic *.heif *.gif *.bmp"
+TEXT_PATTERNS = "*.txt *.md *.py *.js *.ts *.json *.csv *.pdf *.c *.h *.cpp *.rs *.go *.java *.swift *.html *.css *.yaml *.yml *.toml *.sh *.sql"
+# The first filter is the one the dialog opens on: every file either kind of model reads (it opened on images, and a
+# text model's user saw none of their code or documents).
+FILE_FILTER = (f"Text, code, documents and images ({TEXT_PATTERNS} {IMAGE_PATTERNS});;Text, code and documents ({TEXT_PATTERNS});;"
+               f"Images ({IMAGE_PATTERNS});;All files (*)")
 CHIP_STYLE = ("QFrame#attachmentChip { border: 1px solid palette(mid); border-radius: 9px; background: palette(base); }"
               " QLabel { font-size: 11px; }")
 
@@ -135,6 +141,9 @@ class AttachmentsBar(QWidget):
         self.unseen.setObjectName("unseenImagesNote")
         self.unseen.setWordWrap(True)
         self.unseen.setVisible(False)
+        self.reading = make_quiet(QLabel(), "")  # "Reading data.csv…" while the reader works: a big file takes seconds
+        self.reading.setObjectName("readingFilesNote")
+        self.reading.setVisible(False)
         session.pair_loaded.connect(self._mark_unseen)
         message_box.viewport().setAcceptDrops(True)
         message_box.viewport().installEventFilter(self)
@@ -181,6 +190,9 @@ class AttachmentsBar(QWidget):
         """Read the files (on the reader's thread) and attach each: a file that cannot be read is named in the error
         banner once all are read, one too big for the context waits in the refusal dialog."""
         pair = self.session.pair
+        if paths:
+            self.reading.setText(f"Reading {', '.join(path.name for path in paths)}…")
+            self.reading.setVisible(True)
         self.reader.start(paths, pair.count_tokens if pair is not None else None)
 
     def _on_read(self, attachment: Attachment) -> None:
@@ -204,6 +216,8 @@ class AttachmentsBar(QWidget):
         self.problems.append(message)
 
     def _show_problems(self) -> None:
+        """Every file is read: the reading line goes, and why some could not be read is said."""
+        self.reading.setVisible(False)
         if self.problems:
             self.show_error(" ".join(self.problems))
             self.problems = []
@@ -259,7 +273,8 @@ class AttachmentsBar(QWidget):
         self.refusal = QMessageBox(QMessageBox.Icon.Warning, "File too big for the model", str(too_big),
                                    QMessageBox.StandardButton.Cancel, self)
         self.refusal.setInformativeText("Send its beginning, cut at a line to fit, or attach a smaller part of it.")
-        cut = self.refusal.addButton("Send truncated", QMessageBox.ButtonRole.AcceptRole)
+        cut = self.refusal.addButton("Attach its beginning", QMessageBox.ButtonRole.AcceptRole)
+        self.refusal.setDefaultButton(QMessageBox.StandardButton.Cancel)  # Enter, typed for the message, attaches nothing
         self.refusal.buttonClicked.connect(lambda button: self._decided(too_big, button is cut))
         self.refusal.open()
 

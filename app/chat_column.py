@@ -3,9 +3,7 @@ its attached files, and the notes over it (images or MCP tools the loaded model 
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .attachments_bar import AttachmentsBar
 from .chat_tools import unseen_tools_line
@@ -13,30 +11,10 @@ from .chat_view import ChatView
 from .delete_undo import UndoDeleteBanner
 from .error_banner import ErrorBanner
 from .image_attachments import ImageTokens
+from .message_box import MessageBox
 from .palette import notice_colour
 from .text_size import TextSize
 from .tool_cards import ToolCards
-
-
-class ChatInput(QPlainTextEdit):
-    """The message box: Enter sends, Shift+Enter starts a new line.
-
-    Signals:
-        submitted(): Enter was pressed.
-    """
-
-    submitted = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setPlaceholderText("Message (Enter sends, Shift+Enter for a new line)")
-        self.setMaximumHeight(110)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            return
-        super().keyPressEvent(event)
 
 
 class ChatColumn(QWidget):
@@ -63,8 +41,10 @@ class ChatColumn(QWidget):
         self.tool_cards = ToolCards(session.tools, self.chat, session.settings.show_markdown)
         self.store = store = session.store
         self.error_banner = ErrorBanner()
+        self.error_banner.dismissed.connect(self.hide_error)
         self.undo_banner = UndoDeleteBanner(store)
-        self.input = ChatInput()
+        self.input = MessageBox("Message (Enter sends, Shift+Enter for a new line)")
+        self.input.setMaximumHeight(110)
         self.send_button = QPushButton("Send")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
@@ -77,7 +57,8 @@ class ChatColumn(QWidget):
         session.pair_loaded.connect(self.show_tools_note)
         session.tools.servers.changed.connect(self.show_tools_note)
         session.answer_started.connect(lambda _answer: self.show_tools_note(sent=True))
-        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments, self.attachments.unseen, self.tools_note):
+        for widget in (self.chat, self.error_banner, self.undo_banner, self.attachments, self.attachments.reading, self.attachments.unseen,
+                       self.tools_note):
             layout.addWidget(widget)
         self.input_row = QHBoxLayout()
         self.input_row.addWidget(self.attachments.paperclip)

@@ -156,6 +156,7 @@ class MainWindow(QMainWindow):
         self.stats.reset(self.session.params.mode)  # not the numbers of the chat shown before
         self.think_switch.refresh()
         self.conversations.refresh()
+        self.input.setFocus()  # a new chat is typed into: Ctrl+N and typing lost the keys to the chat list
 
     def open_conversation(self, conversation_id: int) -> None:
         """Show a conversation (the thread its selected branches make), stopping an answer in another one."""

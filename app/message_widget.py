@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QPushButton,
     QToolButton,
     QVBoxLayout,
@@ -27,6 +26,7 @@ from engine.events import PrefillEvent, TokenEvent, split_rounds
 
 from .attachments_bar import show_chips
 from .flow_layout import flow_row
+from .message_box import MessageBox
 from .palette import notice_colour
 from .quiet_text import make_quiet
 from .reasoning_fold import ReasoningFold, route
@@ -117,7 +117,8 @@ class MessageWidget(QFrame):
         layout.addWidget(self.body)
         self._places: dict[int, int] = {}  # tokens so far per round, reasoning and markers included
         self._last_part = "answer"
-        self.editor = QPlainTextEdit()
+        self.editor = MessageBox("Enter sends, Shift+Enter for a new line")
+        self.editor.submitted.connect(self._submit_edit)
         self.editor.setVisible(False)
         self.editor.setMaximumHeight(140)
         layout.addWidget(self.editor)

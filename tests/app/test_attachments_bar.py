@@ -111,6 +111,16 @@ def test_a_file_that_cannot_be_read_is_named_in_the_error_banner(make_window, qt
     assert window.error_banner.text().startswith("photo.png cannot be read as an image: attach PNG, JPEG or WebP")
 
 
+def test_files_being_read_are_named_over_the_box_until_they_are_read(make_window, qtbot, tmp_path: Path) -> None:
+    """A 3.4 MB CSV read for 4 s with nothing on screen; then its dialog took the keys typed meanwhile."""
+    window = make_window()
+    first, second = code_file(tmp_path, "a.py", "x = 1\n"), code_file(tmp_path, "data.py", "y = 2\n")
+    with qtbot.waitSignal(window.attachments.reader.idle, timeout=30_000):
+        window.attachments.attach_files([first, second])
+        assert window.attachments.reading.text() == "Reading a.py, data.py…" and window.attachments.reading.isVisibleTo(window)
+    assert window.attachments.reading.isHidden() and len(window.attachments.attached) == 2
+
+
 @pytest.mark.parametrize("send_cut", [False, True])
 def test_a_file_too_big_for_the_model_is_refused_with_the_numbers_or_sent_cut_to_fit(make_window, qtbot, tmp_path: Path,
                                                                                      send_cut: bool) -> None:
@@ -123,7 +133,8 @@ def test_a_file_too_big_for_the_model_is_refused_with_the_numbers_or_sent_cut_to
     room = 1024 - 100 - 64
     assert dialog.text() == (f"big.py is {tokens:,} tokens, but tiny-target reads at most 1,024: with 164 kept for the "
                              f"question and the answer there is room for {room:,}.")
-    button = next(b for b in dialog.buttons() if b.text() == ("Send truncated" if send_cut else "Cancel"))
+    assert dialog.defaultButton() is dialog.button(QMessageBox.StandardButton.Cancel)  # Enter attaches nothing
+    button = next(b for b in dialog.buttons() if b.text() == ("Attach its beginning" if send_cut else "Cancel"))
     button.click()
     if not send_cut:
         assert window.attachments.attached == [] and window.attachments.isHidden()
@@ -194,7 +205,7 @@ def test_several_refusals_are_asked_one_after_the_other_and_problems_shown_toget
     banner = window.error_banner.text()
     assert banner.startswith("a.bin is not a text file") and "Cannot read gone.txt" in banner
     assert window.attachments.refusal.text().startswith("first.py is ")
-    next(b for b in window.attachments.refusal.buttons() if b.text() == "Send truncated").click()
+    next(b for b in window.attachments.refusal.buttons() if b.text() == "Attach its beginning").click()
     (cut,) = window.attachments.attached
     assert window.attachments.refusal.text().startswith("second.py is ")  # asked next, with the room now left
     assert f"beside the {cut.tokens:,} tokens already attached" in window.attachments.refusal.text()

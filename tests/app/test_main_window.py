@@ -502,6 +502,7 @@ def test_keyboard_shortcuts(make_window, qtbot, monkeypatch) -> None:
     window.picker.hide()
     press(window, "Ctrl+N")
     assert window.conversation_id is None and window.chat.messages == []
+    assert window.focusWidget() is window.input  # what is typed next is the new chat's first message
 
 
 @pytest.mark.parametrize("how", ["close the window", "Ctrl+Q"])
