@@ -13,7 +13,8 @@ from PySide6.QtCore import QObject, Signal
 from engine.errors import SpecChatError
 from engine.serving.generation_queue import GenerationJob, model_ids
 from engine.serving.listener import RunningServer, bind
-from engine.serving.server import RequestRecord, create_app
+from engine.serving.request_log import RequestRecord
+from engine.serving.server import create_app
 
 from .session import ChatSession
 from .worker import PairInfo

@@ -32,7 +32,7 @@ class ServerDialog(QDialog):
         self.switch.setToolTip("Serve the loaded models on an OpenAI-compatible endpoint on this machine")
         self.port = QSpinBox()
         self.port.setRange(1024, 65535)
-        self.port.setValue(DEFAULT_PORT)
+        self.port.setValue(server.session.settings.server_port(DEFAULT_PORT))  # the last one served on: 8080 may be taken
         self.address = QLabel()
         self.address.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.log = QPlainTextEdit()
@@ -75,6 +75,7 @@ class ServerDialog(QDialog):
         self.switch.blockSignals(False)
         self.port.setEnabled(not address)
         if address:
+            self.server.session.settings.save_server_port(self.port.value())
             self.address.setText(
                 f"Serving on <b>{address}</b>: point an OpenAI client there (any API key).<br>"
                 f"<code>curl {address}/chat/completions -d '{{\"messages\": [{{\"role\": \"user\", \"content\": \"Hi\"}}]}}'</code>"

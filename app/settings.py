@@ -175,6 +175,15 @@ class AppSettings:
         self.store.setValue("view/text_size", step)
         self.store.sync()
 
+    def server_port(self, default: int) -> int:
+        """The port the Local server last served on (`default` before it ever did)."""
+        raw = self.store.value("server/port", default)
+        return int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else default
+
+    def save_server_port(self, port: int) -> None:
+        self.store.setValue("server/port", port)
+        self.store.sync()
+
     def window_layout(self) -> tuple[QByteArray | None, QByteArray | None]:
         """The window's saved geometry and its columns' saved widths (`window_layout`; None: never saved)."""
         geometry, columns = self.store.value("window/geometry"), self.store.value("window/columns")

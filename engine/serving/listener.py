@@ -56,7 +56,7 @@ class RunningServer:
         SpecChat's own app has none)."""
         import uvicorn
 
-        self.sock = sock
+        self.sock, self.app = sock, app
         config = uvicorn.Config(app, log_level="warning", loop="asyncio", http="h11", ws="none",
                                 lifespan="on" if lifespan else "off",
                                 timeout_graceful_shutdown=2)
@@ -100,6 +100,11 @@ class RunningServer:
             time.sleep(0.01)
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving. Open requests' generations are cancelled first (`ServerState.stop_jobs`), so that their
+        responses close within a round, in their APIs' shapes, before the shutdown's grace runs out."""
+        state = getattr(self.app.state, "server", None)  # SpecChat's app has one; an MCP server's app does not
+        if state is not None:
+            state.stop_jobs()
         self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)

@@ -39,6 +39,7 @@ from .keepalive import KEEPALIVE, KEEPALIVE_S, PENDING, PROGRESS_EVENT_S, prefil
 from .openai_api import ApiError, ApiRequest, ResponseShape, engine_error, parse_body
 from .pieces import AnswerPiece, ReasoningPiece, TextPiece, ToolCall
 from .reasoning_api import parse_openai
+from .request_log import RequestRecord
 from .tool_calls import Reply, ToolCallMissing
 
 RETRY_AFTER_S = 2
@@ -47,25 +48,8 @@ Defaults = GenerationParams | Callable[[], GenerationParams]
 DISCONNECT_POLL_S = 0.1
 
 
-@dataclass
-class RequestRecord:
-    """One finished request, for the log (the CLI's stderr, the app's server log)."""
-
-    path: str
-    status: int
-    tokens: int = 0
-    tokens_per_pass: float = 0.0
-    tokens_per_s: float = 0.0
-    note: str = ""
-
-    def line(self) -> str:
-        """E.g. '14:02:11 POST /v1/chat/completions 200 52 tokens, 3.1/pass, 40.2 tok/s speculative'."""
-        detail = f"{self.tokens} tokens, {self.tokens_per_pass:.1f}/pass, {self.tokens_per_s:.1f} tok/s" if self.tokens else ""
-        return " ".join(part for part in (time.strftime("%H:%M:%S"), f"POST {self.path}", str(self.status), detail, self.note) if part)
-
-
 class ServerState:
-    """What the routes share: the runner, the defaults, the key, the queue bound and the log."""
+    """What the routes share: the runner, the defaults, the key, the queue bound, the log and the open jobs."""
 
     def __init__(self, runner: JobRunner, defaults: Defaults, api_key: str | None, max_waiting: int,
                  log: Callable[[RequestRecord], None] | None, keepalive_s: float = KEEPALIVE_S,
@@ -75,6 +59,15 @@ class ServerState:
         self.log = log or (lambda record: None)
         self.served = 0
         self.refused = 0
+        self.open_jobs: dict[int, GenerationJob] = {}  # by id(): a job is a dataclass, equal to its twin, unhashable
+        self.stopping = False
+
+    def stop_jobs(self) -> None:
+        """The server is stopping: every open request's generation is cancelled, so that each ends within a round and
+        its response closes as its API closes one (the shutdown cancelled their tasks and cut the streams short)."""
+        self.stopping = True
+        for job in list(self.open_jobs.values()):
+            job.cancel()
 
     @property
     def defaults(self) -> GenerationParams:
@@ -232,11 +225,13 @@ def _submit(state: ServerState, api: ApiRequest, count_only: bool = False) -> tu
     def deliver(event: object) -> None:  # on the runner's thread
         if isinstance(event, (GenerationResult, PromptCount, BaseException)):
             state.admission.leave()
+            state.open_jobs.pop(id(job), None)
         with suppress(RuntimeError):  # the loop closed: the server is shutting down
             loop.call_soon_threadsafe(events.put_nowait, event)
 
     job = GenerationJob(api.prompt, api.chat, api.params, deliver, tooling=api.tooling, count_only=count_only,
                         echo_prompt=api.echo_prompt, suffix=api.suffix)
+    state.open_jobs[id(job)] = job
     state.runner.submit(job)
     return job, events
 
@@ -368,7 +363,8 @@ def _record(state: ServerState, api: ApiRequest, path: str, result: GenerationRe
     state.served += 1
     s = result.stats
     how = f"speculative ({api.params.drafter})" if api.params.mode == "speculative" else "standard"
-    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, "; ".join([how, *api.notes])))
+    ended = ["stopped with the server"] if state.stopping and result.finish_reason == "cancelled" else []
+    state.log(RequestRecord(path, 200, s.generated_tokens, s.tokens_per_pass, s.generation_tps, "; ".join([how, *api.notes, *ended])))
 
 
 def _error_response(request: Request, error: ApiError, headers: dict[str, str] | None = None) -> Response:

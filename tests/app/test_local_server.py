@@ -61,6 +61,42 @@ def test_stopping_frees_the_port_and_bad_requests_are_logged(qtbot, make_window)
     bind("127.0.0.1", port).close()  # free again
 
 
+def test_stopping_mid_answer_closes_the_stream_and_says_the_server_stopped(qtbot, make_window) -> None:
+    """Stop serving cut a streamed answer without its [DONE] after the shutdown's grace, logged "499 cancelled: the
+    client went away" and printed a CancelledError traceback. The answer now ends within a round, closed."""
+    window = make_window(max_tokens=900)
+    address = start(qtbot, window)
+    first_chunk, lines = threading.Event(), []
+
+    def read() -> None:
+        body = {"messages": QUESTION, "stream": True, "max_tokens": 900}
+        with httpx.stream("POST", address + "/chat/completions", json=body, timeout=60) as response:
+            for line in response.iter_lines():
+                lines.append(line)
+                if '"content": "' in line and '"content": ""' not in line:
+                    first_chunk.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    qtbot.waitUntil(first_chunk.is_set, timeout=30_000)
+    window.server_dialog.switch.click()
+    reader.join(30)
+    events = [line for line in lines if line.startswith("data: ")]
+    assert events[-1] == "data: [DONE]"  # closed as OpenAI closes a stream
+    assert len(events) < 900 / 2  # cancelled within a round, not run to its end in the shutdown's grace
+    qtbot.waitUntil(lambda: "stopped with the server" in window.server_dialog.log.toPlainText(), timeout=10_000)
+    assert "client went away" not in window.server_dialog.log.toPlainText()
+
+
+def test_the_port_served_on_is_offered_at_the_next_launch(qtbot, make_window) -> None:
+    """8080 was taken, the user served on another port, and the next launch offered 8080 again."""
+    window = make_window()
+    address = start(qtbot, window)
+    window.server_dialog.switch.click()
+    again = make_window(keep_settings=True)
+    assert again.server_dialog.port.value() == int(address.rsplit(":", 1)[1].split("/")[0])
+
+
 def test_a_port_in_use_is_shown_and_the_switch_stays_off(qtbot, make_window) -> None:
     window = make_window()
     taken = bind("127.0.0.1", 0)
