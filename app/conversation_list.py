@@ -204,8 +204,9 @@ class SystemPromptDialog(QDialog):
         self.setWindowTitle("System prompt for this chat")
         self.resize(480, 260)
         layout = QVBoxLayout(self)
-        note = QLabel(f"Instructions for “{title}” only. Empty: the system prompt from Settings.")
+        self.note = note = QLabel(f"Instructions for “{title}” only. Empty: the system prompt from Settings.")
         note.setWordWrap(True)
+        note.setTextFormat(Qt.TextFormat.PlainText)  # a title is the user's text: "<b>&</b>" is shown, not read as HTML
         layout.addWidget(note)
         self.text = QPlainTextEdit(text)
         layout.addWidget(self.text)

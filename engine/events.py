@@ -361,7 +361,8 @@ class GenerationResult:
         s = self.stats
         parts = [f"{s.generation_tps:.1f} tok/s"]
         who = drafters_named(s.drafted_by, self.drafter)  # the drafter explains the numbers: name it
-        reasons = [f"Automatic: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]  # its choice and why
+        # Automatic's choice and why; with nothing drafted it is the choice for what follows, not this answer's
+        reasons = [f"Automatic{'' if s.drafted else ' from here'}: {b.reason}" for b in s.policy[:1] if b.drafter == "auto"]
         if s.drafted:
             parts += [f"{s.acceptance_rate:.0%} of {s.drafted} drafted tokens accepted ({who})", f"{s.tokens_per_pass:.1f} tokens per pass"]
         elif self.mode != "speculative":

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app import file_dialogs
-from app.conversation_list import ConversationList, markdown_file_name
+from app.conversation_list import ConversationList, SystemPromptDialog, markdown_file_name
 from engine.conversations import ConversationStore
 
 
@@ -76,3 +77,10 @@ def test_export_offers_the_clean_name_in_the_home_folder_and_writes_there(sideba
     assert target.read_text(encoding="utf-8").startswith("# Why is the sky blue.\n")
     sidebar.export(chat)  # the next one offers the folder chosen last
     assert offered[1] == str(tmp_path / "Why is the sky blue.md")
+
+
+def test_a_title_with_markup_is_shown_as_typed_in_its_system_prompt_dialog(qtbot) -> None:
+    """A chat renamed "Geography <b>&</b> files" showed a bold & in the dialog (the label read it as HTML)."""
+    dialog = SystemPromptDialog("Geography <b>&</b> files", "")
+    qtbot.addWidget(dialog)
+    assert dialog.note.textFormat() == Qt.TextFormat.PlainText and "“Geography <b>&</b> files”" in dialog.note.text()

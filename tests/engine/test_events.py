@@ -56,5 +56,9 @@ def test_an_automatic_answer_that_drafted_nothing_reads_as_a_sentence() -> None:
     assert "no tokens drafted under Automatic," in silent.summary()
     silent.stats.policy = [PolicyBelief("auto", 0.0, None, [1.0], 0, "standard decoding (no drafter had a draft to offer)", None, 0)]
     line = silent.summary()
-    assert "no tokens drafted, Automatic: standard decoding (no drafter had a draft to offer)" in line
+    assert "no tokens drafted, Automatic from here: standard decoding (no drafter had a draft to offer)" in line
     assert "by the Automatic" not in line
+    # A walk read "no tokens drafted, Automatic: lookup (predicted 1.5 tokens a pass ...)" as a contradiction: the
+    # prediction is for the answers that follow (lookup found nothing to copy in this one).
+    silent.stats.policy[0].reason = "lookup (predicted 1.5 tokens a pass drafting 1 a round, 1.21x as fast as without drafting)"
+    assert "no tokens drafted, Automatic from here: lookup (predicted" in silent.summary()
