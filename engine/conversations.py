@@ -343,9 +343,9 @@ class ConversationStore:
         return "".join(trace_line(record) for record in json.loads(row[0])) if row else ""
 
     def export_markdown(self, conversation_id: int) -> str:
-        """The conversation shown as Markdown (engine/markdown_export.py), a question's files as the model read them:
-        fenced, under their names."""
-        return conversation_markdown(self.title(conversation_id), self.messages(conversation_id))
+        """The conversation shown as Markdown (engine/markdown_export.py) with its own system prompt, a question's files
+        as the model read them: fenced, under their names."""
+        return conversation_markdown(self.title(conversation_id), self.messages(conversation_id), self.system_prompt(conversation_id))
 
 
 def database_path() -> Path:

@@ -55,8 +55,12 @@ def image_markdown(image: ChatImage) -> str:
     return f"![{image.name}](data:image/{kind};base64,{base64.b64encode(image.data).decode('ascii')})\n"
 
 
-def conversation_markdown(title: str, messages: Iterable[Message]) -> str:
+def conversation_markdown(title: str, messages: Iterable[Message], system_prompt: str = "") -> str:
+    """The file: the title, the chat's own system prompt if it has one (what the answers were asked under), then
+    each message under its speaker with its stats line."""
     lines = [f"# {title}", ""]
+    if system_prompt.strip():
+        lines += ["**System prompt:**", "", verbatim(system_prompt.strip()), ""]
     for message in messages:
         speaker = "You" if message.role == "user" else "Assistant"
         lines += [f"**{speaker}:**", "", *map(image_markdown, message.images), _shown_text(message), ""]

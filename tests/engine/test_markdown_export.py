@@ -32,6 +32,17 @@ def test_an_answer_cut_inside_a_code_block_exports_with_its_fence_closed(tmp_pat
     assert "```python\nfor i in range(\n```\n\n*(interrupted)*\n\n**You:**\n\nGo on\n" in exported
 
 
+def test_a_chat_s_own_system_prompt_is_exported_before_its_messages(tmp_path) -> None:
+    """A walker's export of a chat with "Answer like a pirate." left out what the answers were asked under."""
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    pirate, plain = store.create("Pirate"), store.create("Plain")
+    for chat in (pirate, plain):
+        store.add_message(chat, "user", "Hello")
+    store.set_system_prompt(pirate, "Answer like a pirate.\nBe brief.")
+    assert store.export_markdown(pirate).startswith("# Pirate\n\n**System prompt:**\n\nAnswer like a pirate.  \nBe brief.\n\n**You:**")
+    assert "System prompt" not in store.export_markdown(plain)
+
+
 def test_an_answer_that_called_tools_exports_its_calls_as_the_chat_shows_them(tmp_path) -> None:
     """The export held the call markup the model wrote (`<tool_call>{...}</tool_call>`), not the calls."""
     from engine.mcp_tools.saved_calls import AnswerCalls, CallRecord
