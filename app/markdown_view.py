@@ -6,7 +6,8 @@ table, under a header with the language and a `copy:N` link that the view answer
 
 A model's line breaks are kept: CommonMark joins lines that are not apart by a blank one into one paragraph (a soft
 break), which ran a poem's lines, or a list item's continued lines, together the moment the answer finished,
-while streaming had shown each on its own. Every such break becomes a hard one before Qt reads the Markdown.
+while streaming had shown each on its own. Every such break becomes a hard one before Qt reads the Markdown, and an
+indented line in a paragraph (code written without a fence) keeps its indentation.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor,
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
 LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")  # what opens the prose after a fence (the closing fence's line end)
+STRUCTURED = re.compile(r"\s*(?:[-*+>|]|\d+[.)])(?:\s|$)")  # a line that opens a list item, a quote or a table row
+INDENT = re.compile(r"[ \t]+(?=\S)")  # a line's indentation
 SOFT_BREAK = re.compile(r"(?<=\S)[ \t]*\n(?=[ \t]*\S)")  # a line's end, with more text on the next line
 
 
@@ -45,6 +48,23 @@ def split_code_blocks(text: str) -> list[str | CodeBlock]:
     if position < len(text):
         parts.append(text[position:])
     return parts
+
+
+def keep_indentation(prose: str) -> str:
+    """Markdown prose whose indented lines keep their indentation where it is the text's, not Markdown's: code a model
+    wrote without a fence ("def f(x):" then "    return x") became flat lines, since a paragraph's continuation
+    lines lose their leading spaces. Lines in a list, a quote or a table, from its first line to the next blank one,
+    keep Markdown's reading (their indentation is the list's)."""
+    lines = prose.split("\n")
+    structured = False
+    for index, line in enumerate(lines):
+        if not line.strip():
+            structured = False
+        elif STRUCTURED.match(line):
+            structured = True
+        elif index and lines[index - 1].strip() and not structured and (indent := INDENT.match(line)):
+            lines[index] = "\u00a0" * len(indent.group(0).expandtabs(4)) + line[indent.end():]
+    return "\n".join(lines)
 
 
 def keep_line_breaks(prose: str) -> str:
@@ -105,7 +125,7 @@ def render(document: QTextDocument, text: str, dark: bool) -> list[CodeBlock]:
             cursor.setCharFormat(QTextCharFormat())
             blocks.append(part)
         elif part.strip():
-            cursor.insertMarkdown(keep_line_breaks(LEADING_BLANK_LINES.sub("", part)))
+            cursor.insertMarkdown(keep_indentation(keep_line_breaks(LEADING_BLANK_LINES.sub("", part))))
             cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
     tone_down_headings(document)
     code_spans_at_text_size(document)

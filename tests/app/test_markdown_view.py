@@ -139,3 +139,19 @@ def test_a_code_span_follows_the_text_s_size(qtbot) -> None:
     code = next(f for f in fragments if f.text() == "reverse(s)")
     assert code.charFormat().fontFixedPitch()  # still monospace
     assert not code.charFormat().hasProperty(QTextFormat.Property.FontPointSize)
+
+
+def test_code_written_without_a_fence_keeps_its_indentation_and_a_list_its_reading(qtbot) -> None:
+    """A model's unfenced "def f(x):" with its indented body rendered as flat lines (the Markdown view only)."""
+    view = TokenTextView()
+    qtbot.addWidget(view)
+    view.show_markdown("Here is code:\ndef f(x):\n    if x:\n        return x + 1\n\n- item\n  continued\n- two\n\n"
+                       "Steps:\n- check\n  the remainder\n- return")
+    lines = view.toPlainText().replace("\u00a0", " ").split("\n")
+    assert lines[:4] == ["Here is code:", "def f(x):", "    if x:", "        return x + 1"]
+    assert lines[4:11] == ["item", "continued", "two", "Steps:", "check", "the remainder", "return"]  # a list's own
+    items, block = [], view.document().begin()
+    while block.isValid():
+        items += [block.text()] if block.textList() is not None else []
+        block = block.next()
+    assert items == ["item", "continued", "two", "check", "the remainder", "return"]  # no list line was re-indented
