@@ -31,6 +31,7 @@ from engine.conversations import ConversationStore
 
 from .file_dialogs import save_file
 from .quiet_text import make_quiet
+from .settings import AppSettings
 
 # Characters no file name may hold on one system or another (Windows' set, which covers macOS' ":" and Unix' "/"),
 # and control characters such as the line breaks a title taken from a first message can hold.
@@ -60,9 +61,9 @@ class ConversationList(QWidget):
     exported = Signal(str)
     export_failed = Signal(str)
 
-    def __init__(self, store: ConversationStore, parent: QWidget | None = None) -> None:
+    def __init__(self, store: ConversationStore, settings: AppSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.store = store
+        self.store, self.settings = store, settings
         self.current: int | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -94,6 +95,9 @@ class ConversationList(QWidget):
         self.opened.emit(item.data(Qt.ItemDataRole.UserRole))
 
     def refresh(self, current: int | None = None) -> None:
+        """List the chats, `current` (the one shown; None: a new chat) selected and remembered for the next launch."""
+        if self.settings is not None and current != self.current:
+            self.settings.save_last_chat(current)
         self.current = current
         self.list.blockSignals(True)
         self.list.clear()
@@ -106,6 +110,11 @@ class ConversationList(QWidget):
                 self.list.setCurrentItem(item)
         self.list.blockSignals(False)
         self._say_when_nothing_matches()
+
+    def last_shown(self) -> int | None:
+        """The chat shown when the window last closed, if it is still there (None: a new chat, or it was deleted)."""
+        last = self.settings.last_chat() if self.settings is not None else None
+        return last if last is not None and self.store.exists(last) else None
 
     def _say_when_nothing_matches(self) -> None:
         """The query is cut to the sidebar's width: a long word cannot wrap, and would be clipped instead."""

@@ -62,7 +62,7 @@ class MainWindow(QMainWindow):
         self.picker.pair_chosen.connect(self.session.load_pair)
         self.server_dialog = ServerDialog(LocalServer(self.session, self), self)
         self.server_dialog.server.state_changed.connect(lambda address: self.serving.setText(address and f"Serving {address}"))
-        self.conversations.refresh()
+        self.open_conversation(last) if (last := self.conversations.last_shown()) is not None else self.conversations.refresh()
         if self.session.store.degraded:
             self.show_error(self.session.store.degraded)
         saved = self.session.settings.pair()
@@ -75,7 +75,7 @@ class MainWindow(QMainWindow):
 
     def _build(self) -> None:
         self._build_toolbar()
-        self.conversations = ConversationList(self.session.store)
+        self.conversations = ConversationList(self.session.store, self.session.settings)
         self.conversations.opened.connect(self.open_conversation)
         self.conversations.new_requested.connect(self.new_conversation)
         self.conversations.delete_confirmed.connect(self.delete_conversation)

@@ -175,6 +175,15 @@ class AppSettings:
         self.store.setValue("view/text_size", step)
         self.store.sync()
 
+    def last_chat(self) -> int | None:
+        """The chat shown when the window last closed (None: a new chat was)."""
+        raw = self.store.value("view/last_chat", "")
+        return int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else None
+
+    def save_last_chat(self, conversation_id: int | None) -> None:
+        self.store.setValue("view/last_chat", "" if conversation_id is None else conversation_id)
+        self.store.sync()
+
     def server_port(self, default: int) -> int:
         """The port the Local server last served on (`default` before it ever did)."""
         raw = self.store.value("server/port", default)

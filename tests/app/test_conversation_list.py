@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 
 from app import file_dialogs
 from app.conversation_list import ConversationList, SystemPromptDialog, markdown_file_name
+from app.settings import AppSettings
 from engine.conversations import ConversationStore
 
 
@@ -84,3 +85,15 @@ def test_a_title_with_markup_is_shown_as_typed_in_its_system_prompt_dialog(qtbot
     dialog = SystemPromptDialog("Geography <b>&</b> files", "")
     qtbot.addWidget(dialog)
     assert dialog.note.textFormat() == Qt.TextFormat.PlainText and "“Geography <b>&</b> files”" in dialog.note.text()
+
+
+def test_the_chat_shown_last_is_offered_again_unless_it_was_deleted(qtbot, tmp_path: Path, isolated_home) -> None:
+    store = ConversationStore(tmp_path / "c.sqlite3")
+    kept, gone = store.create("Kept"), store.create("Gone")
+    listed = ConversationList(store, AppSettings())
+    qtbot.addWidget(listed)
+    listed.refresh(kept)
+    assert ConversationList(store, AppSettings()).last_shown() == kept
+    listed.refresh(gone)
+    store.delete(gone)
+    assert ConversationList(store, AppSettings()).last_shown() is None

@@ -602,3 +602,16 @@ def test_an_export_that_cannot_be_written_says_why(make_window, qtbot, tmp_path:
     assert not window.error_banner.isHidden()
     assert f"Could not export the chat to {tmp_path / 'gone' / 'chat.md'}" in window.error_banner.text()
     assert "Choose another folder" in window.error_banner.text() and not window.statusBar().currentMessage().startswith("Exported")
+
+
+def test_the_next_launch_shows_the_chat_shown_at_the_last_close(make_window, qtbot) -> None:
+    """A walker relaunched and found an empty new chat, the one they were in a click away in the sidebar."""
+    window = make_window(max_tokens=4)
+    send_and_wait(qtbot, window, "Remember me")
+    chat = window.conversation_id
+    window.close()
+    again = make_window(keep_settings=True)
+    assert again.conversation_id == chat and again.chat.messages[0].text == "Remember me"
+    again.new_conversation()
+    again.close()
+    assert make_window(keep_settings=True).conversation_id is None  # a new chat was shown: a new chat it is
