@@ -25,6 +25,7 @@ from PySide6.QtGui import QFont, QTextBlockFormat, QTextCharFormat, QTextCursor,
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<code>.*?)(?:^(?P=indent)(?P=fence)[ \t]*$|\Z)", re.M | re.S)
 COPY_SCHEME = "copy"
 LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")  # what opens the prose after a fence (the closing fence's line end)
+LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d+[.)])\s")
 STRUCTURED = re.compile(r"\s*(?:[-*+>|]|\d+[.)])(?:\s|$)")  # a line that opens a list item, a quote or a table row
 INDENT = re.compile(r"[ \t]+(?=\S)")  # a line's indentation
 SOFT_BREAK = re.compile(r"(?<=\S)[ \t]*\n(?=[ \t]*\S)")  # a line's end, with more text on the next line
@@ -68,8 +69,18 @@ def keep_indentation(prose: str) -> str:
 
 
 def keep_line_breaks(prose: str) -> str:
-    """Markdown prose whose every line break is a hard one (two spaces before it), as the model wrote it."""
-    return SOFT_BREAK.sub("  \n", prose)
+    """Markdown prose whose every line break is kept as the model wrote it: a hard break (two spaces before it), and
+    in a list item a line separator, since Qt's reader made a hard break in an item an item of its own, bulleted."""
+    lines = prose.split("\n")
+    kept = lines[:1]
+    in_item = bool(LIST_ITEM.match(lines[0]))
+    for line in lines[1:]:
+        if in_item and line.strip() and kept[-1].strip() and not LIST_ITEM.match(line):
+            kept[-1] += "\u2028" + line.strip()  # the item's next line, in its block
+            continue
+        in_item = bool(LIST_ITEM.match(line)) or (in_item and bool(line.strip()))
+        kept.append(line)
+    return SOFT_BREAK.sub("  \n", "\n".join(kept))
 
 
 def code_html(block: CodeBlock, index: int, dark: bool) -> str:

@@ -142,7 +142,8 @@ def test_a_code_span_follows_the_text_s_size(qtbot) -> None:
 
 
 def test_code_written_without_a_fence_keeps_its_indentation_and_a_list_its_reading(qtbot) -> None:
-    """A model's unfenced "def f(x):" with its indented body rendered as flat lines (the Markdown view only)."""
+    """A model's unfenced "def f(x):" with its indented body rendered as flat lines (the Markdown view only); an
+    item's second line was drawn as an item of its own, with a bullet."""
     view = TokenTextView()
     qtbot.addWidget(view)
     view.show_markdown("Here is code:\ndef f(x):\n    if x:\n        return x + 1\n\n- item\n  continued\n- two\n\n"
@@ -154,4 +155,4 @@ def test_code_written_without_a_fence_keeps_its_indentation_and_a_list_its_readi
     while block.isValid():
         items += [block.text()] if block.textList() is not None else []
         block = block.next()
-    assert items == ["item", "continued", "two", "check", "the remainder", "return"]  # no list line was re-indented
+    assert items == ["item\u2028continued", "two", "check\u2028the remainder", "return"]  # each item's lines in its block
