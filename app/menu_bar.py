@@ -87,4 +87,3 @@ def _add(menu: QMenu, text: str, keys: str, slot: Callable[..., object]) -> QAct
     action.setShortcut(QKeySequence(keys))
     action.triggered.connect(slot)
     return action
-

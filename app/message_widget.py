@@ -89,7 +89,7 @@ class MessageWidget(QFrame):
     Attributes:
         message_id: the saved message (None until saved).
         fold: the reasoning (hidden when the answer has none).
-        can_go_on: the answer ended short of its own end (`conversations.can_go_on`): Continue is offered while it is
+        can_go_on: the answer ended short of its own end (`answer_ends.can_go_on`): Continue is offered while it is
             the chat's last.
     """
 

@@ -259,7 +259,7 @@ class ChatSession(QObject):
         return True
 
     def continue_answer(self, message_id: int) -> bool:
-        """Go on with an answer that ended short of its own end (its chat's last; `conversations.can_go_on`): the same
+        """Go on with an answer that ended short of its own end (its chat's last; `answer_ends.can_go_on`): the same
         message grows, its new rounds numbered after its old ones. False when it cannot go on, or not now."""
         conversation_id = self.store.conversation_of(message_id)
         if conversation_id is None or not self.ready:

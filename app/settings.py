@@ -45,6 +45,11 @@ def _as_bool(value: object) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
 
 
+def _count(value: object) -> int | None:
+    """A saved whole number of 0 or more (the INI file gives it back as a string); None for anything else."""
+    return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None
+
+
 def _pair_key(target: str, draft: str | None) -> str:
     return f"{target}\n{draft or ''}"
 
@@ -177,8 +182,7 @@ class AppSettings:
 
     def last_chat(self) -> int | None:
         """The chat shown when the window last closed (None: a new chat was)."""
-        raw = self.store.value("view/last_chat", "")
-        return int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else None
+        return _count(self.store.value("view/last_chat", ""))
 
     def save_last_chat(self, conversation_id: int | None) -> None:
         self.store.setValue("view/last_chat", "" if conversation_id is None else conversation_id)
@@ -186,8 +190,8 @@ class AppSettings:
 
     def server_port(self, default: int) -> int:
         """The port the Local server last served on (`default` before it ever did)."""
-        raw = self.store.value("server/port", default)
-        return int(raw) if isinstance(raw, (int, str)) and str(raw).isdigit() else default
+        port = _count(self.store.value("server/port", default))
+        return default if port is None else port
 
     def save_server_port(self, port: int) -> None:
         self.store.setValue("server/port", port)

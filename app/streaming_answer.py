@@ -1,8 +1,8 @@
 """The chat answer being generated: where it is saved, what streamed so far, and how its stats line reads.
 
-An answer that ended short of its own end (its token limit, Stop, a crash) can go on (`going_on_from`): the run starts from the saved text, tokens and rounds,
-and its own rounds, which the engine numbers from 0, are numbered after them (`numbered`), so that each token still
-finds its round's record in the trace.
+An answer that ended short of its own end (its token limit, Stop, a crash) can go on (`going_on_from`): the run
+starts from the saved text, tokens and rounds, and its own rounds, which the engine numbers from 0, are numbered
+after them (`numbered`), so that each token still finds its round's record in the trace.
 """
 
 from __future__ import annotations

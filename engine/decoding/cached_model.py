@@ -139,7 +139,7 @@ class CachedModel:
                  identity: str | None = None) -> None:
         self.model = model
         self.identity = identity
-        self.prefill_step_size = prefill_step_size or default_prefill_step()
+        self.prefill_step_size = prefill_step_size
         self.equal_cost_context = equal_cost_context(model)
         self.kv_bits = kv_bits
         self.rewinds = {"dropped": 0, "restored": 0, "reset": 0}
@@ -261,8 +261,9 @@ class CachedModel:
         end = len(context) - min(len(context) - position, max(max_tail, 1))
         if position < end:
             yield position, len(context)
+        step = self.prefill_step_size or default_prefill_step()
         while position < end:
-            length = prefill_chunk_length(self.prefill_step_size, position, self.equal_cost_context)
+            length = prefill_chunk_length(step, position, self.equal_cost_context)
             chunk = context[position : min(position + length, end)]
             self._run(mx.array(chunk, dtype=mx.uint32), chunk)
             mx.eval([c.state for c in self.cache], self.listener.state if self.listener else [])

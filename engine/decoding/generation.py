@@ -33,7 +33,7 @@ from .image_prefill import ImagePrompt, image_prompt, prefill_images, with_image
 from .pair import ModelPair, round_side
 from .policy.draft_length import AdaptiveDraftLength, DraftPolicy, FixedDraftLength
 from .policy.prompt_kind import PROMPT_KIND_TOKENS, kind_of
-from .prompt_ids import FALLBACK_TURN_END, Message, continues_last_answer, turn_openers
+from .prompt_ids import FALLBACK_TURN_END, Message, answer_so_far, turn_openers
 from .rounds import Decoder
 from .sampling import Warper
 from .speculative import SpeculativeDecoder
@@ -186,8 +186,7 @@ def _went_on_from(prompt: str | Sequence[Message] | list[int]) -> str | None:
     for a prompt that opens a new answer."""
     if isinstance(prompt, str) or _is_token_ids(prompt):
         return None
-    messages = cast(Sequence[Message], prompt)
-    return str(messages[-1]["content"]) if continues_last_answer(messages) else None
+    return answer_so_far(cast(Sequence[Message], prompt))[1] or None
 
 
 def _whole_answer(pair: ModelPair, prompt: str | Sequence[Message] | list[int], result: GenerationResult) -> tuple[str, list[int]]:

@@ -24,7 +24,7 @@ from ..models.draft_choice import drafter_folder
 from ..models.load_progress import LoadProgress
 from ..models.loading import LoadedModel, load_model
 from ..models.memory import weight_bytes
-from .cached_model import CachedModel, default_prefill_step
+from .cached_model import CachedModel
 from .drafting.drafter_state import AttachedStates, DrafterState
 from .drafting.history_lookup import DraftHistory
 from .prompt_cache import PromptCache
@@ -162,7 +162,7 @@ class ModelPair:
     def set_prefill_step_size(self, tokens: int | None) -> None:
         """Prompt tokens per forward pass from now on, for both models (None: the device's own)."""
         for cache in self.caches():
-            cache.prefill_step_size = tokens or default_prefill_step()
+            cache.prefill_step_size = tokens
 
     def discard_pending(self) -> None:
         """After an interrupted generation: caches fed tokens whose ids were never read start over."""

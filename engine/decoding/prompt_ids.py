@@ -98,9 +98,9 @@ def prompt_token_ids(
         if not spliced and not continues_last_answer(messages):
             return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, **switch))
         return splice_answers(tokenizer, rendered, spliced, answers or {})
-    head, so_far = (messages[:-1], " " + messages[-1]["content"]) if continues_last_answer(messages) else (messages, "")
+    head, so_far = answer_so_far(messages)
     transcript = "".join(f"{_FALLBACK_ROLES.get(m['role'], m['role'])}: {m['content']}\n" for m in head)
-    return list(tokenizer.encode(transcript + "Assistant:" + so_far))
+    return list(tokenizer.encode(transcript + "Assistant:" + (" " + so_far if so_far else "")))
 
 
 def continues_last_answer(messages: Sequence[Message]) -> bool:
@@ -110,6 +110,13 @@ def continues_last_answer(messages: Sequence[Message]) -> bool:
     last = messages[-1] if messages else {}
     content = last.get("content")
     return last.get("role") == "assistant" and isinstance(content, str) and bool(content) and not last.get("tool_calls")
+
+
+def answer_so_far(messages: Sequence[Message]) -> tuple[Sequence[Message], str]:
+    """The conversation before the answer being written, and that answer's text so far ("" when a new one opens)."""
+    if continues_last_answer(messages):
+        return messages[:-1], str(messages[-1]["content"])
+    return messages, ""
 
 
 PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "probe",
@@ -154,9 +161,8 @@ def _rendered(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -
 def _opened_answer(tokenizer: Any, messages: list[Message], switch: dict[str, Any]) -> str:
     """The template's text up to where the answer is written: after the assistant turn's opening, and after the
     answer's text so far when the conversation ends in one (`continues_last_answer`)."""
-    if continues_last_answer(messages):
-        return tokenizer.apply_chat_template(messages[:-1], add_generation_prompt=True, tokenize=False, **switch) + messages[-1]["content"]
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **switch)
+    head, so_far = answer_so_far(messages)
+    return tokenizer.apply_chat_template(list(head), add_generation_prompt=True, tokenize=False, **switch) + so_far
 
 
 def merged_system(messages: list[Message]) -> list[Message]:
